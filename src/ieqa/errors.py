@@ -1,0 +1,45 @@
+"""Exception types raised by ieqa.
+
+Every error ieqa raises on purpose derives from :class:`IeqaError`, so callers can
+catch the library's errors without catching unrelated bugs.
+"""
+
+from __future__ import annotations
+
+
+class IeqaError(Exception):
+    """Base class of every error ieqa raises deliberately."""
+
+
+class UnknownDimensionError(IeqaError, KeyError):
+    """A dimension name is neither canonical nor a registered alias."""
+
+    def __str__(self) -> str:  # KeyError quotes its message; keep it readable
+        return str(self.args[0]) if self.args else ""
+
+
+class ManifestError(IeqaError, ValueError):
+    """A manifest file is malformed or uses an unsupported format."""
+
+
+class ImageLoadError(IeqaError, OSError):
+    """An image could not be loaded. ``path`` names the file (or ``"<memory>"``)."""
+
+    def __init__(self, path: object, message: str) -> None:
+        self.path = str(path)
+        super().__init__(f"{self.path}: {message}")
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class ImageNotFoundError(ImageLoadError, FileNotFoundError):
+    """The image file does not exist."""
+
+
+class ImageDecodeError(ImageLoadError):
+    """The file exists but is not a readable image (corrupt, truncated or unknown format)."""
+
+
+class ImageTooLargeError(ImageLoadError):
+    """The image has more pixels than the configured limit (decompression-bomb guard)."""
