@@ -11,11 +11,8 @@ class IeqaError(Exception):
     """Base class of every error ieqa raises deliberately."""
 
 
-class UnknownDimensionError(IeqaError, KeyError):
+class UnknownDimensionError(IeqaError, ValueError):
     """A dimension name is neither canonical nor a registered alias."""
-
-    def __str__(self) -> str:  # KeyError quotes its message; keep it readable
-        return str(self.args[0]) if self.args else ""
 
 
 class ManifestError(IeqaError, ValueError):

@@ -1,0 +1,3 @@
+from ieqa.cli import main
+
+main()

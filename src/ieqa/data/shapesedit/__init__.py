@@ -1,0 +1,29 @@
+"""ShapesEdit: an offline world of image edits whose quality is known exactly.
+
+Sources are coloured shapes over procedural textures or real scikit-image photos;
+instructions come from templates (recolour, remove, add, move, resize, brightness,
+background blur, restyle); simulated editors carry them out with controlled failures
+(partial, no-op, wrong target, over-editing, artifacts). Ground truth per dimension
+follows from the parameters (:mod:`.truth`). Each (source, instruction) yields a group of
+``k`` candidates from different editors, whose true ranking is known.
+
+>>> from ieqa.data.shapesedit import ShapesEditConfig, generate
+>>> manifest = generate("shapes", ShapesEditConfig(n=40, seed=1))  # doctest: +SKIP
+"""
+
+from ieqa.data.shapesedit.editors import DEFAULT_EDITORS, MODES, EditorProfile
+from ieqa.data.shapesedit.generator import (
+    ShapesEditConfig,
+    SynthGroup,
+    dataset_card,
+    generate,
+    iter_groups,
+    make_group,
+)
+from ieqa.data.shapesedit.ops import LOCALISED_TASKS, TASKS
+from ieqa.data.shapesedit.truth import ground_truth
+
+__all__ = [
+    "DEFAULT_EDITORS", "EditorProfile", "LOCALISED_TASKS", "MODES", "ShapesEditConfig",
+    "SynthGroup", "TASKS", "dataset_card", "generate", "ground_truth", "iter_groups", "make_group",
+]

@@ -1,0 +1,46 @@
+"""Ground truth of ShapesEdit, computed exactly from how each candidate was made.
+
+All scores are on a 1-5 scale (1 worst, 5 best): ``score = 1 + 4 * unit`` with
+``unit`` in [0, 1]:
+
+* instruction_alignment: unit = the strength of the requested edit that was carried out
+  (1 perfect, 0.25-0.75 partial, 0 for no-op and wrong target).
+* content_preservation: unit = 1 / (1 + u / 0.1), where u is the mean over pixels of
+  min(1, max_channel |clean - intended| / 0.3): the unrequested change between the
+  editor's artifact-free output and the requested edit rendered at the strength the
+  editor achieved. Artifacts do not count here; they are visual quality.
+* visual_quality: unit = 1 - artifact severity (1 when the editor left no artifact).
+* overall: 0.3 * visual_quality + 0.4 * instruction_alignment + 0.3 * content_preservation
+  (ReasonEdit's released weights).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+CHANGE_SCALE = 0.3
+PRESERVATION_HALF = 0.1
+OVERALL_WEIGHTS = {"visual_quality": 0.3, "instruction_alignment": 0.4, "content_preservation": 0.3}
+
+
+def unintended_change(clean: np.ndarray, intended: np.ndarray) -> float:
+    """Mean saturated per-pixel change between two float images (H, W, 3), in [0, 1]."""
+    d = np.abs(clean.astype(np.float32) - intended.astype(np.float32)).max(axis=2)
+    return float(np.minimum(1.0, d / CHANGE_SCALE).mean())
+
+
+def to_scale(unit: float) -> float:
+    """Map [0, 1] to the 1-5 score scale."""
+    return 1.0 + 4.0 * float(unit)
+
+
+def ground_truth(alignment: float, change: float, severity: float) -> dict[str, float]:
+    """Per-dimension ground truth (1-5) from the strength done, the unintended change and
+    the artifact severity (all in [0, 1])."""
+    scores = {
+        "visual_quality": to_scale(1.0 - severity),
+        "instruction_alignment": to_scale(alignment),
+        "content_preservation": to_scale(1.0 / (1.0 + change / PRESERVATION_HALF)),
+    }
+    scores["overall"] = sum(w * scores[d] for d, w in OVERALL_WEIGHTS.items())
+    return {k: round(v, 6) for k, v in scores.items()}

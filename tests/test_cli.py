@@ -1,0 +1,29 @@
+from typer.testing import CliRunner
+
+import ieqa
+from ieqa.cli import app
+
+runner = CliRunner()
+
+
+def test_version_and_list():
+    res = runner.invoke(app, ["--version"])
+    assert res.exit_code == 0 and ieqa.__version__ in res.output
+    res = runner.invoke(app, ["list"])
+    assert res.exit_code == 0 and "shapesedit" in res.output and "instruction_alignment" in res.output
+    res = runner.invoke(app, ["list", "gadgets"])
+    assert res.exit_code != 0
+
+
+def test_synth_writes_a_set(tmp_path):
+    res = runner.invoke(app, ["synth", "--n", "12", "--k", "3", "--size", "96", "--out", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "manifest.jsonl").read_text().count("\n") == 12
+    res = runner.invoke(app, ["synth", "--n", "12", "--k", "9", "--out", str(tmp_path / "x")])
+    assert res.exit_code != 0 and "k must be" in res.output
+
+
+def test_demo_runs_and_summarises(tmp_path):
+    res = runner.invoke(app, ["demo", "--n", "24", "--out", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    assert "editors by mean overall score" in res.output and "24" in res.output
