@@ -7,6 +7,14 @@ from ieqa.data.dimensions import (
     list_dimensions,
     register_dimension,
 )
+from ieqa.data.images import (
+    DEFAULT_MAX_PIXELS,
+    LoadResult,
+    image_size,
+    iter_load_images,
+    load_image,
+    load_images,
+)
 from ieqa.data.schema import (
     BBox,
     EditSample,
@@ -20,6 +28,7 @@ from ieqa.data.schema import (
 )
 
 __all__ = [
+    "DEFAULT_MAX_PIXELS", "LoadResult", "image_size", "iter_load_images", "load_image", "load_images",
     "BBox", "CORE_DIMENSIONS", "EditSample", "Group", "ImageRef", "InstructionKind",
     "Preference", "PreferenceLabel", "Rating", "canonical_dimension", "dimension_aliases",
     "group_samples", "list_dimensions", "register_dimension",
