@@ -13,5 +13,7 @@ def test_torchvision_is_not_installed():
 
 
 def test_qwen_vl_classes_import():
-    from transformers import Qwen2VLForConditionalGeneration  # noqa: F401
-    from transformers import Qwen2_5_VLForConditionalGeneration  # noqa: F401
+    from transformers import (
+        Qwen2_5_VLForConditionalGeneration,  # noqa: F401
+        Qwen2VLForConditionalGeneration,  # noqa: F401
+    )

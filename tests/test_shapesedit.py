@@ -37,7 +37,7 @@ def test_groups_do_not_depend_on_set_size():
     large = ShapesEditConfig(n=40, k=4, seed=2, size=96)
     g_small, g_large = make_group(small, 1), make_group(large, 1)
     assert g_small.samples[0].instruction == g_large.samples[0].instruction
-    assert all(np.array_equal(a, b) for a, b in zip(g_small.edited, g_large.edited))
+    assert all(np.array_equal(a, b) for a, b in zip(g_small.edited, g_large.edited, strict=True))
 
 
 def test_manifest_contents(tmp_path):
@@ -64,7 +64,7 @@ def _pair_config(a: EditorProfile, b: EditorProfile, n: int = 48) -> ShapesEditC
 
 def _by_editor(cfg):
     for g in iter_groups(cfg):
-        yield g, {s.editor: (s, img) for s, img in zip(g.samples, g.edited)}
+        yield g, {s.editor: (s, img) for s, img in zip(g.samples, g.edited, strict=True)}
 
 
 def test_perfect_edit_beats_no_op_on_alignment():

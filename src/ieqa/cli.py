@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.console import Console
@@ -42,7 +41,7 @@ def _root(
 
 @app.command("list")
 def list_cmd(
-    what: Optional[str] = typer.Argument(None, help="scorers, benchmarks, recipes, datasets or dimensions (default: all)."),
+    what: str | None = typer.Argument(None, help="scorers, benchmarks, recipes, datasets or dimensions (default: all)."),
 ) -> None:
     """List what ieqa can build: scorers, benchmarks, recipes, datasets and dimensions."""
     kinds = [*_LISTS, "dimensions"]
@@ -73,7 +72,7 @@ def _run_synth(out: Path, n: int, k: int, seed: int, size: int, photo_fraction: 
     return generate(out, cfg, format=fmt, progress=True)
 
 
-def print_summary(summary: DatasetSummary, true_ranking: Optional[list[str]] = None) -> None:
+def print_summary(summary: DatasetSummary, true_ranking: list[str] | None = None) -> None:
     """Render a dataset summary as rich tables."""
     console.print(f"[bold]{summary.n_samples}[/bold] edits in [bold]{summary.n_groups}[/bold] groups")
     counts = Table(title="edits by task" + (" and failure mode" if summary.modes else ""), title_justify="left")

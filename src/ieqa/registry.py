@@ -7,16 +7,16 @@ and the ``list_*`` functions read them.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any
 
 
 @dataclass(frozen=True)
 class Entry:
     name: str
     description: str
-    factory: Optional[Callable[..., Any]] = None
+    factory: Callable[..., Any] | None = None
     tags: tuple[str, ...] = field(default=())
 
 
@@ -27,7 +27,7 @@ class Registry:
         self.kind = kind
         self._entries: dict[str, Entry] = {}
 
-    def add(self, name: str, description: str, factory: Optional[Callable[..., Any]] = None,
+    def add(self, name: str, description: str, factory: Callable[..., Any] | None = None,
             tags: tuple[str, ...] = ()) -> Entry:
         if name in self._entries:
             raise ValueError(f"{self.kind} {name!r} is already registered")
@@ -42,7 +42,7 @@ class Registry:
             known = ", ".join(sorted(self._entries)) or "none yet"
             raise KeyError(f"unknown {self.kind} {name!r}; known: {known}") from None
 
-    def names(self, tag: Optional[str] = None) -> list[str]:
+    def names(self, tag: str | None = None) -> list[str]:
         return sorted(n for n, e in self._entries.items() if tag is None or tag in e.tags)
 
     def __iter__(self) -> Iterator[Entry]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from enum import Enum
 from pathlib import Path
-from typing import Any, Literal, Optional, Union
+from typing import Any, Literal, Union
 
 import numpy as np
 from PIL import Image
@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from ieqa.data.dimensions import canonical_dimension
 
 #: What may stand where an image is expected.
-ImageRef = Union[Path, Image.Image, np.ndarray, bytes]
+ImageRef = Union[Path, Image.Image, np.ndarray, bytes]  # noqa: UP007 (a runtime alias)
 
 
 def _coerce_image_ref(value: Any) -> Any:
@@ -127,15 +127,15 @@ class EditSample(BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True, validate_assignment=True)
 
     id: str
-    source: Optional[ImageRef] = None
+    source: ImageRef | None = None
     edited: ImageRef
     instruction: str = ""
     instruction_kind: InstructionKind = InstructionKind.INSTRUCTION
-    task: Optional[str] = None
-    editor: Optional[str] = None
-    group_id: Optional[str] = None
-    bbox: Optional[BBox] = None
-    mask: Optional[ImageRef] = None
+    task: str | None = None
+    editor: str | None = None
+    group_id: str | None = None
+    bbox: BBox | None = None
+    mask: ImageRef | None = None
     scores: dict[str, float] = Field(default_factory=dict)
     ratings: list[Rating] = Field(default_factory=list)
     meta: dict[str, Any] = Field(default_factory=dict)
@@ -198,7 +198,7 @@ class Preference(BaseModel):
     b: EditSample
     label: PreferenceLabel
     dimension: str = "overall"
-    rater: Optional[str] = None
+    rater: str | None = None
     meta: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("dimension")
@@ -241,7 +241,7 @@ class Group(BaseModel):
         return self.samples[0].instruction
 
     @property
-    def source(self) -> Optional[ImageRef]:
+    def source(self) -> ImageRef | None:
         return self.samples[0].source
 
     def __len__(self) -> int:

@@ -9,7 +9,7 @@ edit is ``1 - severity`` (see :mod:`ieqa.data.shapesedit.truth`).
 from __future__ import annotations
 
 import io
-from typing import Callable, Optional
+from collections.abc import Callable
 
 import numpy as np
 from PIL import Image
@@ -18,26 +18,26 @@ from scipy.ndimage import gaussian_filter
 ARTIFACTS = ("noise", "blur", "jpeg", "seam")
 
 
-def _within(img: np.ndarray, degraded: np.ndarray, mask: Optional[np.ndarray]) -> np.ndarray:
+def _within(img: np.ndarray, degraded: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
     if mask is None:
         return degraded
     m = mask[..., None]
     return img * (1 - m) + degraded * m
 
 
-def noise(img: np.ndarray, severity: float, rng: np.random.Generator, mask: Optional[np.ndarray] = None) -> np.ndarray:
+def noise(img: np.ndarray, severity: float, rng: np.random.Generator, mask: np.ndarray | None = None) -> np.ndarray:
     """Gaussian noise with standard deviation 0.02 + 0.16 * severity (image range 0-1)."""
     sigma = 0.02 + 0.16 * severity
     return _within(img, img + rng.normal(0.0, sigma, img.shape).astype(np.float32), mask)
 
 
-def blur(img: np.ndarray, severity: float, rng: np.random.Generator, mask: Optional[np.ndarray] = None) -> np.ndarray:
+def blur(img: np.ndarray, severity: float, rng: np.random.Generator, mask: np.ndarray | None = None) -> np.ndarray:
     """Gaussian blur with sigma 0.6 + 3.4 * severity pixels."""
     sigma = 0.6 + 3.4 * severity
     return _within(img, gaussian_filter(img, sigma=(sigma, sigma, 0)), mask)
 
 
-def jpeg(img: np.ndarray, severity: float, rng: np.random.Generator, mask: Optional[np.ndarray] = None) -> np.ndarray:
+def jpeg(img: np.ndarray, severity: float, rng: np.random.Generator, mask: np.ndarray | None = None) -> np.ndarray:
     """JPEG re-encoding at quality round(40 - 38 * severity) (2..40), 4:2:0 subsampling."""
     quality = int(round(40 - 38 * severity))
     buf = io.BytesIO()
@@ -47,7 +47,7 @@ def jpeg(img: np.ndarray, severity: float, rng: np.random.Generator, mask: Optio
     return _within(img, decoded, mask)
 
 
-def seam(img: np.ndarray, severity: float, rng: np.random.Generator, mask: Optional[np.ndarray] = None) -> np.ndarray:
+def seam(img: np.ndarray, severity: float, rng: np.random.Generator, mask: np.ndarray | None = None) -> np.ndarray:
     """A pasted-patch look: a rectangle (the region's bounding box, or a random one) is
     offset in colour by 0.06 + 0.24 * severity and outlined by a 2-pixel dark seam."""
     h, w = img.shape[:2]

@@ -13,7 +13,6 @@ import math
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Optional
 
 import numpy as np
 from PIL import Image
@@ -85,7 +84,7 @@ class SynthGroup:
     id: str
     source: np.ndarray
     edited: list[np.ndarray]
-    mask: Optional[np.ndarray]
+    mask: np.ndarray | None
     samples: list[EditSample] = field(default_factory=list)
 
 
@@ -93,7 +92,7 @@ def _place_shapes(rng: np.random.Generator, size: int, count: int) -> list[Shape
     shapes: list[Shape] = []
     combos = [(c, k) for c in COLORS for k in KINDS]
     order = rng.permutation(len(combos))
-    for attempt in range(400):
+    for _ in range(400):
         if len(shapes) == count:
             break
         r = float(rng.uniform(0.07, 0.13) * size)
@@ -125,7 +124,7 @@ def _draw_op(rng: np.random.Generator, world: World, tasks: Sequence[str]) -> Ed
 
 
 def _candidate(
-    world: World, op: EditOp, editor: EditorProfile, region: Optional[np.ndarray], rng: np.random.Generator
+    world: World, op: EditOp, editor: EditorProfile, region: np.ndarray | None, rng: np.random.Generator
 ) -> tuple[np.ndarray, dict[str, float], dict]:
     mode = editor.draw_mode(rng)
     strength = {"perfect": 1.0, "over_edit": 1.0, "no_op": 0.0, "wrong_target": 0.0}.get(mode)
@@ -164,7 +163,7 @@ def _dilate_box(region: np.ndarray, pad: int = 6) -> np.ndarray:
     return out
 
 
-def _bbox(region: Optional[np.ndarray]) -> Optional[BBox]:
+def _bbox(region: np.ndarray | None) -> BBox | None:
     if region is None or not (region > 0.5).any():
         return None
     ys, xs = np.nonzero(region > 0.5)
@@ -249,7 +248,7 @@ def generate(
             if group.mask is not None:
                 mask = out / "masks" / f"{group.id}.png"
                 _save_png(group.mask, mask)
-            for sample, img in zip(group.samples, group.edited):
+            for sample, img in zip(group.samples, group.edited, strict=True):
                 edited = out / "images" / f"{sample.id}.png"
                 _save_png(img, edited)
                 writer.write(sample.model_copy(update={"source": src, "edited": edited, "mask": mask}))

@@ -9,13 +9,21 @@ gives the pixels the complete edit is meant to touch (``None`` for global edits)
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Callable, Optional
 
 import numpy as np
 from scipy.ndimage import gaussian_filter
 
-from ieqa.data.shapesedit.scene import COLORS, KINDS, POSITIONS, Shape, World, shape_mask, union_mask
+from ieqa.data.shapesedit.scene import (
+    COLORS,
+    KINDS,
+    POSITIONS,
+    Shape,
+    World,
+    shape_mask,
+    union_mask,
+)
 
 Apply = Callable[[World, float], World]
 
@@ -31,7 +39,7 @@ class EditOp:
     task: str
     instruction: str
     apply: Apply
-    region: Callable[[World], Optional[np.ndarray]]  # intended (H, W) mask in [0, 1] or None
+    region: Callable[[World], np.ndarray | None]  # intended (H, W) mask in [0, 1] or None
     wrong: Apply  # the same kind of edit aimed at the wrong thing (strength 1)
 
 
@@ -234,7 +242,7 @@ def restyle(world: World, rng: np.random.Generator) -> EditOp:
     )
 
 
-_BUILDERS: dict[str, Callable[[World, np.random.Generator], Optional[EditOp]]] = {
+_BUILDERS: dict[str, Callable[[World, np.random.Generator], EditOp | None]] = {
     "recolor": recolor, "remove": remove, "add": add, "move": move, "resize": resize,
     "brightness": brightness, "blur_background": blur_background, "restyle": restyle,
 }

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 from PIL import Image
@@ -16,7 +16,7 @@ PHOTO_NAMES: tuple[str, ...] = (
 )
 
 
-@lru_cache(maxsize=None)
+@cache
 def _photo(name: str) -> np.ndarray:
     try:
         import skimage.data
