@@ -143,6 +143,19 @@ def demo(
     console.print(f"manifest: [bold]{manifest}[/bold]  ({time.perf_counter() - t0:.1f} s)")
 
 
+def _register_commands() -> None:
+    import importlib
+
+    from ieqa.commands import COMMAND_MODULES
+
+    for name in COMMAND_MODULES:
+        module = importlib.import_module(f"ieqa.commands.{name}")
+        app.command(module.NAME)(module.command)
+
+
+_register_commands()
+
+
 def main() -> None:
     """Entry point of the ``ieqa`` console script."""
     try:

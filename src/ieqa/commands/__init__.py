@@ -1,0 +1,5 @@
+"""CLI commands, one module each. Every module defines ``command`` (a Typer-compatible
+function whose parameters use ``typer.Option`` / ``typer.Argument``) and ``NAME`` (the
+command's name); :mod:`ieqa.cli` registers the modules listed in ``COMMAND_MODULES``."""
+
+COMMAND_MODULES: tuple[str, ...] = ()
