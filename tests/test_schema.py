@@ -3,6 +3,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from PIL import Image
+from pydantic import ValidationError
 
 from ieqa import BBox, EditSample, Group, Preference, PreferenceLabel, Rating, group_samples
 
@@ -30,8 +31,10 @@ def test_sample_image_refs_and_validation():
     assert s.image_paths() == {"source": Path("a/src.png")}
     with pytest.raises(ValueError):
         EditSample(id="", edited="e.png")
-    with pytest.raises((TypeError, ValueError)):
+    with pytest.raises(ValidationError, match="an image must be"):
         EditSample(id="x", edited=3.14)
+    with pytest.raises(ValidationError, match="scores must be a dict"):
+        EditSample(id="x", edited="e.png", scores=[1.0])
     with pytest.raises(ValueError):
         EditSample(id="x", edited="e.png", instruction_kind="command")
     r = Rating(rater="r1", dimension="SC", value=1)

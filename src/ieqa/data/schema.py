@@ -33,7 +33,7 @@ def _coerce_image_ref(value: Any) -> Any:
         return Path(value)
     if isinstance(value, (Path, Image.Image, np.ndarray, bytes)):
         return value
-    raise TypeError(
+    raise ValueError(
         f"an image must be a path, PIL.Image, numpy array or bytes, got {type(value).__name__}"
     )
 
@@ -158,7 +158,7 @@ class EditSample(BaseModel):
         if v is None:
             return {}
         if not isinstance(v, dict):
-            raise TypeError(f"scores must be a dict of dimension -> float, got {type(v).__name__}")
+            raise ValueError(f"scores must be a dict of dimension -> float, got {type(v).__name__}")
         out: dict[str, float] = {}
         for k, val in v.items():
             canon = canonical_dimension(k)
