@@ -1,0 +1,155 @@
+"""Predictions files: an evaluator's per-edit scores, cached to be benchmarked later.
+
+Formats (by suffix):
+
+* **JSONL** (``.jsonl``, ``.jsonl.gz``): one object per line, ``{"id": ..., "<dim>": score,
+  ...}``; the scores may also sit in a nested ``"scores"`` object (as in a manifest row).
+* **CSV** (``.csv``): a header row with ``id`` and one column per dimension.
+
+Dimension names are canonicalised (``"SC"`` -> ``instruction_alignment``). The keys
+``editor``, ``group_id``, ``task``, ``instruction``, ``explanation`` and ``meta`` are
+allowed and ignored (they are not scores). A missing score (empty CSV cell, JSON
+``null``) means "no score for that dimension"; ``NaN`` or infinite values are errors,
+as are a missing or duplicate id, an unknown dimension and a non-numeric value —
+each :class:`~ieqa.bench.errors.PredictionsError` names the file and the 1-based line
+(JSONL) or row (CSV, header = row 1).
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+import math
+import os
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import IO, Any
+
+from ieqa.bench.errors import PredictionsError
+from ieqa.data.dimensions import canonical_dimension
+from ieqa.errors import UnknownDimensionError
+
+__all__ = ["IGNORED_KEYS", "is_predictions_file", "read_predictions"]
+
+#: Keys of a predictions row that are neither the id nor a score.
+IGNORED_KEYS = frozenset(("editor", "group_id", "task", "instruction", "explanation", "meta"))
+_SUFFIXES = (".jsonl", ".jsonl.gz", ".csv")
+
+
+def _open_text(path: Path) -> IO[str]:
+    if path.name.endswith(".gz"):
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8")
+    return open(path, encoding="utf-8", newline="")
+
+
+def _kind(path: Path) -> str:
+    for suffix in _SUFFIXES:
+        if path.name.endswith(suffix):
+            return "csv" if suffix == ".csv" else "jsonl"
+    raise PredictionsError(f"{path}: predictions must be .jsonl, .jsonl.gz or .csv files")
+
+
+def is_predictions_file(path: str | os.PathLike[str]) -> bool:
+    """True when ``path`` looks like a predictions file rather than a manifest.
+
+    ``.csv`` is always predictions and ``.parquet`` always a manifest; for JSONL the first
+    non-blank line decides: a row with an ``edited`` image is a manifest row.
+    """
+    p = Path(path)
+    if p.name.endswith(".csv"):
+        return True
+    if not any(p.name.endswith(s) for s in (".jsonl", ".jsonl.gz")):
+        return False
+    with _open_text(p) as fh:
+        for line in fh:
+            if line.strip():
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError:
+                    return False
+                return isinstance(row, dict) and "edited" not in row
+    return False
+
+
+def _jsonl_rows(fh: IO[str], path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    for lineno, line in enumerate(fh, 1):
+        if not line.strip():
+            continue
+        where = f"{path}: line {lineno}"
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise PredictionsError(f"{where}: not valid JSON ({exc.msg})") from None
+        if not isinstance(row, dict):
+            raise PredictionsError(f"{where}: expected a JSON object, got {type(row).__name__}")
+        if isinstance(row.get("scores"), Mapping):
+            row = {**{k: v for k, v in row.items() if k != "scores"}, **row["scores"]}
+        yield where, row
+
+
+def _csv_rows(fh: IO[str], path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    reader = csv.DictReader(fh)
+    if not reader.fieldnames or "id" not in reader.fieldnames:
+        raise PredictionsError(f"{path}: the CSV header must have an 'id' column, got {reader.fieldnames}")
+    for rowno, row in enumerate(reader, 2):
+        if None in row:
+            raise PredictionsError(f"{path}: row {rowno}: more cells than header columns")
+        yield f"{path}: row {rowno}", {k: (None if v == "" else v) for k, v in row.items()}
+
+
+def _score(value: Any, key: str, where: str) -> float:
+    if isinstance(value, bool):
+        raise PredictionsError(f"{where}: {key}={value!r} is not a number")
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        raise PredictionsError(f"{where}: {key}={value!r} is not a number") from None
+    if not math.isfinite(out):
+        raise PredictionsError(f"{where}: {key}={value!r} is not finite (leave the score out instead)")
+    return out
+
+
+def _parse_row(row: dict[str, Any], where: str, canon: dict[str, str]) -> tuple[str, dict[str, float]]:
+    ident = row.get("id")
+    if ident is None or (isinstance(ident, str) and not ident.strip()):
+        raise PredictionsError(f"{where}: missing 'id'")
+    scores: dict[str, float] = {}
+    for key, value in row.items():
+        if key == "id" or key in IGNORED_KEYS or value is None:
+            continue
+        if key not in canon:
+            try:
+                canon[key] = canonical_dimension(key)
+            except UnknownDimensionError as exc:
+                raise PredictionsError(f"{where}: {exc}") from None
+        dim = canon[key]
+        if dim in scores:
+            raise PredictionsError(f"{where}: dimension {dim!r} given twice (as {key!r} and an alias)")
+        scores[dim] = _score(value, key, where)
+    return str(ident), scores
+
+
+def read_predictions(path: str | os.PathLike[str]) -> dict[str, dict[str, float]]:
+    """Read a predictions file into ``{edit id: {canonical dimension: score}}``.
+
+    Scores keep the file's scale. Raises :class:`~ieqa.bench.errors.PredictionsError`
+    naming the file and row for malformed content (see the module docstring), and when
+    the file holds no rows.
+    """
+    p = Path(path)
+    kind = _kind(p)
+    if not p.is_file():
+        raise PredictionsError(f"{p}: no such file")
+    out: dict[str, dict[str, float]] = {}
+    canon: dict[str, str] = {}
+    with _open_text(p) as fh:
+        for where, row in (_csv_rows if kind == "csv" else _jsonl_rows)(fh, p):
+            ident, scores = _parse_row(row, where, canon)
+            if ident in out:
+                raise PredictionsError(f"{where}: duplicate id {ident!r}")
+            out[ident] = scores
+    if not out:
+        raise PredictionsError(f"{p}: no predictions in the file")
+    return out

@@ -1,0 +1,291 @@
+"""``ieqa rank-editors``: an editor leaderboard from per-edit scores (EditHF Table 3).
+
+The scores are a manifest (its ``scores``: human MOS or predictions written into a
+manifest) or a predictions file (``id`` + one column per dimension, see
+:mod:`ieqa.bench.predictions`), which takes editor, group and task from the ``--human``
+manifest. With ``--human`` the predicted editor ranking is compared with the human one
+(SRCC/KRCC over editors, per dimension), on the edits both files score.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from ieqa.bench.leaderboard import (
+    Leaderboard,
+    ScoreTable,
+    compare_rankings,
+    editor_leaderboard,
+    parse_weights,
+    score_table,
+)
+from ieqa.bench.predictions import is_predictions_file, read_predictions
+from ieqa.bench.report import HtmlReport, bar_chart, scatter_plot, write_csv, write_json
+from ieqa.errors import IeqaError
+from ieqa.metrics import MetricInputError
+
+NAME = "rank-editors"
+console = Console()
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def _manifest_table(path: Path) -> ScoreTable:
+    from ieqa.data.manifest import iter_manifest
+
+    return score_table(iter_manifest(path))
+
+
+def _shared_ids(pred: ScoreTable, human: ScoreTable, notes: list[str]) -> tuple[ScoreTable, ScoreTable]:
+    """Restrict both tables to the edits both score (when they share any)."""
+    shared = set(pred.ids.tolist()) & set(human.ids.tolist())
+    if not shared:
+        notes.append("the two files share no edit id: editors are compared on different edits")
+        return pred, human
+    if len(shared) < max(len(pred), len(human)):
+        notes.append(f"compared on the {len(shared)} edits both files score "
+                     f"(scores: {len(pred)}, human: {len(human)})")
+        return pred.restrict_ids(shared), human.restrict_ids(shared)
+    return pred, human
+
+
+def load_tables(scores: Path, human: Path | None, notes: list[str]) -> tuple[ScoreTable, ScoreTable | None]:
+    """The scored edits of ``scores`` and, with ``human``, of the human manifest, restricted
+    to the edits both have. A predictions file needs ``human`` for editors and groups."""
+    if is_predictions_file(scores):
+        if human is None:
+            raise typer.BadParameter(
+                "a predictions file has no editor names: pass --human MANIFEST to join on the edit id",
+                param_hint="SCORES",
+            )
+        human_table = _manifest_table(human)
+        preds = read_predictions(scores)
+        pred_table = score_table(human_table, predictions=preds, missing="drop")
+        if len(pred_table) < len(human_table):
+            notes.append(f"{len(human_table) - len(pred_table)} of {len(human_table)} human-rated "
+                         "edits have no prediction and are left out")
+            human_table = human_table.restrict_ids(pred_table.ids.tolist())
+        if not len(pred_table):
+            raise IeqaError(f"no id of {scores} matches an edit of {human}")
+        unused = len(preds) - len(pred_table)
+        if unused:
+            notes.append(f"{unused} predictions have no edit in {human.name} and are ignored")
+        return pred_table, human_table
+    pred_table = _manifest_table(scores)
+    if human is None:
+        return pred_table, None
+    pred_table, human_table = _shared_ids(pred_table, _manifest_table(human), notes)
+    return pred_table, human_table
+
+
+# --------------------------------------------------------------------------- display
+
+
+def overall_formula(weights: dict[str, float]) -> str:
+    """``"0.3·visual_quality + 0.4·instruction_alignment + ..."``."""
+    return " + ".join(f"{w:.3g}·{d}" for d, w in weights.items())
+
+
+def _f(x: float, digits: int = 3) -> str:
+    return "–" if not np.isfinite(x) else f"{x:.{digits}f}"
+
+
+def _rank_text(r: Any) -> str:
+    return "–" if r is None else str(r)
+
+
+def leaderboard_display(lb: Leaderboard, human_lb: Leaderboard | None = None) -> tuple[list[str], list[list[str]]]:
+    """Column names and text rows of a leaderboard (plus human overall and rank)."""
+    pct = round(lb.ci * 100)
+    columns = ["rank", "editor", "n", *lb.columns, f"{pct}% CI (overall)"]
+    h_scores = h_ranks = {}
+    if human_lb is not None:
+        columns += ["human overall", "human rank"]
+        h_scores, h_ranks = human_lb.scores(), human_lb.ranks()
+    rows = []
+    for row in lb.to_rows():
+        e = row["editor"]
+        line = [_rank_text(row["rank"]), e, str(row["n"]), *(_f(row[c]) for c in lb.columns),
+                f"[{_f(row['overall_ci_low'])}, {_f(row['overall_ci_high'])}]"]
+        if human_lb is not None:
+            line += [_f(h_scores.get(e, float("nan"))), _rank_text(h_ranks.get(e))]
+        rows.append(line)
+    return columns, rows
+
+
+def _summary_line(lb: Leaderboard) -> str:
+    parts = [f"{lb.n_samples} edits", f"{len(lb)} editors"]
+    if lb.n_groups is not None:
+        if lb.common_groups_only:
+            parts.append(f"{lb.n_groups} of {lb.n_groups_total} groups (only groups every editor covers)")
+        else:
+            parts.append(f"{lb.n_groups} groups")
+    ci = "bootstrap" if lb.ci_method == "bootstrap" else "normal approximation"
+    return (", ".join(parts) + f"; overall = {overall_formula(lb.weights)}; "
+            f"{round(lb.ci * 100)}% CI by {ci}; ties share the {lb.tie_method} rank")
+
+
+def _print_board(title: str, lb: Leaderboard, human_lb: Leaderboard | None) -> None:
+    columns, rows = leaderboard_display(lb, human_lb)
+    table = Table(title=title, title_justify="left")
+    for c in columns:
+        table.add_column(c, justify="left" if c == "editor" else "right",
+                         style="bold" if c == "overall" else None)
+    for row in rows:
+        table.add_row(*row)
+    console.print(table)
+
+
+def _print_comparison(comparisons: dict[str, dict[str, Any]]) -> None:
+    table = Table(title="predicted vs human editor ranking", title_justify="left")
+    for c in ("dimension", "editors", "SRCC", "KRCC", "mean |Δrank|", "max |Δrank|"):
+        table.add_column(c, justify="left" if c == "dimension" else "right")
+    for dim, cmp in comparisons.items():
+        table.add_row(dim, str(cmp["n_editors"]), _f(cmp["srcc"]), _f(cmp["krcc"]),
+                      _f(cmp["mean_abs_displacement"], 2), str(cmp["max_abs_displacement"]))
+    console.print(table)
+
+
+# --------------------------------------------------------------------------- outputs
+
+
+def _comparisons(lb: Leaderboard, human_lb: Leaderboard, notes: list[str]) -> dict[str, dict[str, Any]]:
+    out = {}
+    for col in lb.columns:
+        if col not in human_lb.columns:
+            continue
+        try:
+            out[col] = compare_rankings(lb, human_lb, col)
+        except MetricInputError as exc:
+            notes.append(f"no ranking comparison for {col}: {exc}")
+    return out
+
+
+def _csv_rows(lb: Leaderboard, human_lb: Leaderboard | None) -> list[dict[str, Any]]:
+    boards = [("all", lb, human_lb)]
+    boards += [(t, b, None if human_lb is None else human_lb.by_task.get(t)) for t, b in lb.by_task.items()]
+    rows = []
+    for task, board, human_board in boards:
+        h_scores = human_board.scores() if human_board is not None else {}
+        h_ranks = human_board.ranks() if human_board is not None else {}
+        for row in board.to_rows():
+            row = {"task": task, **row}
+            if human_lb is not None:
+                row["human_overall"] = h_scores.get(row["editor"])
+                row["human_rank"] = h_ranks.get(row["editor"])
+            rows.append(row)
+    return rows
+
+
+def _figures(report: HtmlReport, lb: Leaderboard, human_lb: Leaderboard | None,
+             comparisons: dict[str, dict[str, Any]], notes: list[str]) -> None:
+    j = lb.columns.index("overall")
+    mean = lb.mean[:, j]
+    errors = np.vstack([mean - lb.ci_low[:, j], lb.ci_high[:, j] - mean])
+    try:
+        report.add_figure(bar_chart(lb.editors, mean, errors, title="overall score by editor",
+                                    ylabel="mean overall"),
+                          f"Mean overall score per editor; error bars: {round(lb.ci * 100)}% CI.")
+        if human_lb is not None and "overall" in comparisons:
+            cmp = comparisons["overall"]
+            editors = cmp["editors"]
+            report.add_figure(
+                scatter_plot([cmp["pred_score"][e] for e in editors], [cmp["human_score"][e] for e in editors],
+                             "editor overall: predicted vs human", "predicted (scores)", "human",
+                             labels=editors),
+                "One point per editor: mean overall score from the scores file against the human one.",
+            )
+    except IeqaError as exc:  # matplotlib missing: the report keeps its tables
+        notes.append(f"no figures: {exc}")
+        report.add_paragraph(f"No figures: {exc}")
+
+
+def write_outputs(out: Path, lb: Leaderboard, human_lb: Leaderboard | None,
+                  comparisons: dict[str, dict[str, Any]], sources: dict[str, str], notes: list[str]) -> None:
+    """leaderboard.json, leaderboard.csv and report.html in ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    rows = _csv_rows(lb, human_lb)
+    columns = list(dict.fromkeys(k for r in rows for k in r))
+    write_csv(out / "leaderboard.csv", rows, columns)
+    report = HtmlReport("Editor leaderboard")
+    report.add_paragraph(" · ".join(f"{k}: {v}" for k, v in sources.items()))
+    report.add_paragraph(_summary_line(lb))
+    cols, text_rows = leaderboard_display(lb, human_lb)
+    report.add_table(text_rows, cols)
+    if comparisons:
+        report.add_heading("Predicted vs human editor ranking")
+        report.add_table(
+            [[d, c["n_editors"], c["srcc"], c["krcc"], c["mean_abs_displacement"], c["max_abs_displacement"]]
+             for d, c in comparisons.items()],
+            ["dimension", "editors", "SRCC", "KRCC", "mean |Δrank|", "max |Δrank|"],
+        )
+    _figures(report, lb, human_lb, comparisons, notes)
+    for task, board in lb.by_task.items():
+        report.add_heading(f"Task: {task}", 3)
+        human_board = None if human_lb is None else human_lb.by_task.get(task)
+        cols, text_rows = leaderboard_display(board, human_board)
+        report.add_table(text_rows, cols)
+    if notes:
+        report.add_heading("Notes")
+        for note in notes:
+            report.add_paragraph(note)
+    report.save(out / "report.html")
+    write_json(out / "leaderboard.json", {
+        **sources, "leaderboard": lb.to_dict(),
+        "human_leaderboard": None if human_lb is None else human_lb.to_dict(),
+        "comparison": comparisons, "notes": notes,
+    })
+
+
+# --------------------------------------------------------------------------- command
+
+
+def command(
+    scores: Path = typer.Argument(..., exists=True, dir_okay=False,
+                                  help="manifest with per-edit scores (human or predicted), or a predictions file"),
+    human: Path | None = typer.Option(None, "--human", exists=True, dir_okay=False,
+                                      help="manifest with human MOS to compare with"),
+    out: Path | None = typer.Option(None, "--out", "-o", help="folder for JSON, CSV and HTML report"),
+    weights: str | None = typer.Option(
+        None, "--weights",
+        help='overall-score weights, e.g. "visual_quality=0.3,instruction_alignment=0.4,content_preservation=0.3" '
+             "(the default, EditHF Eq. 2); normalised to sum 1"),
+    by_task: bool = typer.Option(False, "--by-task", help="also rank the editors per task"),
+    common_groups_only: bool = typer.Option(
+        False, "--common-groups-only", help="use only the groups (source + instruction) every editor covers"),
+    n_boot: int = typer.Option(0, "--bootstrap", min=0,
+                               help="bootstrap resamples for the CIs (0: normal approximation)"),
+) -> None:
+    """Rank image-editing models by their mean scores per dimension and overall (EditHF Table 3)."""
+    try:
+        w = parse_weights(weights) if weights else None
+    except IeqaError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--weights") from None
+    if n_boot == 1:
+        raise typer.BadParameter("use 0 (normal intervals) or at least 2 resamples", param_hint="--bootstrap")
+    notes: list[str] = []
+    pred_table, human_table = load_tables(scores, human, notes)
+    opts = {"weights": w, "by_task": by_task, "common_groups_only": common_groups_only, "n_boot": n_boot}
+    lb = editor_leaderboard(pred_table, **opts)
+    human_lb = None if human_table is None else editor_leaderboard(human_table, **opts)
+    comparisons = {} if human_lb is None else _comparisons(lb, human_lb, notes)
+    console.print(_summary_line(lb))
+    _print_board(f"editor leaderboard ({scores.name})", lb, human_lb)
+    for task, board in lb.by_task.items():
+        _print_board(f"task: {task}", board, None if human_lb is None else human_lb.by_task.get(task))
+    if comparisons:
+        _print_comparison(comparisons)
+    if out is not None:
+        sources = {"scores": str(scores)} | ({"human": str(human)} if human else {})
+        write_outputs(out, lb, human_lb, comparisons, sources, notes)
+    for note in notes:
+        console.print(f"[yellow]note:[/yellow] {note}")
+    if out is not None:
+        console.print(f"wrote [bold]{out / 'leaderboard.json'}[/bold], leaderboard.csv and report.html")

@@ -1,0 +1,1 @@
+"""Tests of ieqa.human and the `ieqa mos` command."""
