@@ -75,7 +75,7 @@ def _run_synth(out: Path, n: int, k: int, seed: int, size: int, photo_fraction: 
 def print_summary(summary: DatasetSummary, true_ranking: list[str] | None = None) -> None:
     """Render a dataset summary as rich tables."""
     console.print(f"[bold]{summary.n_samples}[/bold] edits in [bold]{summary.n_groups}[/bold] groups")
-    counts = Table(title="edits by task" + (" and failure mode" if summary.modes else ""), title_justify="left")
+    counts = Table(title="edits by task", title_justify="left")
     counts.add_column("task")
     counts.add_column("n", justify="right")
     for task, c in summary.tasks.most_common():

@@ -1,12 +1,13 @@
 """Declarative registries of what ieqa can build: scorers, benchmarks, recipes, datasets.
 
 Each registry maps a name to an :class:`Entry` (a one-line description plus the factory
-or data behind it). Later modules add entries with ``REGISTRY.add(...)``; ``ieqa list``
-and the ``list_*`` functions read them.
+or data behind it). Modules add entries with ``REGISTRY.add(...)`` when imported; a
+registry imports its provider modules on first lookup, so ``import ieqa`` stays light.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,9 +24,17 @@ class Entry:
 class Registry:
     """A named collection of :class:`Entry` objects."""
 
-    def __init__(self, kind: str) -> None:
+    def __init__(self, kind: str, providers: tuple[str, ...] = ()) -> None:
         self.kind = kind
         self._entries: dict[str, Entry] = {}
+        self._providers = providers  # modules that register entries when imported
+        self._loaded = not providers
+
+    def _load(self) -> None:
+        if not self._loaded:
+            self._loaded = True
+            for module in self._providers:
+                importlib.import_module(module)
 
     def add(self, name: str, description: str, factory: Callable[..., Any] | None = None,
             tags: tuple[str, ...] = ()) -> Entry:
@@ -36,6 +45,7 @@ class Registry:
         return entry
 
     def get(self, name: str) -> Entry:
+        self._load()
         try:
             return self._entries[name]
         except KeyError:
@@ -43,17 +53,20 @@ class Registry:
             raise KeyError(f"unknown {self.kind} {name!r}; known: {known}") from None
 
     def names(self, tag: str | None = None) -> list[str]:
+        self._load()
         return sorted(n for n, e in self._entries.items() if tag is None or tag in e.tags)
 
     def __iter__(self) -> Iterator[Entry]:
+        self._load()
         return iter(self._entries[n] for n in sorted(self._entries))
 
     def __len__(self) -> int:
+        self._load()
         return len(self._entries)
 
 
 SCORERS = Registry("scorer")
-BENCHMARKS = Registry("benchmark")
+BENCHMARKS = Registry("benchmark", providers=("ieqa.data.loaders",))
 RECIPES = Registry("recipe")
 DATASETS = Registry("dataset")
 

@@ -48,7 +48,7 @@ _BUILTIN: dict[str, tuple[str, tuple[str, ...]]] = {
             "SC", "semantic consistency", "editing fidelity", "edit fidelity",
             "instruction following", "instruction alignment", "prompt following",
             "prompt_following", "editing alignment", "edit alignment", "alignment",
-            "text image alignment", "text-image alignment",
+            "text image alignment", "text-image alignment", "editing correspondence",
         ),
     ),
     CONTENT_PRESERVATION: (
