@@ -18,7 +18,9 @@ how many groups contributed and how many were skipped, and the per-group values.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Literal, NamedTuple
 
 import numpy as np
@@ -189,22 +191,54 @@ def _summarise(per_group, ok, ids, average, what) -> GroupedResult:
 # ----------------------------------------------------------------- group pair accuracy
 
 
-def _pair_counts_broadcast(p, t, lay, counts) -> None:
-    """Fill ``counts[:, g] = (concordant, pred-tied, untied-target)`` pairs per group."""
-    exact = max(p.max(initial=0), t.max(initial=0)) < 2**24  # dense ranks: exact in float32
-    dtype = np.float32 if exact else np.float64
-    ps, ts = p[lay.order].astype(dtype), t[lay.order].astype(dtype)
-    for k, codes in _size_batches(lay.sizes):
+def _concordant_broadcast(p, t, lay, conc) -> None:
+    """Fill ``conc[g]`` with the concordant pairs of each group of at most
+    ``_BROADCAST_MAX_SIZE`` items: ordered pairs with ``p_i > p_j`` and ``t_i > t_j`` (each
+    concordant unordered pair is exactly one such ordered pair). ``p`` and ``t`` are dense
+    integer ranks, compared as int32 (exact); one boolean pass per comparison."""
+    ps, ts = p[lay.order].astype(np.int32), t[lay.order].astype(np.int32)
+
+    def batch(k: int, codes: np.ndarray) -> None:
         bp, bt = _block(ps, lay.starts, k, codes), _block(ts, lay.starts, k, codes)
-        dp = bp[:, :, None] - bp[:, None, :]
-        dt = bt[:, :, None] - bt[:, None, :]
-        valid = np.count_nonzero(dt, axis=(1, 2))
-        prod = dp * dt
-        conc = np.count_nonzero(prod > 0, axis=(1, 2))
-        nonzero = np.count_nonzero(prod, axis=(1, 2))
-        counts[0, codes] = conc // 2
-        counts[1, codes] = (valid - nonzero) // 2
-        counts[2, codes] = valid // 2
+        both = bp[:, :, None] > bp[:, None, :]
+        both &= bt[:, :, None] > bt[:, None, :]
+        conc[codes] = both.view(np.uint8).reshape(len(codes), -1).sum(axis=1, dtype=np.int64)
+
+    batches = list(_size_batches(lay.sizes))
+    if len(batches) < 8:
+        for k, codes in batches:
+            batch(k, codes)
+        return
+    # numpy releases the GIL in these element-wise passes: use the machine's cores
+    with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
+        list(pool.map(lambda kc: batch(*kc), batches))
+
+
+def _tied_pairs_per_group(lay: _Layout, *dense: np.ndarray) -> np.ndarray:
+    """Per group, the pairs tied in every one of the integer arrays ``dense`` at once.
+
+    The group code and the values are packed into one int64 key (a lexsort when they do
+    not fit), sorted, and the runs of equal keys counted: O(n log n) for all groups."""
+    radices = [int(d.max(initial=0)) + 1 for d in dense]
+    if len(lay.sizes) * float(np.prod(radices, dtype=float)) < 2.0**62:
+        key = lay.codes.astype(np.int64)
+        for d, r in zip(dense, radices, strict=True):
+            key = key * r + d
+        key.sort()
+        new_run = np.ones(len(key), dtype=bool)
+        new_run[1:] = key[1:] != key[:-1]
+        first = np.flatnonzero(new_run)
+        group = key[first] // int(np.prod(radices))
+    else:
+        order = np.lexsort((*dense[::-1], lay.codes))
+        keys = [lay.codes[order], *(d[order] for d in dense)]
+        new_run = np.ones(len(order), dtype=bool)
+        new_run[1:] = np.any([k[1:] != k[:-1] for k in keys], axis=0)
+        first = np.flatnonzero(new_run)
+        group = keys[0][first]
+    length = np.diff(np.append(first, len(new_run)))
+    return np.bincount(group, weights=length * (length - 1) // 2,
+                       minlength=len(lay.sizes)).astype(np.int64)
 
 
 def _tied_pairs(*arrays: np.ndarray) -> int:
@@ -230,8 +264,15 @@ def _pair_counts_kendall(p: np.ndarray, t: np.ndarray) -> tuple[int, int, int]:
 
 
 def _pair_counts(p: np.ndarray, t: np.ndarray, lay: _Layout) -> np.ndarray:
+    """``(concordant, pred-tied, untied-target)`` pairs per group (rows of a (3, G) array)
+    from order-preserving integer codes ``p`` and ``t`` (:func:`_dense_ranks`)."""
+    total = lay.sizes * (lay.sizes - 1) // 2
+    t_ties = _tied_pairs_per_group(lay, t)
     counts = np.zeros((3, len(lay.sizes)), dtype=np.int64)
-    _pair_counts_broadcast(p, t, lay, counts)
+    counts[2] = total - t_ties
+    if len(p) and int(p.max()) - int(p.min()) + 1 < len(p):  # dense ranks: some predictions tie
+        counts[1] = _tied_pairs_per_group(lay, p) - _tied_pairs_per_group(lay, p, t)
+    _concordant_broadcast(p, t, lay, counts[0])
     for g in np.flatnonzero(lay.sizes > _BROADCAST_MAX_SIZE):
         idx = lay.order[lay.starts[g] : lay.starts[g] + lay.sizes[g]]
         counts[:, g] = _pair_counts_kendall(p[idx], t[idx])
