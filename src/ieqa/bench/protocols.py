@@ -1,0 +1,225 @@
+"""Each benchmark's own metric set, as one declarative table (in the spirit of pyiqa's
+metric configurations).
+
+:data:`PROTOCOLS` maps a benchmark name (as registered in :data:`ieqa.registry.BENCHMARKS`)
+and a protocol (``"pointwise"``, ``"pairwise"``, ``"multiway"``, or ``"judge"`` for
+GenAI-Bench judge result files) to the :class:`MetricSpec` entries that
+:func:`ieqa.bench.run.evaluate_predictions` computes. Every entry says how ties are
+treated, which PLCC variant is used (raw, or after the VQEG four-parameter logistic fit)
+and where the protocol comes from. A benchmark without an entry (e.g. data built by
+hand) gets the generic set of its protocol (the ``manifest`` entries).
+
+:func:`protocol_table` flattens the table into rows (also rendered into the README with
+:func:`protocol_markdown`).
+
+Conventions of the computations (see :mod:`ieqa.bench.run`):
+
+* Pointwise correlations are computed per dimension on the items that have both a
+  prediction and a human score. SRCC/KRCC use raw predictions.
+* Pairwise and multi-way verdicts of numeric predictions come from the score difference
+  ``delta = score(a) - score(b)``; the model calls a tie when ``|delta| <= eps``
+  (``eps`` = 0 by default: exact ties only).
+* Tie-calibrated accuracy fits ``eps`` on a calibration split formed by a seeded 50/50
+  split of the *groups* (``floor(G/2)`` groups, chosen by ``numpy.random.default_rng(seed)``
+  permutation of the sorted group ids; a pair without a group id is its own group) and
+  reports the accuracy on the other half; the variant fitted on all pairs is reported
+  too, labelled *optimistic*.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "GENERIC", "MetricSpec", "PROTOCOLS", "protocol_for", "protocol_markdown", "protocol_table",
+]
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """One metric of a benchmark's protocol.
+
+    Attributes:
+        name: the metric's id in results (``BenchResult.rows[i].metric``).
+        label: a human-readable name.
+        kind: which computation of :mod:`ieqa.bench.run` produces it.
+        per: what one value covers (``"dimension"``, ``"task"``, ``"K"``, ...).
+        ties: how human and model ties are treated.
+        plcc: the PLCC variant (``"raw"``, ``"logistic4"``) or ``"-"``.
+        source: paper / repository the protocol follows.
+        needs: a condition on the data (the metric is skipped, with a note, otherwise).
+        params: keyword arguments of the computation.
+    """
+
+    name: str
+    label: str
+    kind: str
+    per: str = "dimension"
+    ties: str = "-"
+    plcc: str = "-"
+    source: str = ""
+    needs: str = ""
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------- sources
+
+_VQEG = "VQEG FR-TV Phase II (logistic fit); DESIGN.md §4"
+_EDITHF = "EditHF (seed 002): group SRCC and pair accuracy"
+_EDITREWARD_EVAL = "TIGER-AI-Lab/EditReward evaluate/eval_bench.py"
+_TIE_CAL = ("EditReward eval_bench.py calc_accuracy_with_ties "
+            "(Deutsch et al. 2023, arXiv:2305.14324)")
+
+# --------------------------------------------------------------------------- metric sets
+
+POINTWISE_CORE: tuple[MetricSpec, ...] = (
+    MetricSpec("srcc", "SRCC", "srcc", ties="average ranks (as scipy.stats.spearmanr)",
+               source=_VQEG),
+    MetricSpec("krcc", "KRCC (tau-b)", "krcc", ties="tau-b tie correction", source=_VQEG),
+    MetricSpec("plcc", "PLCC (raw)", "plcc", plcc="raw", source=_VQEG,
+               params={"fit": "none"}),
+    MetricSpec("plcc_logistic4", "PLCC (4-param logistic)", "plcc", plcc="logistic4",
+               source=_VQEG, params={"fit": "logistic4"}),
+    MetricSpec("rmse_logistic4", "RMSE after the 4-param logistic fit (human units)", "rmse",
+               plcc="logistic4", source=_VQEG, params={"fit": "logistic4"}),
+)
+
+POINTWISE_GROUPED: tuple[MetricSpec, ...] = (
+    MetricSpec("group_srcc", "group SRCC (mean over groups)", "grouped_srcc", per="dimension",
+               ties="average ranks; constant groups skipped", source=_EDITHF,
+               needs="samples with group_id, groups of >= 2", params={"average": "mean"}),
+    MetricSpec("group_pair_accuracy", "within-group pair accuracy (pairs pooled)",
+               "grouped_pair_accuracy", ties="human-tied pairs left out; a prediction tie is wrong",
+               source=_EDITHF, needs="samples with group_id, groups of >= 2",
+               params={"average": "pairs"}),
+)
+
+EDITOR_SRCC = MetricSpec(
+    "editor_srcc_fisher_z", "SRCC per editor, Fisher-z averaged", "grouped_srcc",
+    ties="average ranks; editors with constant scores skipped",
+    source=_EDITREWARD_EVAL + " (per-model Spearman, averaged; the released code skips the "
+           "arctanh, ieqa applies it)",
+    needs="samples with editor names", params={"average": "fisher_z", "by": "editor"})
+
+NTIRE = MetricSpec(
+    "ntire_final", "NTIRE final = 0.7 S_in + 0.3 S_out, S = mean over dims of (SRCC+PLCC)/2",
+    "ntire", per="all dimensions", ties="average ranks", plcc="raw",
+    source="DS-IEQA (seed 000) eqs. 6-7; NTIRE 2026 X-AIGC Track 2",
+    needs="sample.meta['split'] in {'in', 'out'}", params={"plcc_fit": "none"})
+
+PAIR_WITHOUT_TIES = MetricSpec(
+    "accuracy_without_ties", "pair accuracy without ties", "pair_accuracy", per="dimension",
+    ties="human ties left out; a model tie (|delta| <= eps) is wrong",
+    source=_EDITREWARD_EVAL + " calc_accuracy_without_ties")
+
+TIE_CALIBRATED: tuple[MetricSpec, ...] = (
+    MetricSpec("tie_calibrated_accuracy", "tie-calibrated accuracy (eps from a calibration split)",
+               "tie_calibrated", ties="model tie |delta| <= eps, eps fitted on a seeded 50/50 "
+               "split of the groups, accuracy on the other half", source=_TIE_CAL,
+               needs="at least 2 groups"),
+    MetricSpec("tie_calibrated_accuracy_optimistic",
+               "tie-calibrated accuracy, optimistic (eps fitted on the evaluated pairs)",
+               "tie_calibrated_optimistic", ties="model tie |delta| <= eps, eps fitted on the "
+               "test pairs themselves (an upper bound)", source=_TIE_CAL),
+)
+
+GENAI_NUMERIC = MetricSpec(
+    "accuracy_genai", "GenAI-Bench accuracy", "genai_accuracy", per="dimension",
+    ties="|delta| <= eps is a verdict [[A=B]], right for tievote and bothbad_vote",
+    source="TIGER-AI-Lab/GenAI-Bench inference.py parse_response")
+
+GENAI_JUDGE: tuple[MetricSpec, ...] = (
+    MetricSpec("accuracy_official", "GenAI-Bench accuracy from model_vote (official rule)",
+               "judge_official", per="all items and per human vote",
+               ties="exact strings: [[A=B]] right for tievote and bothbad_vote; null or any "
+                    "other string wrong",
+               source="TIGER-AI-Lab/GenAI-Bench inference.py parse_response"),
+    MetricSpec("accuracy_reparsed", "GenAI-Bench accuracy re-parsing response with ieqa",
+               "judge_reparsed", per="all items and per human vote",
+               ties="last bracketed verdict, spaces and case ignored; [[A=B]] right for both "
+                    "tie kinds; no verdict is wrong",
+               source="ieqa.metrics.preference.parse_verdict"),
+    MetricSpec("verdicts_differ", "items whose two verdicts differ", "judge_differ",
+               per="all items", source="ieqa"),
+)
+
+STRICT = MetricSpec(
+    "strict_accuracy", "strict accuracy, macro-averaged over task types", "strict_accuracy",
+    per="dimension (and per task)", ties="right only if score(preferred) > score(other); "
+    "any tie is wrong", source="VectorSpaceLab/EditScore evaluation.py, calculate_statistics.py")
+
+MULTIWAY: tuple[MetricSpec, ...] = (
+    MetricSpec("group_accuracy", "group accuracy: all K(K-1)/2 pairs right", "multiway",
+               per="K (2, 3, 4) and all groups",
+               ties="a human tie is right only if |delta| <= eps; a decided pair needs the "
+                    "better one ahead by more than eps",
+               source=_EDITREWARD_EVAL + "; EditReward (arXiv:2509.26346)"),
+    PAIR_WITHOUT_TIES,
+    *TIE_CALIBRATED,
+)
+
+POINTWISE_GENERIC = (*POINTWISE_CORE, *POINTWISE_GROUPED)
+PAIRWISE_GENERIC = (PAIR_WITHOUT_TIES, *TIE_CALIBRATED)
+
+#: The generic metric set of each protocol (benchmarks without their own entry).
+GENERIC: dict[str, tuple[MetricSpec, ...]] = {
+    "pointwise": POINTWISE_GENERIC,
+    "pairwise": PAIRWISE_GENERIC,
+    "multiway": MULTIWAY,
+}
+
+#: benchmark name -> protocol -> its metric set.
+PROTOCOLS: dict[str, dict[str, tuple[MetricSpec, ...]]] = {
+    "genai-bench": {
+        "judge": GENAI_JUDGE,
+        "pairwise": (GENAI_NUMERIC, PAIR_WITHOUT_TIES, *TIE_CALIBRATED),
+    },
+    "imagenhub": {"pointwise": (*POINTWISE_GENERIC, EDITOR_SRCC)},
+    "editreward-bench": {"multiway": MULTIWAY},
+    "editscore-bench": {"pairwise": (STRICT,)},
+    "ebench": {"pointwise": POINTWISE_GENERIC},
+    "aurora": {
+        "pointwise": (*POINTWISE_GENERIC, EDITOR_SRCC),
+        "pairwise": PAIRWISE_GENERIC,
+    },
+    "ntire-xaigc": {"pointwise": (*POINTWISE_GENERIC, NTIRE)},
+    "shapesedit": dict(GENERIC),
+    "manifest": dict(GENERIC),
+}
+
+
+def protocol_for(benchmark: str, protocol: str) -> tuple[tuple[MetricSpec, ...], bool]:
+    """``(metric set, is_generic)`` for ``benchmark`` under ``protocol``: its own entry,
+    else the generic set of the protocol. Raises ``KeyError`` for an unknown protocol."""
+    own = PROTOCOLS.get(benchmark, {})
+    if protocol in own:
+        return own[protocol], False
+    if protocol not in GENERIC:
+        known = sorted({*GENERIC, "judge"})
+        raise KeyError(f"unknown protocol {protocol!r}; known: {', '.join(known)}")
+    return GENERIC[protocol], True
+
+
+def protocol_table() -> list[dict[str, str]]:
+    """One row per (benchmark, protocol, metric): ``benchmark``, ``protocol``, ``metric``,
+    ``label``, ``per``, ``ties``, ``plcc``, ``needs``, ``source``."""
+    rows = []
+    for bench, protocols in PROTOCOLS.items():
+        for protocol, specs in protocols.items():
+            for s in specs:
+                rows.append({"benchmark": bench, "protocol": protocol, "metric": s.name,
+                             "label": s.label, "per": s.per, "ties": s.ties, "plcc": s.plcc,
+                             "needs": s.needs, "source": s.source})
+    return rows
+
+
+def protocol_markdown() -> str:
+    """:func:`protocol_table` as a Markdown table (for the README)."""
+    cols = ("benchmark", "protocol", "metric", "per", "ties", "plcc", "needs", "source")
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for row in protocol_table():
+        cells = (row[c].replace("|", "\\|") or "-" for c in cols)
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"

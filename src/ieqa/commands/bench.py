@@ -1,0 +1,151 @@
+"""``ieqa bench``: a benchmark's own metric set from scores or verdicts you already have.
+
+``--benchmark`` is a registered benchmark name (with ``--root``, the folder or file of
+your download) or a path whose format is recognised. ``--predictions`` is either
+
+* a predictions file (JSONL/CSV: ``id`` + one column per dimension, see
+  :mod:`ieqa.bench.predictions`) whose ids are the benchmark's sample ids, or
+* a GenAI-Bench judge result file (``pairwise.jsonl`` / ``pairwise.json`` with ``idx``,
+  ``human_vote``, ``model_vote``, ``response``): then ``--benchmark genai-bench`` alone
+  is enough; the official leaderboard accuracy (from ``model_vote``) and the accuracy
+  from re-parsing ``response`` with ieqa's verdict parser are both reported. With
+  ``--root`` the items are loaded too and coverage is checked.
+
+The metric set of each benchmark is listed in :mod:`ieqa.bench.protocols`. A table is
+printed; ``--out`` writes ``results.json``, ``results.csv`` and ``report.html``
+(predicted-vs-human scatter plots per dimension, or accuracy bar charts).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from ieqa.bench.predictions import read_predictions
+from ieqa.bench.run import (
+    DISPLAY_COLUMNS,
+    BenchResult,
+    display_rows,
+    evaluate_judge_results,
+    evaluate_predictions,
+    write_bench_outputs,
+)
+from ieqa.data.loaders import BenchmarkData, load_benchmark, load_judge_results
+from ieqa.data.loaders.genai_bench import NAME as GENAI_BENCH
+from ieqa.data.loaders.genai_bench import is_judge_results
+from ieqa.registry import BENCHMARKS
+
+NAME = "bench"
+console = Console()
+_VIEWS = ("pointwise", "pairwise", "multiway")
+
+
+def _load_benchmark(benchmark: str, root: Path | None, view: str | None) -> BenchmarkData:
+    """The benchmark from a registered name + ``--root``, or from a path."""
+    kw: dict[str, Any] = {} if view is None else {"view": view}
+    if benchmark in BENCHMARKS.names():
+        if root is None:
+            raise typer.BadParameter(
+                f"{benchmark!r} is a registered benchmark: pass --root <the folder or file of your "
+                "download> (or give its path to --benchmark)", param_hint="--root")
+        kw["root"] = root
+        target: str | Path = benchmark
+    else:
+        if root is not None:
+            raise typer.BadParameter("--root goes with a registered benchmark name; --benchmark "
+                                     "is already a path", param_hint="--root")
+        target = benchmark
+    try:
+        return load_benchmark(target, **kw)
+    except TypeError as exc:
+        if view is not None:
+            raise typer.BadParameter(f"this benchmark's loader takes no view ({exc}); --view "
+                                     "is for ShapesEdit folders", param_hint="--view") from None
+        raise
+
+
+def _judge_run(benchmark: str, predictions: Path, root: Path | None, n_boot: int,
+               seed: int) -> BenchResult:
+    """Evaluate a GenAI-Bench judge result file; the items are loaded only when given
+    (``--root``, or a path as ``--benchmark``) to check coverage."""
+    bench = None
+    if benchmark == GENAI_BENCH:
+        if root is not None:
+            bench = _load_benchmark(benchmark, root, None)
+    elif Path(benchmark).exists():
+        bench = _load_benchmark(benchmark, root, None)
+        if bench.name != GENAI_BENCH:
+            raise typer.BadParameter(f"{predictions.name} holds GenAI-Bench judge results but "
+                                     f"--benchmark is {bench.name!r}", param_hint="--benchmark")
+    else:
+        raise typer.BadParameter(f"{predictions.name} is a GenAI-Bench judge result file: pass "
+                                 f"--benchmark {GENAI_BENCH}", param_hint="--benchmark")
+    return evaluate_judge_results(load_judge_results(predictions), bench, n_boot=n_boot, seed=seed)
+
+
+def _print(result: BenchResult, source: str) -> None:
+    cov = result.coverage
+    console.print(f"[bold]{escape(result.benchmark)}[/bold] ({result.protocol}) — "
+                  f"{escape(source)}: {cov.n_predicted} of {cov.n_items} items have predictions")
+    table = Table(title=f"{result.benchmark} metrics", title_justify="left")
+    for c in DISPLAY_COLUMNS:
+        table.add_column(c, justify="right" if c in ("value", "CI", "n") else "left",
+                         style="bold" if c == "value" else None, overflow="fold")
+    for row in display_rows(result):
+        table.add_row(*(escape(cell) for cell in row))
+    console.print(table)
+    for note in result.notes:
+        console.print(f"[yellow]note:[/yellow] {escape(note)}")
+
+
+def command(
+    benchmark: str = typer.Option(..., "--benchmark", "-b",
+                                  help="registered name (with --root) or a path"),
+    predictions: Path = typer.Option(..., "--predictions", "-p", exists=True, dir_okay=False,
+                                     help="predictions file (JSONL/CSV: id + one column per "
+                                          "dimension) or a GenAI-Bench judge result file"),
+    root: Path | None = typer.Option(None, "--root", exists=True,
+                                     help="the folder or file of your benchmark download"),
+    out: Path | None = typer.Option(None, "--out", "-o",
+                                    help="folder for results.json, results.csv and report.html"),
+    n_boot: int = typer.Option(0, "--bootstrap", min=0,
+                               help="bootstrap resamples for confidence intervals (0: none)"),
+    missing: str = typer.Option("raise", "--missing",
+                                help="an item without a prediction: raise (error) or drop"),
+    eps: float = typer.Option(0.0, "--eps", min=0.0,
+                              help="pairwise / multi-way: the model calls a tie when "
+                                   "|score(a) - score(b)| <= eps"),
+    seed: int = typer.Option(0, "--seed", help="seed of the bootstrap and the calibration split"),
+    dimension: str | None = typer.Option(
+        None, "--dimension",
+        help="pointwise: evaluate only this dimension; pairwise / multi-way: the predicted "
+             "dimension to compare with every preference"),
+    view: str | None = typer.Option(None, "--view",
+                                    help="ShapesEdit folders: pointwise, pairwise or multiway"),
+    lower_better: bool = typer.Option(False, "--lower-better",
+                                      help="the predictions are lower-is-better (distances)"),
+) -> None:
+    """Compute a benchmark's own metrics from predictions or judge verdicts you already have."""
+    if missing not in ("raise", "drop"):
+        raise typer.BadParameter("choose raise or drop", param_hint="--missing")
+    if n_boot == 1:
+        raise typer.BadParameter("use 0 (no intervals) or at least 2 resamples",
+                                 param_hint="--bootstrap")
+    if view is not None and view not in _VIEWS:
+        raise typer.BadParameter(f"choose one of {', '.join(_VIEWS)}", param_hint="--view")
+    if is_judge_results(predictions):
+        result = _judge_run(benchmark, predictions, root, n_boot, seed)
+    else:
+        bench = _load_benchmark(benchmark, root, view)
+        result = evaluate_predictions(bench, read_predictions(predictions), missing=missing,
+                                      eps=eps, n_boot=n_boot, seed=seed, dimension=dimension,
+                                      higher_better=not lower_better)
+    _print(result, predictions.name)
+    if out is not None:
+        paths = write_bench_outputs(result, out)
+        console.print(f"wrote [bold]{paths['json']}[/bold], results.csv and report.html")
