@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
@@ -12,6 +13,9 @@ from rich.table import Table
 import ieqa
 from ieqa.data.summary import DatasetSummary, summarize
 from ieqa.registry import BENCHMARKS, DATASETS, RECIPES, SCORERS
+
+if TYPE_CHECKING:
+    from ieqa.bench.leaderboard import Leaderboard
 
 app = typer.Typer(
     name="ieqa",
@@ -72,7 +76,7 @@ def _run_synth(out: Path, n: int, k: int, seed: int, size: int, photo_fraction: 
     return generate(out, cfg, format=fmt, progress=True)
 
 
-def print_summary(summary: DatasetSummary, true_ranking: list[str] | None = None) -> None:
+def print_summary(summary: DatasetSummary) -> None:
     """Render a dataset summary as rich tables."""
     console.print(f"[bold]{summary.n_samples}[/bold] edits in [bold]{summary.n_groups}[/bold] groups")
     counts = Table(title="edits by task", title_justify="left")
@@ -91,20 +95,23 @@ def print_summary(summary: DatasetSummary, true_ranking: list[str] | None = None
         for mode, c in summary.modes.most_common():
             modes.add_row(mode, str(c), *(f"{summary.mode_means[mode].get(d, float('nan')):.2f}" for d in dims))
         console.print(modes)
+
+
+def print_leaderboard(board: Leaderboard, true_ranking: list[str] | None = None) -> None:
+    """Render an editor leaderboard (best first), with the true rank when it is known."""
     editors = Table(title="editors by mean overall score", title_justify="left")
     editors.add_column("rank", justify="right")
     editors.add_column("editor")
     if true_ranking:
         editors.add_column("true rank", justify="right")
     editors.add_column("n", justify="right")
-    for d in dims:
-        editors.add_column(d, justify="right")
-    key = "overall" if "overall" in dims else (dims[0] if dims else None)
-    order = sorted(summary.editor_means, key=lambda e: -summary.editor_means[e].get(key, 0.0)) if key else []
-    for rank, e in enumerate(order, 1):
+    for c in board.columns:
+        editors.add_column(c, justify="right")
+    j_overall = len(board.columns) - 1
+    for i, e in enumerate(board.editors):
         true = [str(true_ranking.index(e) + 1) if e in true_ranking else "-"] if true_ranking else []
-        editors.add_row(str(rank), e, *true, str(summary.editor_counts[e]),
-                        *(f"{summary.editor_means[e].get(d, float('nan')):.2f}" for d in dims))
+        editors.add_row(f"{board.rank[i, j_overall]:.0f}", e, *true, str(int(board.n[i])),
+                        *(f"{v:.2f}" for v in board.mean[i]))
     console.print(editors)
 
 
@@ -133,13 +140,16 @@ def demo(
     """Run the end-to-end demo: generate a ShapesEdit set and summarise it."""
     import json
 
+    from ieqa.bench.leaderboard import editor_leaderboard
     from ieqa.data.manifest import iter_manifest
 
     t0 = time.perf_counter()
     console.rule("[bold]ieqa demo[/bold]: ShapesEdit")
     manifest = _run_synth(out / "shapesedit", n, 4, seed, 256, 0.3, "jsonl")
     card = json.loads((manifest.parent / "shapesedit.json").read_text())
-    print_summary(summarize(iter_manifest(manifest)), card["true_editor_ranking"])
+    samples = list(iter_manifest(manifest))
+    print_summary(summarize(samples))
+    print_leaderboard(editor_leaderboard(samples), card["true_editor_ranking"])
     console.print(f"manifest: [bold]{manifest}[/bold]  ({time.perf_counter() - t0:.1f} s)")
 
 

@@ -1,4 +1,6 @@
-"""Summaries of an edit dataset: what is in it and how its editors score."""
+"""Summaries of an edit dataset: what is in it, by task and failure mode.
+
+Per-editor means and ranks are the leaderboard's job (:func:`ieqa.bench.leaderboard.editor_leaderboard`)."""
 
 from __future__ import annotations
 
@@ -13,15 +15,13 @@ from ieqa.data.schema import EditSample
 
 @dataclass
 class DatasetSummary:
-    """Counts and per-editor mean scores of a set of samples."""
+    """Counts of a set of samples and mean scores per failure mode."""
 
     n_samples: int = 0
     n_groups: int = 0
     dimensions: list[str] = field(default_factory=list)
     tasks: Counter = field(default_factory=Counter)
     modes: Counter = field(default_factory=Counter)
-    editor_means: dict[str, dict[str, float]] = field(default_factory=dict)
-    editor_counts: Counter = field(default_factory=Counter)
     mode_means: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
@@ -30,11 +30,10 @@ def _means(buckets: dict[str, dict[str, list[float]]]) -> dict[str, dict[str, fl
 
 
 def summarize(samples: Iterable[EditSample]) -> DatasetSummary:
-    """Count samples by task, failure mode (``meta['mode']`` when present) and editor, and
-    average every score dimension per editor and per mode. Streams: memory is O(#editors)."""
+    """Count samples by task and failure mode (``meta['mode']`` when present) and average
+    every score dimension per mode. Streams: memory is O(#groups)."""
     out = DatasetSummary()
     groups: set[str] = set()
-    by_editor: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     by_mode: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     dims: dict[str, None] = {}
     for s in samples:
@@ -44,15 +43,11 @@ def summarize(samples: Iterable[EditSample]) -> DatasetSummary:
         mode = s.meta.get("mode")
         if mode:
             out.modes[mode] += 1
-        editor = s.editor or "?"
-        out.editor_counts[editor] += 1
         for d, v in s.scores.items():
             dims.setdefault(d)
-            by_editor[editor][d].append(v)
             if mode:
                 by_mode[mode][d].append(v)
     out.n_groups = len(groups)
     out.dimensions = list(dims)
-    out.editor_means = _means(by_editor)
     out.mode_means = _means(by_mode)
     return out

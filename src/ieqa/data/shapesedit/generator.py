@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
+from ieqa.data.manifest import ManifestWriter
 from ieqa.data.schema import BBox, EditSample
 from ieqa.data.shapesedit import artifacts as art
 from ieqa.data.shapesedit.editors import DEFAULT_EDITORS, EditorProfile, over_edit
@@ -24,6 +25,7 @@ from ieqa.data.shapesedit.ops import LOCALISED_TASKS, TASKS, EditOp, make_op
 from ieqa.data.shapesedit.photos import photo_background
 from ieqa.data.shapesedit.scene import COLORS, KINDS, Shape, World, render, texture_background
 from ieqa.data.shapesedit.truth import ground_truth, unintended_change
+from ieqa.progress import progress_bar
 
 GENERATOR_VERSION = "1"
 
@@ -231,9 +233,6 @@ def generate(
     (localised edits), ``manifest.jsonl`` (or ``.parquet``) and ``shapesedit.json``
     (configuration, editor profiles and the true editor ranking).
     """
-    from ieqa.data.manifest import ManifestWriter
-    from ieqa.progress import progress_bar
-
     if format not in ("jsonl", "parquet"):
         raise ValueError(f"format must be 'jsonl' or 'parquet', got {format!r}")
     out = Path(out_dir)
