@@ -10,5 +10,16 @@ __version__ = "0.1.0.dev0"
 from ieqa.data import *  # noqa: E402,F403
 from ieqa.data import __all__ as _data_all  # noqa: E402
 from ieqa.errors import IeqaError, ManifestError, UnknownDimensionError  # noqa: E402
+from ieqa.scorers import (  # noqa: E402
+    Scorer,
+    ScorerError,
+    ScoreResult,
+    ScorerInfo,
+    create_scorer,
+    list_scorers,
+    scorer_info,
+)
 
-__all__ = ["__version__", "IeqaError", "ManifestError", "UnknownDimensionError", *_data_all]
+__all__ = ["__version__", "IeqaError", "ManifestError", "UnknownDimensionError", *_data_all,
+           "Scorer", "ScorerError", "ScoreResult", "ScorerInfo", "create_scorer", "list_scorers",
+           "scorer_info"]

@@ -19,6 +19,7 @@ class Entry:
     description: str
     factory: Callable[..., Any] | None = None
     tags: tuple[str, ...] = field(default=())
+    info: Any = None  # registry-specific description (e.g. a ScorerInfo)
 
 
 class Registry:
@@ -37,10 +38,10 @@ class Registry:
                 importlib.import_module(module)
 
     def add(self, name: str, description: str, factory: Callable[..., Any] | None = None,
-            tags: tuple[str, ...] = ()) -> Entry:
+            tags: tuple[str, ...] = (), info: Any = None) -> Entry:
         if name in self._entries:
             raise ValueError(f"{self.kind} {name!r} is already registered")
-        entry = Entry(name, description, factory, tags)
+        entry = Entry(name, description, factory, tags, info)
         self._entries[name] = entry
         return entry
 
@@ -65,7 +66,7 @@ class Registry:
         return len(self._entries)
 
 
-SCORERS = Registry("scorer")
+SCORERS = Registry("scorer", providers=("ieqa.scorers.catalog",))
 BENCHMARKS = Registry("benchmark", providers=("ieqa.data.loaders",))
 RECIPES = Registry("recipe")
 DATASETS = Registry("dataset")

@@ -5,10 +5,13 @@ Formats (by suffix):
 * **JSONL** (``.jsonl``, ``.jsonl.gz``): one object per line, ``{"id": ..., "<dim>": score,
   ...}``; the scores may also sit in a nested ``"scores"`` object (as in a manifest row).
 * **CSV** (``.csv``): a header row with ``id`` and one column per dimension.
+* **Parquet** (``.parquet``): an ``id`` column and one float column per dimension, e.g.
+  the output of ``ieqa score`` (:mod:`ieqa.scorers.run`).
 
 Dimension names are canonicalised (``"SC"`` -> ``instruction_alignment``). The keys
-``editor``, ``group_id``, ``task``, ``instruction``, ``explanation`` and ``meta`` are
-allowed and ignored (they are not scores). A missing score (empty CSV cell, JSON
+``editor``, ``group_id``, ``task``, ``instruction``, ``explanation``, ``meta`` and the
+other columns of ``ieqa score`` output (``sigma``, ``unavailable``, ``region``, ``raw``,
+``error``) are allowed and ignored (they are not scores). A missing score (empty CSV cell, JSON
 ``null``) means "no score for that dimension"; ``NaN`` or infinite values are errors,
 as are a missing or duplicate id, an unknown dimension and a non-numeric value —
 each :class:`~ieqa.bench.errors.PredictionsError` names the file and the 1-based line
@@ -17,6 +20,7 @@ each :class:`~ieqa.bench.errors.PredictionsError` names the file and the 1-based
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import gzip
 import io
@@ -27,6 +31,9 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+
 from ieqa.bench.errors import PredictionsError
 from ieqa.data.dimensions import canonical_dimension
 from ieqa.errors import UnknownDimensionError
@@ -34,8 +41,9 @@ from ieqa.errors import UnknownDimensionError
 __all__ = ["IGNORED_KEYS", "is_predictions_file", "read_predictions"]
 
 #: Keys of a predictions row that are neither the id nor a score.
-IGNORED_KEYS = frozenset(("editor", "group_id", "task", "instruction", "explanation", "meta"))
-_SUFFIXES = (".jsonl", ".jsonl.gz", ".csv")
+IGNORED_KEYS = frozenset(("editor", "group_id", "task", "instruction", "explanation", "meta",
+                          "sigma", "unavailable", "region", "raw", "error"))
+_SUFFIXES = (".jsonl", ".jsonl.gz", ".csv", ".parquet")
 
 
 def _open_text(path: Path) -> IO[str]:
@@ -47,19 +55,25 @@ def _open_text(path: Path) -> IO[str]:
 def _kind(path: Path) -> str:
     for suffix in _SUFFIXES:
         if path.name.endswith(suffix):
-            return "csv" if suffix == ".csv" else "jsonl"
-    raise PredictionsError(f"{path}: predictions must be .jsonl, .jsonl.gz or .csv files")
+            return suffix.lstrip(".") if suffix in (".csv", ".parquet") else "jsonl"
+    raise PredictionsError(f"{path}: predictions must be .jsonl, .jsonl.gz, .csv or .parquet files")
 
 
 def is_predictions_file(path: str | os.PathLike[str]) -> bool:
     """True when ``path`` looks like a predictions file rather than a manifest.
 
-    ``.csv`` is always predictions and ``.parquet`` always a manifest; for JSONL the first
+    ``.csv`` is always predictions; for Parquet the schema and for JSONL the first
     non-blank line decides: a row with an ``edited`` image is a manifest row.
     """
     p = Path(path)
     if p.name.endswith(".csv"):
         return True
+    if p.name.endswith(".parquet"):
+        try:
+            names = pq.read_schema(p).names
+        except (OSError, pa.ArrowInvalid):
+            return False
+        return "id" in names and "edited" not in names
     if not any(p.name.endswith(s) for s in (".jsonl", ".jsonl.gz")):
         return False
     with _open_text(p) as fh:
@@ -97,6 +111,21 @@ def _csv_rows(fh: IO[str], path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
         if None in row:
             raise PredictionsError(f"{path}: row {rowno}: more cells than header columns")
         yield f"{path}: row {rowno}", {k: (None if v == "" else v) for k, v in row.items()}
+
+
+def _parquet_rows(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    try:
+        pf = pq.ParquetFile(path)
+    except (OSError, pa.ArrowInvalid) as exc:
+        raise PredictionsError(f"{path}: not a readable Parquet file ({exc})") from None
+    if "id" not in pf.schema_arrow.names:
+        raise PredictionsError(f"{path}: a Parquet predictions file needs an 'id' column, got "
+                               f"{pf.schema_arrow.names}")
+    rowno = 0
+    for batch in pf.iter_batches():
+        for row in batch.to_pylist():
+            rowno += 1
+            yield f"{path}: row {rowno}", row
 
 
 def _score(value: Any, key: str, where: str) -> float:
@@ -144,8 +173,13 @@ def read_predictions(path: str | os.PathLike[str]) -> dict[str, dict[str, float]
         raise PredictionsError(f"{p}: no such file")
     out: dict[str, dict[str, float]] = {}
     canon: dict[str, str] = {}
-    with _open_text(p) as fh:
-        for where, row in (_csv_rows if kind == "csv" else _jsonl_rows)(fh, p):
+    with contextlib.ExitStack() as stack:
+        if kind == "parquet":
+            rows = _parquet_rows(p)
+        else:
+            fh = stack.enter_context(_open_text(p))
+            rows = (_csv_rows if kind == "csv" else _jsonl_rows)(fh, p)
+        for where, row in rows:
             ident, scores = _parse_row(row, where, canon)
             if ident in out:
                 raise PredictionsError(f"{where}: duplicate id {ident!r}")

@@ -1,9 +1,11 @@
 """``ieqa bench``: a benchmark's own metric set from scores or verdicts you already have.
 
 ``--benchmark`` is a registered benchmark name (with ``--root``, the folder or file of
-your download) or a path whose format is recognised. ``--predictions`` is either
+your download) or a path whose format is recognised. ``--scorer NAME`` scores the
+benchmark now (into ``<out>/scores.parquet``, resumable like ``ieqa score``) and
+evaluates those scores; otherwise ``--predictions`` is either
 
-* a predictions file (JSONL/CSV: ``id`` + one column per dimension, see
+* a predictions file (JSONL/CSV/Parquet, e.g. ``ieqa score`` output: ``id`` + one column per dimension, see
   :mod:`ieqa.bench.predictions`) whose ids are the benchmark's sample ids, or
 * a GenAI-Bench judge result file (``pairwise.jsonl`` / ``pairwise.json`` with ``idx``,
   ``human_vote``, ``model_vote``, ``response``): then ``--benchmark genai-bench`` alone
@@ -18,8 +20,8 @@ printed; ``--out`` writes ``results.json``, ``results.csv`` and ``report.html``
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
-from typing import Any
 
 import typer
 from rich.console import Console
@@ -35,38 +37,17 @@ from ieqa.bench.run import (
     evaluate_predictions,
     write_bench_outputs,
 )
-from ieqa.data.loaders import BenchmarkData, load_benchmark, load_judge_results
+from ieqa.commands._inputs import benchmark_input_id, load_benchmark_arg, parse_options
+from ieqa.data.loaders import BenchmarkData, load_judge_results
 from ieqa.data.loaders.genai_bench import NAME as GENAI_BENCH
 from ieqa.data.loaders.genai_bench import is_judge_results
-from ieqa.registry import BENCHMARKS
+from ieqa.scorers.base import Scorer
+from ieqa.scorers.catalog import create_scorer
+from ieqa.scorers.run import score_to_file
 
 NAME = "bench"
 console = Console()
 _VIEWS = ("pointwise", "pairwise", "multiway")
-
-
-def _load_benchmark(benchmark: str, root: Path | None, view: str | None) -> BenchmarkData:
-    """The benchmark from a registered name + ``--root``, or from a path."""
-    kw: dict[str, Any] = {} if view is None else {"view": view}
-    if benchmark in BENCHMARKS.names():
-        if root is None:
-            raise typer.BadParameter(
-                f"{benchmark!r} is a registered benchmark: pass --root <the folder or file of your "
-                "download> (or give its path to --benchmark)", param_hint="--root")
-        kw["root"] = root
-        target: str | Path = benchmark
-    else:
-        if root is not None:
-            raise typer.BadParameter("--root goes with a registered benchmark name; --benchmark "
-                                     "is already a path", param_hint="--root")
-        target = benchmark
-    try:
-        return load_benchmark(target, **kw)
-    except TypeError as exc:
-        if view is not None:
-            raise typer.BadParameter(f"this benchmark's loader takes no view ({exc}); --view "
-                                     "is for ShapesEdit folders", param_hint="--view") from None
-        raise
 
 
 def _judge_run(benchmark: str, predictions: Path, root: Path | None, n_boot: int,
@@ -76,9 +57,9 @@ def _judge_run(benchmark: str, predictions: Path, root: Path | None, n_boot: int
     bench = None
     if benchmark == GENAI_BENCH:
         if root is not None:
-            bench = _load_benchmark(benchmark, root, None)
+            bench = load_benchmark_arg(benchmark, root, None)
     elif Path(benchmark).exists():
-        bench = _load_benchmark(benchmark, root, None)
+        bench = load_benchmark_arg(benchmark, root, None)
         if bench.name != GENAI_BENCH:
             raise typer.BadParameter(f"{predictions.name} holds GenAI-Bench judge results but "
                                      f"--benchmark is {bench.name!r}", param_hint="--benchmark")
@@ -86,6 +67,21 @@ def _judge_run(benchmark: str, predictions: Path, root: Path | None, n_boot: int
         raise typer.BadParameter(f"{predictions.name} is a GenAI-Bench judge result file: pass "
                                  f"--benchmark {GENAI_BENCH}", param_hint="--benchmark")
     return evaluate_judge_results(load_judge_results(predictions), bench, n_boot=n_boot, seed=seed)
+
+
+def _score_benchmark(bench: BenchmarkData, scorer: Scorer, benchmark: str, root: Path | None,
+                     out: Path | None) -> Path:
+    """Score every sample of ``bench`` into ``<out>/scores.parquet`` (resumable), or into a
+    temporary folder when there is no ``--out``; returns the scores file."""
+    input_id = benchmark_input_id(bench, benchmark, root)
+    folder = out if out is not None else Path(tempfile.mkdtemp(prefix="ieqa-bench-"))
+    summary = score_to_file(scorer, bench.samples, folder / "scores.parquet", input_id=input_id,
+                            total=len(bench.samples))
+    console.print(f"scored {summary.n_rows} samples with {scorer.name} "
+                  f"({summary.n_errors} errors) -> {summary.out}")
+    for ident, err in summary.errors:
+        console.print(f"[yellow]error[/yellow] {escape(ident)}: {escape(err)}")
+    return summary.out
 
 
 def _print(result: BenchResult, source: str) -> None:
@@ -106,9 +102,15 @@ def _print(result: BenchResult, source: str) -> None:
 def command(
     benchmark: str = typer.Option(..., "--benchmark", "-b",
                                   help="registered name (with --root) or a path"),
-    predictions: Path = typer.Option(..., "--predictions", "-p", exists=True, dir_okay=False,
-                                     help="predictions file (JSONL/CSV: id + one column per "
-                                          "dimension) or a GenAI-Bench judge result file"),
+    predictions: Path | None = typer.Option(
+        None, "--predictions", "-p", exists=True, dir_okay=False,
+        help="predictions file (JSONL/CSV/Parquet: id + one column per dimension) or a "
+             "GenAI-Bench judge result file"),
+    scorer_name: str | None = typer.Option(
+        None, "--scorer", "-s",
+        help="score the benchmark with this registered scorer instead (ieqa list scorers)"),
+    option: list[str] | None = typer.Option(None, "--option", "-O",
+                                            help="scorer argument as key=value (repeatable)"),
     root: Path | None = typer.Option(None, "--root", exists=True,
                                      help="the folder or file of your benchmark download"),
     out: Path | None = typer.Option(None, "--out", "-o",
@@ -130,7 +132,9 @@ def command(
     lower_better: bool = typer.Option(False, "--lower-better",
                                       help="the predictions are lower-is-better (distances)"),
 ) -> None:
-    """Compute a benchmark's own metrics from predictions or judge verdicts you already have."""
+    """Compute a benchmark's own metrics from predictions, judge verdicts, or a scorer run now."""
+    if (predictions is None) == (scorer_name is None):
+        raise typer.BadParameter("pass either --predictions or --scorer", param_hint="--scorer")
     if missing not in ("raise", "drop"):
         raise typer.BadParameter("choose raise or drop", param_hint="--missing")
     if n_boot == 1:
@@ -138,14 +142,27 @@ def command(
                                  param_hint="--bootstrap")
     if view is not None and view not in _VIEWS:
         raise typer.BadParameter(f"choose one of {', '.join(_VIEWS)}", param_hint="--view")
-    if is_judge_results(predictions):
+    if scorer_name is not None:
+        bench = load_benchmark_arg(benchmark, root, view)
+        scorer = create_scorer(scorer_name, **parse_options(option))
+        if lower_better:
+            raise typer.BadParameter("a scorer states its own direction; --lower-better is for "
+                                     "predictions files", param_hint="--lower-better")
+        scores = _score_benchmark(bench, scorer, benchmark, root, out)
+        result = evaluate_predictions(bench, read_predictions(scores), missing=missing, eps=eps,
+                                      n_boot=n_boot, seed=seed, dimension=dimension,
+                                      higher_better=scorer.higher_better)
+        source = f"{scorer.name} scores ({scores})"
+    elif is_judge_results(predictions):
         result = _judge_run(benchmark, predictions, root, n_boot, seed)
+        source = predictions.name
     else:
-        bench = _load_benchmark(benchmark, root, view)
+        bench = load_benchmark_arg(benchmark, root, view)
         result = evaluate_predictions(bench, read_predictions(predictions), missing=missing,
                                       eps=eps, n_boot=n_boot, seed=seed, dimension=dimension,
                                       higher_better=not lower_better)
-    _print(result, predictions.name)
+        source = predictions.name
+    _print(result, source)
     if out is not None:
         paths = write_bench_outputs(result, out)
         console.print(f"wrote [bold]{paths['json']}[/bold], results.csv and report.html")

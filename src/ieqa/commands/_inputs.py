@@ -1,0 +1,62 @@
+"""Argument handling shared by several commands (private): benchmarks given by name or
+path, and ``--option key=value`` scorer arguments."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import typer
+import yaml
+
+from ieqa.data.loaders import BenchmarkData, load_benchmark
+from ieqa.registry import BENCHMARKS
+
+
+def load_benchmark_arg(benchmark: str, root: Path | None, view: str | None = None) -> BenchmarkData:
+    """The benchmark from a registered name + ``--root``, or from a path."""
+    kw: dict[str, Any] = {} if view is None else {"view": view}
+    if benchmark in BENCHMARKS.names():
+        if root is None:
+            raise typer.BadParameter(
+                f"{benchmark!r} is a registered benchmark: pass --root <the folder or file of your "
+                "download> (or give its path to --benchmark)", param_hint="--root")
+        kw["root"] = root
+        target: str | Path = benchmark
+    else:
+        if root is not None:
+            raise typer.BadParameter("--root goes with a registered benchmark name; --benchmark "
+                                     "is already a path", param_hint="--root")
+        target = benchmark
+    try:
+        return load_benchmark(target, **kw)
+    except TypeError as exc:
+        if view is not None:
+            raise typer.BadParameter(f"this benchmark's loader takes no view ({exc}); --view "
+                                     "is for ShapesEdit folders", param_hint="--view") from None
+        raise
+
+
+def parse_options(options: list[str] | None) -> dict[str, Any]:
+    """``["key=value", ...]`` -> ``{key: value}``; values are read as YAML scalars
+    (``3`` -> int, ``0.5`` -> float, ``true`` -> bool, anything else a string)."""
+    out: dict[str, Any] = {}
+    for item in options or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise typer.BadParameter(f"{item!r}: write options as key=value", param_hint="--option")
+        try:
+            parsed = yaml.safe_load(value) if value.strip() else ""
+        except yaml.YAMLError:
+            parsed = value
+        out[key.strip()] = parsed
+    return out
+
+
+def benchmark_input_id(bench: BenchmarkData, benchmark: str, root: Path | None) -> str:
+    """Identifies a benchmark's sample list for resumable scoring (name, location, ids)."""
+    ids = hashlib.sha1("\n".join(s.id for s in bench.samples).encode()).hexdigest()
+    where = root if root is not None else Path(benchmark)
+    location = str(where.resolve()) if where.exists() else benchmark
+    return f"benchmark:{bench.name}:{location}:{ids}"

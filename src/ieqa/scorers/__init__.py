@@ -1,0 +1,16 @@
+"""Scorers: everything that turns (source, edited, instruction) into per-dimension scores.
+
+* :class:`Scorer` / :class:`ScoreResult` — the contract every scorer follows
+  (:mod:`ieqa.scorers.base`).
+* :func:`create_scorer` / :func:`list_scorers` / :func:`scorer_info` — the declarative
+  registry (:mod:`ieqa.scorers.catalog`), in the spirit of pyiqa's ``create_metric``.
+* :mod:`ieqa.scorers.classic` — weight-free full-/no-reference metrics, edit-region
+  estimation and the ``classic`` composite, the default scorer.
+* :mod:`ieqa.scorers.run` — scoring a stream of samples into a resumable output file.
+"""
+
+from ieqa.scorers.base import Scorer, ScorerError, ScoreResult, ScorerInfo
+from ieqa.scorers.catalog import create_scorer, list_scorers, scorer_info
+
+__all__ = ["Scorer", "ScoreResult", "ScorerInfo", "ScorerError", "create_scorer",
+           "list_scorers", "scorer_info"]

@@ -1,0 +1,220 @@
+"""The contract every scorer follows: :class:`Scorer`, :class:`ScoreResult`, :class:`ScorerInfo`.
+
+A scorer turns :class:`~ieqa.data.schema.EditSample` objects (source image, edited image,
+instruction) into one :class:`ScoreResult` each, in input order. A result carries
+
+* ``scores`` — per canonical dimension (``visual_quality``, ``instruction_alignment``,
+  ``content_preservation``, ``overall``), in the units stated by the scorer's
+  :class:`ScorerInfo` (``score_range``, ``higher_better``);
+* ``unavailable`` — dimensions the scorer declares but cannot measure for this sample,
+  each with the reason and what to use instead (never a made-up number);
+* ``sigma`` — optional per-dimension uncertainty (same units as the score);
+* ``explanation`` — optional text; ``region`` — optional edit region
+  (:class:`~ieqa.data.schema.BBox`); ``raw`` — JSON-serialisable extras (sub-scores,
+  parsed judge output, ...);
+* ``error`` — set instead of scores when this sample could not be scored (an image that
+  does not load, a missing source image, ...). :meth:`Scorer.score` records such
+  failures per sample rather than aborting the batch.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+from PIL import Image
+
+from ieqa.data.dimensions import canonical_dimension
+from ieqa.data.images import load_image
+from ieqa.data.schema import BBox, EditSample, ImageRef
+from ieqa.errors import IeqaError
+
+__all__ = ["Scorer", "ScoreResult", "ScorerInfo", "ScorerError", "ScorerKind"]
+
+ScorerKind = Literal["full-reference", "no-reference", "composite", "vlm", "learned"]
+
+
+class ScorerError(IeqaError):
+    """A scorer cannot be built or cannot score a sample (the message says why and what to do)."""
+
+
+@dataclass(frozen=True)
+class ScorerInfo:
+    """What a registered scorer is (one row of the declarative table in :mod:`ieqa.scorers.catalog`).
+
+    Attributes:
+        name: registry name, e.g. ``"ssim"``.
+        description: one line for ``ieqa list``.
+        kind: ``full-reference`` (compares source and edited), ``no-reference`` (edited
+            only), ``composite``, ``vlm`` or ``learned``.
+        dimensions: canonical dimensions the scorer outputs (a subset of its results may
+            be reported unavailable).
+        higher_better: True when a larger score means a better edit.
+        needs_source: the source image is required.
+        needs_instruction: the instruction text is required.
+        score_range: ``(low, high)`` of the output, ``None`` for an open end.
+        units: what a score is measured in (``"dB"``, ``"1-5 scale"``, ...).
+        factory: ``"module:attribute"`` building the scorer (imported on first use).
+        defaults: keyword arguments the factory gets unless overridden.
+        extras: pip extras the scorer needs (``pip install ieqa[...]``).
+    """
+
+    name: str
+    description: str
+    kind: ScorerKind
+    dimensions: tuple[str, ...]
+    higher_better: bool
+    needs_source: bool
+    factory: str
+    needs_instruction: bool = False
+    score_range: tuple[float | None, float | None] = (None, None)
+    units: str = ""
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+    extras: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "dimensions", tuple(canonical_dimension(d) for d in self.dimensions))
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serialisable description (for ``ieqa list --json`` and output metadata)."""
+        return {"name": self.name, "description": self.description, "kind": self.kind,
+                "dimensions": list(self.dimensions), "higher_better": self.higher_better,
+                "needs_source": self.needs_source, "needs_instruction": self.needs_instruction,
+                "score_range": list(self.score_range), "units": self.units,
+                "defaults": dict(self.defaults), "extras": list(self.extras)}
+
+
+@dataclass
+class ScoreResult:
+    """The scores of one sample (see the module docstring for each field)."""
+
+    id: str
+    scores: dict[str, float] = field(default_factory=dict)
+    unavailable: dict[str, str] = field(default_factory=dict)
+    sigma: dict[str, float] = field(default_factory=dict)
+    explanation: str | None = None
+    region: BBox | None = None
+    raw: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when the sample was scored (``error`` is None)."""
+        return self.error is None
+
+    @classmethod
+    def failed(cls, sample_id: str, error: BaseException | str) -> ScoreResult:
+        """A result recording why ``sample_id`` could not be scored."""
+        if isinstance(error, BaseException):
+            error = f"{type(error).__name__}: {error}"
+        return cls(id=sample_id, error=str(error))
+
+    def __post_init__(self) -> None:
+        for name, value in self.scores.items():
+            if not isinstance(value, (int, float, np.floating, np.integer)) or math.isnan(float(value)):
+                raise ScorerError(f"sample {self.id!r}: score {name!r} is {value!r}; a scorer must "
+                                  "report a dimension it cannot measure in `unavailable`, not as NaN")
+        self.scores = {canonical_dimension(k): float(v) for k, v in self.scores.items()}
+        self.sigma = {canonical_dimension(k): float(v) for k, v in self.sigma.items()}
+        self.unavailable = {canonical_dimension(k): str(v) for k, v in self.unavailable.items()}
+
+
+def _as_array(image: Image.Image) -> np.ndarray:
+    return np.asarray(image, dtype=np.uint8)
+
+
+class Scorer(ABC):
+    """Base class of every scorer.
+
+    Subclasses implement :meth:`score_sample` (one sample) and may override :meth:`score`
+    to batch (a VLM does). Build registered scorers with :func:`ieqa.create_scorer`; the
+    :class:`ScorerInfo` describing a scorer is its :attr:`info`.
+    """
+
+    info: ScorerInfo
+
+    @property
+    def name(self) -> str:
+        return self.info.name
+
+    @property
+    def dimensions(self) -> tuple[str, ...]:
+        return self.info.dimensions
+
+    @property
+    def higher_better(self) -> bool:
+        return self.info.higher_better
+
+    @property
+    def needs_source(self) -> bool:
+        return self.info.needs_source
+
+    def config(self) -> dict[str, Any]:
+        """The keyword arguments that reproduce this scorer (recorded in output files)."""
+        return {}
+
+    @abstractmethod
+    def score_sample(self, sample: EditSample) -> ScoreResult:
+        """Score one sample; raise on failure (:meth:`score` turns it into a recorded error)."""
+
+    def score(self, samples: Sequence[EditSample]) -> list[ScoreResult]:
+        """One :class:`ScoreResult` per sample, in input order; a sample that fails gets a
+        result with ``error`` set instead of stopping the batch."""
+        out: list[ScoreResult] = []
+        for sample in samples:
+            try:
+                self.check_sample(sample)
+                out.append(self.score_sample(sample))
+            except Exception as exc:  # noqa: BLE001 - recorded per sample, by contract
+                out.append(ScoreResult.failed(sample.id, exc))
+        return out
+
+    def check_sample(self, sample: EditSample) -> None:
+        """Raise :class:`ScorerError` when ``sample`` lacks what this scorer needs."""
+        if self.info.needs_source and sample.source is None:
+            raise ScorerError(f"{self.name} compares the edited image with its source, and sample "
+                              f"{sample.id!r} has no source image; use a no-reference scorer "
+                              f"(ieqa list scorers) or add the source")
+        if self.info.needs_instruction and not sample.instruction.strip():
+            raise ScorerError(f"{self.name} needs the edit instruction and sample {sample.id!r} "
+                              "has none")
+
+    def __call__(self, source: ImageRef | str | None, edited: ImageRef | str,
+                 instruction: str = "") -> ScoreResult:
+        """Score one triplet given directly (paths, PIL images, arrays or bytes)."""
+        from pathlib import Path
+
+        def ref(x: Any) -> Any:
+            return Path(x) if isinstance(x, str) else x
+
+        sample = EditSample(id="0", source=ref(source), edited=ref(edited), instruction=instruction)
+        return self.score([sample])[0]
+
+    @staticmethod
+    def load_rgb(ref: ImageRef) -> np.ndarray:
+        """An ``HxWx3`` ``uint8`` array (0-255) of an image reference (see
+        :func:`ieqa.data.images.load_image` for the accepted references and errors)."""
+        return _as_array(load_image(ref))
+
+    @classmethod
+    def load_pair(cls, source: ImageRef, edited: ImageRef) -> tuple[np.ndarray, np.ndarray, bool]:
+        """``(source, edited, resized)`` as ``uint8`` RGB arrays of the same size.
+
+        Full-reference comparisons need equal sizes: an edited image of another size is
+        resized to the source's size (bicubic) and ``resized`` is True (scorers record it
+        in ``raw`` so the user can see it happened).
+        """
+        src = load_image(source)
+        edt = load_image(edited)
+        resized = src.size != edt.size
+        if resized:
+            edt = edt.resize(src.size, Image.Resampling.BICUBIC)
+        return _as_array(src), _as_array(edt), resized
+
+    def __repr__(self) -> str:
+        cfg = ", ".join(f"{k}={v!r}" for k, v in self.config().items())
+        return f"{type(self).__name__}({cfg})" if cfg else f"{type(self).__name__}()"

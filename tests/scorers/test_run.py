@@ -1,0 +1,152 @@
+"""score_to_file: streaming output, per-row errors, resuming after an interruption."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+from PIL import Image
+
+from ieqa.bench.predictions import is_predictions_file, read_predictions
+from ieqa.data.schema import BBox, EditSample
+from ieqa.scorers.base import Scorer, ScorerError, ScoreResult, ScorerInfo
+from ieqa.scorers.run import read_scores, score_to_file
+
+INFO = ScorerInfo("brightness", "mean grey level of the edited image", "no-reference",
+                  ("visual_quality", "instruction_alignment"), higher_better=True,
+                  needs_source=False, factory="tests:none", score_range=(0, 255))
+
+
+class Brightness(Scorer):
+    """Mean brightness of the edited image; alignment always unavailable; ``meta.fail``
+    makes a sample raise."""
+
+    info = INFO
+
+    def __init__(self, stop_after: int | None = None) -> None:
+        self.calls = 0
+        self.stop_after = stop_after
+
+    def score(self, samples):  # count batches, optionally "get killed"
+        self.calls += 1
+        if self.stop_after is not None and self.calls > self.stop_after:
+            raise KeyboardInterrupt
+        return super().score(samples)
+
+    def score_sample(self, sample: EditSample) -> ScoreResult:
+        if sample.meta.get("fail"):
+            raise ValueError("asked to fail")
+        assert isinstance(sample.edited, Image.Image), "the runner passes decoded images"
+        value = float(np.asarray(sample.edited, dtype=float).mean())
+        return ScoreResult(sample.id, scores={"visual_quality": value},
+                           unavailable={"instruction_alignment": "needs a VLM"},
+                           region=BBox(x=0.5, y=0.5, w=0.2, h=0.2), raw={"n": 1})
+
+
+def _samples(tmp_path: Path, n: int = 11) -> list[EditSample]:
+    out = []
+    for i in range(n):
+        p = tmp_path / "img" / f"{i}.png"
+        p.parent.mkdir(exist_ok=True)
+        Image.new("RGB", (8, 8), (i * 20, i * 10, 5)).save(p)
+        meta = {"fail": True} if i == 4 else {}
+        out.append(EditSample(id=f"s{i}", edited=p, meta=meta))
+    out.append(EditSample(id="missing", edited=tmp_path / "img" / "nope.png"))
+    return out
+
+
+def test_rows_in_order_with_errors_recorded(tmp_path: Path) -> None:
+    samples = _samples(tmp_path)
+    out = tmp_path / "scores.parquet"
+    summary = score_to_file(Brightness(), samples, out, input_id="x", batch_size=3, progress=False)
+    assert summary.n_rows == 12 and summary.n_scored == 12 and summary.n_errors == 2
+    rows = read_scores(out)
+    assert [r["id"] for r in rows] == [s.id for s in samples]
+    for i in range(11):
+        if i == 4:
+            assert rows[i]["error"] == "ValueError: asked to fail" and rows[i]["visual_quality"] is None
+            continue
+        expected = (i * 20 + i * 10 + 5) / 3
+        assert rows[i]["visual_quality"] == pytest.approx(expected)
+        assert rows[i]["instruction_alignment"] is None
+        assert rows[i]["unavailable"] == {"instruction_alignment": "needs a VLM"}
+        assert rows[i]["region"] == {"x": 0.5, "y": 0.5, "w": 0.2, "h": 0.2}
+    assert rows[11]["error"].startswith("ImageNotFoundError") and "nope.png" in rows[11]["error"]
+    assert not out.with_name("scores.parquet.parts").exists()
+    meta = pq.read_schema(out).metadata
+    assert b"ieqa.scorer" in meta and b"ieqa.run" in meta
+    # the output is a predictions file for ieqa bench
+    assert is_predictions_file(out)
+    preds = read_predictions(out)
+    assert set(preds) == {s.id for s in samples}
+    assert preds["s4"] == {} and preds["s1"] == {"visual_quality": pytest.approx(35 / 3 * 1)}
+
+
+def test_interrupted_run_resumes_to_the_same_output(tmp_path: Path) -> None:
+    samples = _samples(tmp_path)
+    clean = tmp_path / "clean.parquet"
+    score_to_file(Brightness(), samples, clean, input_id="x", batch_size=2, progress=False)
+
+    out = tmp_path / "resumed.parquet"
+    with pytest.raises(KeyboardInterrupt):
+        score_to_file(Brightness(stop_after=3), samples, out, input_id="x", batch_size=2,
+                      progress=False)
+    parts = out.with_name("resumed.parquet.parts")
+    assert len(list(parts.glob("part-*.parquet"))) == 3 and not out.exists()
+    scorer = Brightness()
+    summary = score_to_file(scorer, samples, out, input_id="x", batch_size=2, progress=False)
+    assert summary.n_resumed == 6 and summary.n_scored == 6 and scorer.calls == 3
+    assert pq.read_table(out).equals(pq.read_table(clean))
+    assert not parts.exists()
+    # a finished run is not redone
+    again = score_to_file(Brightness(stop_after=0), samples, out, input_id="x", progress=False)
+    assert again.n_scored == 0 and again.n_rows == 12
+
+
+def test_resume_refuses_another_input(tmp_path: Path) -> None:
+    samples = _samples(tmp_path)
+    out = tmp_path / "s.parquet"
+    with pytest.raises(KeyboardInterrupt):
+        score_to_file(Brightness(stop_after=1), samples, out, input_id="a", batch_size=2,
+                      progress=False)
+    with pytest.raises(ScorerError, match="--overwrite"):
+        score_to_file(Brightness(), samples, out, input_id="b", progress=False)
+    with pytest.raises(ScorerError, match="input changed"):
+        score_to_file(Brightness(), samples[::-1], out, input_id="a", batch_size=2, progress=False)
+    summary = score_to_file(Brightness(), samples, out, input_id="b", overwrite=True, progress=False)
+    assert summary.n_scored == 12
+    with pytest.raises(ScorerError, match="exists"):
+        score_to_file(Brightness(), samples, out, input_id="c", progress=False)
+
+
+def test_duplicate_ids_and_bad_arguments(tmp_path: Path) -> None:
+    samples = _samples(tmp_path, 3)
+    with pytest.raises(ScorerError, match="twice"):
+        score_to_file(Brightness(), [*samples, samples[0]], tmp_path / "d.parquet", input_id="x",
+                      progress=False)
+    with pytest.raises(ScorerError, match=".parquet or .jsonl"):
+        score_to_file(Brightness(), samples, tmp_path / "d.csv", input_id="x", progress=False)
+    with pytest.raises(ScorerError, match="batch_size"):
+        score_to_file(Brightness(), samples, tmp_path / "d.parquet", input_id="x", batch_size=0)
+
+
+def test_fail_fast(tmp_path: Path) -> None:
+    with pytest.raises(ScorerError, match="asked to fail"):
+        score_to_file(Brightness(), _samples(tmp_path), tmp_path / "f.parquet", input_id="x",
+                      fail_fast=True, progress=False)
+
+
+def test_jsonl_output(tmp_path: Path) -> None:
+    samples = _samples(tmp_path, 3)
+    out = tmp_path / "s.jsonl"
+    score_to_file(Brightness(), samples, out, input_id="x", progress=False)
+    rows = read_scores(out)
+    assert rows[0]["unavailable"] == {"instruction_alignment": "needs a VLM"}
+    assert read_predictions(out)["s2"]["visual_quality"] == pytest.approx(np.mean([40, 20, 5]))
+
+
+def test_nan_scores_are_rejected() -> None:
+    with pytest.raises(ScorerError, match="unavailable"):
+        ScoreResult("a", scores={"visual_quality": float("nan")})
