@@ -69,7 +69,7 @@ def test_csv_errors_name_the_row(tmp_path, text, message):
 
 
 def test_file_kind_and_detection(tmp_path, shapes_manifest):
-    with pytest.raises(PredictionsError, match=r"\.jsonl, \.jsonl\.gz or \.csv"):
+    with pytest.raises(PredictionsError, match=r"\.jsonl, \.jsonl\.gz, \.csv or \.parquet"):
         read_predictions(tmp_path / "p.txt")
     with pytest.raises(PredictionsError, match="no such file"):
         read_predictions(tmp_path / "missing.csv")
