@@ -137,11 +137,19 @@ def demo(
     n: int = typer.Option(200, "--n", help="Number of ShapesEdit edits to generate."),
     seed: int = typer.Option(0, "--seed", help="Seed of the generated set."),
 ) -> None:
-    """Run the end-to-end demo: generate a ShapesEdit set and summarise it."""
+    """Run the end-to-end demo: generate a ShapesEdit set, score it with `classic`,
+    benchmark the scores against the ground truth and write the HTML report."""
     import json
 
     from ieqa.bench.leaderboard import editor_leaderboard
+    from ieqa.bench.predictions import read_predictions
+    from ieqa.bench.run import evaluate_predictions, write_bench_outputs
+    from ieqa.commands.bench import print_bench_result
+    from ieqa.commands.score import print_run
+    from ieqa.data.loaders import load_benchmark
     from ieqa.data.manifest import iter_manifest
+    from ieqa.scorers import create_scorer
+    from ieqa.scorers.run import score_to_file
 
     t0 = time.perf_counter()
     console.rule("[bold]ieqa demo[/bold]: ShapesEdit")
@@ -150,7 +158,21 @@ def demo(
     samples = list(iter_manifest(manifest))
     print_summary(summarize(samples))
     print_leaderboard(editor_leaderboard(samples), card["true_editor_ranking"])
-    console.print(f"manifest: [bold]{manifest}[/bold]  ({time.perf_counter() - t0:.1f} s)")
+
+    console.rule("[bold]score[/bold] with classic (weight-free default)")
+    scorer = create_scorer("classic")
+    st = manifest.stat()
+    summary = score_to_file(scorer, iter_manifest(manifest), out / "scores.parquet",
+                            input_id=f"manifest:{manifest.resolve()}:{st.st_size}:{st.st_mtime_ns}",
+                            total=len(samples), overwrite=True)
+    print_run(summary, scorer)
+
+    console.rule("[bold]bench[/bold]: classic scores against the ShapesEdit ground truth")
+    result = evaluate_predictions(load_benchmark(manifest.parent),
+                                  read_predictions(summary.out), n_boot=200, seed=seed)
+    print_bench_result(result, f"classic scores ({summary.out.name})")
+    paths = write_bench_outputs(result, out / "bench")
+    console.print(f"report: [bold]{paths['html']}[/bold]  ({time.perf_counter() - t0:.1f} s in total)")
 
 
 def _register_commands() -> None:

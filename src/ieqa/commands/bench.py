@@ -84,7 +84,7 @@ def _score_benchmark(bench: BenchmarkData, scorer: Scorer, benchmark: str, root:
     return summary.out
 
 
-def _print(result: BenchResult, source: str) -> None:
+def print_bench_result(result: BenchResult, source: str) -> None:
     cov = result.coverage
     console.print(f"[bold]{escape(result.benchmark)}[/bold] ({result.protocol}) — "
                   f"{escape(source)}: {cov.n_predicted} of {cov.n_items} items have predictions")
@@ -162,7 +162,7 @@ def command(
                                       eps=eps, n_boot=n_boot, seed=seed, dimension=dimension,
                                       higher_better=not lower_better)
         source = predictions.name
-    _print(result, source)
+    print_bench_result(result, source)
     if out is not None:
         paths = write_bench_outputs(result, out)
         console.print(f"wrote [bold]{paths['json']}[/bold], results.csv and report.html")
