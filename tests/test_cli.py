@@ -27,3 +27,5 @@ def test_demo_runs_and_summarises(tmp_path):
     res = runner.invoke(app, ["demo", "--n", "24", "--out", str(tmp_path)])
     assert res.exit_code == 0, res.output
     assert "editors by mean overall score" in res.output and "24" in res.output
+    assert "shapesedit metrics" in res.output and "visual_quality" in res.output
+    assert (tmp_path / "scores.parquet").is_file() and (tmp_path / "bench" / "report.html").is_file()

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from scipy.stats import spearmanr
 
+from ieqa.data.schema import EditSample
 from ieqa.data.shapesedit import ShapesEditConfig
 from ieqa.data.shapesedit.generator import iter_groups
-from ieqa.data.schema import EditSample
 from ieqa.scorers import ScorerError, create_scorer
 from ieqa.scorers.classic.composite import preservation_score
 
