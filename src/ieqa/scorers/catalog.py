@@ -45,15 +45,19 @@ SCORER_TABLE: tuple[ScorerInfo, ...] = (
         ("visual_quality", "content_preservation", "instruction_alignment"),
         higher_better=True, needs_source=True, factory="ieqa.scorers.classic.composite:ClassicScorer",
         score_range=(1.0, 5.0), units="1-5 scale", extras=()),
-    _fr("psnr", "Peak signal-to-noise ratio of the edited image against the source (Y channel)",
+    _fr("psnr", "Peak signal-to-noise ratio of the edited image against the source (RGB, as "
+        "scikit-image; channel='y' for the Y channel)",
         units="dB", score_range=(0.0, None)),
-    _fr("ssim", "Structural similarity (Wang et al. 2004, MATLAB conventions) against the source"),
+    _fr("ssim", "Structural similarity (Wang et al. 2004, MATLAB conventions) against the source",
+        score_range=(-1.0, 1.0)),
     _fr("ms_ssim", "Multi-scale SSIM (Wang et al. 2003) against the source"),
     _fr("gmsd", "Gradient magnitude similarity deviation (Xue et al. 2014); lower is better",
         higher_better=False, score_range=(0.0, None)),
-    _fr("vif", "Visual information fidelity (Sheikh & Bovik 2006, pixel domain)",
+    _fr("vif", "Visual information fidelity (Sheikh & Bovik 2006, wavelet domain); above 1 "
+        "when the edit adds contrast",
         score_range=(0.0, None)),
-    _fr("fsim", "Feature similarity (Zhang et al. 2011): phase congruency and gradients"),
+    _fr("fsim", "Feature similarity (Zhang et al. 2011, FSIMc on colour): phase congruency and "
+        "gradients"),
     _nr("niqe", "Natural image quality evaluator (Mittal et al. 2013), pristine model fitted "
         "offline; lower is better", higher_better=False, units="distance",
         score_range=(0.0, None)),
