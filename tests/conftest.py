@@ -4,3 +4,6 @@ import os
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# rich wraps CLI output at the terminal width (80 without a terminal); tests read phrases
+# out of that output, so give them one wide, fixed width whatever the CI shell says.
+os.environ["COLUMNS"] = "200"
