@@ -144,6 +144,7 @@ def demo(
     from ieqa.bench.leaderboard import editor_leaderboard
     from ieqa.bench.predictions import read_predictions
     from ieqa.bench.run import evaluate_predictions, write_bench_outputs
+    from ieqa.commands._inputs import manifest_input_id
     from ieqa.commands.bench import print_bench_result
     from ieqa.commands.score import print_run
     from ieqa.data.loaders import load_benchmark
@@ -161,11 +162,10 @@ def demo(
 
     console.rule("[bold]score[/bold] with classic (weight-free default)")
     scorer = create_scorer("classic")
-    st = manifest.stat()
     summary = score_to_file(scorer, iter_manifest(manifest), out / "scores.parquet",
-                            input_id=f"manifest:{manifest.resolve()}:{st.st_size}:{st.st_mtime_ns}",
-                            total=len(samples), overwrite=True)
-    print_run(summary, scorer)
+                            input_id=manifest_input_id(manifest), total=len(samples),
+                            overwrite=True)
+    print_run(summary)
 
     console.rule("[bold]bench[/bold]: classic scores against the ShapesEdit ground truth")
     result = evaluate_predictions(load_benchmark(manifest.parent),

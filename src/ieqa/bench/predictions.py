@@ -36,6 +36,7 @@ import pyarrow.parquet as pq
 
 from ieqa.bench.errors import PredictionsError
 from ieqa.data.dimensions import canonical_dimension
+from ieqa.data.manifest import first_row_keys
 from ieqa.errors import UnknownDimensionError
 
 __all__ = ["IGNORED_KEYS", "is_predictions_file", "read_predictions"]
@@ -68,23 +69,10 @@ def is_predictions_file(path: str | os.PathLike[str]) -> bool:
     p = Path(path)
     if p.name.endswith(".csv"):
         return True
-    if p.name.endswith(".parquet"):
-        try:
-            names = pq.read_schema(p).names
-        except (OSError, pa.ArrowInvalid):
-            return False
-        return "id" in names and "edited" not in names
-    if not any(p.name.endswith(s) for s in (".jsonl", ".jsonl.gz")):
+    keys = first_row_keys(p)
+    if keys is None or "edited" in keys:
         return False
-    with _open_text(p) as fh:
-        for line in fh:
-            if line.strip():
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError:
-                    return False
-                return isinstance(row, dict) and "edited" not in row
-    return False
+    return "id" in keys or not p.name.endswith(".parquet")
 
 
 def _jsonl_rows(fh: IO[str], path: Path) -> Iterator[tuple[str, dict[str, Any]]]:

@@ -60,3 +60,9 @@ def benchmark_input_id(bench: BenchmarkData, benchmark: str, root: Path | None) 
     where = root if root is not None else Path(benchmark)
     location = str(where.resolve()) if where.exists() else benchmark
     return f"benchmark:{bench.name}:{location}:{ids}"
+
+
+def manifest_input_id(path: Path) -> str:
+    """Identifies a manifest for resumable scoring (location, size, modification time)."""
+    st = path.stat()
+    return f"manifest:{path.resolve()}:{st.st_size}:{st.st_mtime_ns}"

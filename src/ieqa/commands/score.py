@@ -28,13 +28,18 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ieqa.commands._inputs import benchmark_input_id, load_benchmark_arg, parse_options
-from ieqa.data.manifest import iter_manifest
+from ieqa.commands._inputs import (
+    benchmark_input_id,
+    load_benchmark_arg,
+    manifest_input_id,
+    parse_options,
+)
+from ieqa.data.manifest import first_row_keys, iter_manifest
 from ieqa.data.schema import EditSample
 from ieqa.registry import BENCHMARKS
 from ieqa.scorers.base import Scorer, ScoreResult
 from ieqa.scorers.catalog import create_scorer
-from ieqa.scorers.run import ScoreRunSummary, read_scores, score_to_file
+from ieqa.scorers.run import ScoreRunSummary, score_to_file
 
 NAME = "score"
 console = Console()
@@ -43,20 +48,8 @@ _MANIFEST_SUFFIXES = (".jsonl", ".jsonl.gz", ".parquet")
 
 def _is_manifest(path: Path) -> bool:
     """A file whose rows are EditSample rows (they have an ``edited`` image)."""
-    if not path.is_file() or not any(path.name.endswith(s) for s in _MANIFEST_SUFFIXES):
-        return False
-    if path.name.endswith(".parquet"):
-        return "edited" in pq.read_schema(path).names
-    opener = gzip.open if path.name.endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError:
-                    return False
-                return isinstance(row, dict) and "edited" in row
-    return False
+    keys = first_row_keys(path) if path.is_file() else None
+    return keys is not None and "edited" in keys
 
 
 def _count_rows(path: Path) -> int:
@@ -68,8 +61,7 @@ def _count_rows(path: Path) -> int:
 
 
 def _manifest_input(path: Path) -> tuple[Iterator[EditSample], int, str]:
-    st = path.stat()
-    return iter_manifest(path), _count_rows(path), f"manifest:{path.resolve()}:{st.st_size}:{st.st_mtime_ns}"
+    return iter_manifest(path), _count_rows(path), manifest_input_id(path)
 
 
 def _benchmark_input(target: str, root: Path | None) -> tuple[list[EditSample], int, str]:
@@ -110,7 +102,7 @@ def print_result(result: ScoreResult, scorer: Scorer) -> None:
         console.print("[dim]raw:[/dim] " + escape(json.dumps(result.raw, sort_keys=True, default=str)))
 
 
-def print_run(summary: ScoreRunSummary, scorer: Scorer) -> None:
+def print_run(summary: ScoreRunSummary) -> None:
     """The end-of-run report: counts, time, the first errors and per-dimension statistics."""
     resumed = f", {summary.n_resumed} from an earlier run" if summary.n_resumed else ""
     rate = summary.n_scored / summary.seconds if summary.seconds > 0 else float("nan")
@@ -119,15 +111,12 @@ def print_run(summary: ScoreRunSummary, scorer: Scorer) -> None:
                   f"{summary.n_errors} with errors")
     for ident, err in summary.errors:
         console.print(f"[yellow]error[/yellow] {escape(ident)}: {escape(err)}")
-    rows = read_scores(summary.out)
     table = Table(title="scores", title_justify="left")
     for c in ("dimension", "n", "mean", "min", "max", "unavailable"):
         table.add_column(c, justify="left" if c == "dimension" else "right")
-    for dim in scorer.dimensions:
-        vals = [r[dim] for r in rows if r.get(dim) is not None]
-        n_na = sum(1 for r in rows if r.get("unavailable") and dim in r["unavailable"])
-        stats = (_fmt(sum(vals) / len(vals)), _fmt(min(vals)), _fmt(max(vals))) if vals else ("-",) * 3
-        table.add_row(dim, str(len(vals)), *stats, str(n_na))
+    for dim, st in summary.stats.items():
+        stats = tuple(_fmt(st[k]) for k in ("mean", "min", "max")) if st["n"] else ("-",) * 3
+        table.add_row(dim, str(st["n"]), *stats, str(st["unavailable"]))
     console.print(table)
 
 
@@ -188,7 +177,7 @@ def command(
     summary = score_to_file(scorer, samples, out, input_id=input_id, total=total,
                             batch_size=batch_size, workers=workers, overwrite=overwrite,
                             fail_fast=fail_fast)
-    print_run(summary, scorer)
+    print_run(summary)
 
 
 _IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".webp", ".tif", ".tiff", ".gif")

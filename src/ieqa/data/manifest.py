@@ -72,7 +72,7 @@ from ieqa.errors import ManifestError, UnknownDimensionError
 
 __all__ = [
     "ImageStore", "ManifestWriter", "PREFERENCE_SCHEMA", "SAMPLE_SCHEMA", "iter_manifest",
-    "iter_preferences", "read_manifest", "read_preferences", "row_to_sample",
+    "first_row_keys", "iter_preferences", "read_manifest", "read_preferences", "row_to_sample",
     "sample_to_row", "write_manifest", "write_preferences",
 ]
 
@@ -151,6 +151,29 @@ def _stem(path: Path) -> str:
 
 def _is_gzip(path: Path) -> bool:
     return path.name.endswith(".gz")
+
+
+def first_row_keys(path: str | os.PathLike[str]) -> set[str] | None:
+    """The field names of a row-per-record file, to tell its kind without reading it.
+
+    Parquet: the schema's column names. JSONL (``.jsonl``, ``.jsonl.gz``): the keys of the
+    first non-blank line. ``None`` for another suffix, a missing or unreadable file, an
+    empty file, or a first line that is not a JSON object.
+    """
+    p = Path(path)
+    try:
+        fmt = _detect_format(p, None)
+        if fmt == "parquet":
+            return set(pq.read_schema(p).names)
+        opener = gzip.open if _is_gzip(p) else open
+        with opener(p, "rt", encoding="utf-8") as fh:
+            for line in fh:
+                if line.strip():
+                    row = json.loads(line)
+                    return set(row) if isinstance(row, dict) else None
+    except (ManifestError, OSError, ValueError, pa.ArrowInvalid):
+        return None
+    return None
 
 
 # --------------------------------------------------------------------------- images

@@ -23,6 +23,7 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
@@ -186,7 +187,6 @@ class Scorer(ABC):
     def __call__(self, source: ImageRef | str | None, edited: ImageRef | str,
                  instruction: str = "") -> ScoreResult:
         """Score one triplet given directly (paths, PIL images, arrays or bytes)."""
-        from pathlib import Path
 
         def ref(x: Any) -> Any:
             return Path(x) if isinstance(x, str) else x

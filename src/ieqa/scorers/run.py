@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 import ieqa
@@ -69,6 +70,9 @@ class ScoreRunSummary:
         n_errors: rows with an ``error`` (in the whole output).
         seconds: wall time of this call.
         errors: the first few ``(id, error)`` pairs, to show the user.
+        stats: per dimension of the scorer, over the whole output: ``n`` scored,
+            ``mean``/``min``/``max`` (None when ``n`` is 0) and ``unavailable`` (rows that
+            report the dimension unavailable).
     """
 
     out: Path
@@ -78,6 +82,21 @@ class ScoreRunSummary:
     n_errors: int = 0
     seconds: float = 0.0
     errors: list[tuple[str, str]] = field(default_factory=list)
+    stats: dict[str, dict[str, float | int | None]] = field(default_factory=dict)
+
+
+def _fill_totals(summary: ScoreRunSummary, table: pa.Table, dims: Iterable[str]) -> None:
+    """Row, error and per-dimension counts of a finished output table."""
+    summary.n_rows = table.num_rows
+    summary.n_errors = table.num_rows - table.column("error").null_count
+    unavailable = [json.loads(u) for u in table.column("unavailable").drop_null().to_pylist()]
+    for dim in dims:
+        col = table.column(dim)
+        n = len(col) - col.null_count
+        mm = pc.min_max(col)
+        summary.stats[dim] = {
+            "n": n, "mean": pc.mean(col).as_py(), "min": mm["min"].as_py(),
+            "max": mm["max"].as_py(), "unavailable": sum(dim in u for u in unavailable)}
 
 
 def output_schema(dimensions: Iterable[str]) -> pa.Schema:
@@ -291,9 +310,9 @@ def score_to_file(
     elif out.exists():
         previous = _existing_state(out, suffix)
         if previous is not None and _same_run(previous, state):
-            t = pq.read_table(out, columns=["id", "error"])
-            summary.n_rows = summary.n_resumed = t.num_rows
-            summary.n_errors = t.num_rows - t.column("error").null_count
+            dims = list(scorer.dimensions)
+            _fill_totals(summary, pq.read_table(out, columns=[*dims, "unavailable", "error"]), dims)
+            summary.n_resumed = summary.n_rows
             summary.seconds = time.perf_counter() - t0
             return summary
         raise ScorerError(f"{out} exists; pass --overwrite to replace it")
@@ -328,13 +347,11 @@ def score_to_file(
         if batch:
             _score_batch(scorer, batch, parts, schema, dims, summary, fail_fast)
             advance(len(batch))
-    stale = set(done) - {i for i in range(len(seen))}
-    if stale:
+    if done and max(done) >= len(seen):
         raise ScorerError(f"{parts.dir} holds rows beyond the end of the input (the input "
                           "changed): pass --overwrite")
     table = parts.read_all(schema).drop_columns([_INDEX])
-    summary.n_rows = table.num_rows
-    summary.n_errors = table.num_rows - table.column("error").null_count
+    _fill_totals(summary, table, dims)
     meta = {"ieqa.run": json.dumps(state), "ieqa.scorer": json.dumps(scorer.info.to_dict())}
     _write_output(table, out, suffix, meta)
     parts.remove()

@@ -20,10 +20,11 @@ from __future__ import annotations
 import numpy as np
 from scipy import ndimage as ndi
 
+from ieqa.scorers.classic._filters import rgb_to_grey
+
 __all__ = ["blockiness", "detail_energy", "grey", "noise_sigma"]
 
 _IMMERKAER = np.array([[1, -2, 1], [-2, 4, -2], [1, -2, 1]], dtype=np.float32)
-_LUMA = np.array([0.299, 0.587, 0.114], dtype=np.float32)  # ITU-R BT.601, MATLAB rgb2gray
 
 
 def grey(image: np.ndarray) -> np.ndarray:
@@ -32,7 +33,7 @@ def grey(image: np.ndarray) -> np.ndarray:
     scale = 255.0 if a.dtype == np.uint8 else 1.0
     a = a.astype(np.float32) / scale
     if a.ndim == 3:
-        a = a[..., :3] @ _LUMA
+        a = rgb_to_grey(a[..., :3], integer=False).astype(np.float32)
     if a.ndim != 2:
         raise ValueError(f"image must be HxW or HxWx3, got shape {np.shape(image)}")
     return a
