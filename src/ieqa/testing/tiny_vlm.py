@@ -1,0 +1,146 @@
+"""Tiny offline vision-language models of the Qwen2-VL, Qwen2.5-VL and Qwen3-VL families.
+
+:func:`build_tiny_vlm` writes a complete checkpoint folder (config, random weights,
+byte-level tokenizer with the Qwen special tokens, image processor and a Qwen-style chat
+template) that loads through exactly the code path real checkpoints take
+(:class:`ieqa.backends.TransformersVLM`). Nothing is downloaded. The models are random,
+about 0.2 M parameters, < 1 MB on disk: for tests, demos and smoke tests, never for scores.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+__all__ = ["build_tiny_vlm", "TINY_FAMILIES", "TinyFamily"]
+
+TinyFamily = Literal["qwen2-vl", "qwen2.5-vl", "qwen3-vl"]
+TINY_FAMILIES: tuple[str, ...] = ("qwen2-vl", "qwen2.5-vl", "qwen3-vl")
+
+_SPECIAL_TOKENS = (
+    "<|im_start|>", "<|im_end|>", "<|object_ref_start|>", "<|object_ref_end|>",
+    "<|box_start|>", "<|box_end|>", "<|quad_start|>", "<|quad_end|>", "<|vision_start|>",
+    "<|vision_end|>", "<|vision_pad|>", "<|image_pad|>", "<|video_pad|>",
+)
+
+# A Qwen-style ChatML template: an image item renders as <|vision_start|><|image_pad|><|vision_end|>.
+_CHAT_TEMPLATE = (
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
+    "{% if message['content'] is string %}{{ message['content'] }}"
+    "{% else %}{% for item in message['content'] %}"
+    "{% if item['type'] == 'image' %}<|vision_start|><|image_pad|><|vision_end|>"
+    "{% elif item['type'] == 'text' %}{{ item['text'] }}{% endif %}"
+    "{% endfor %}{% endif %}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+def _tokenizer() -> Any:
+    from tokenizers.pre_tokenizers import ByteLevel
+    from transformers import Qwen2Tokenizer
+
+    vocab = {symbol: i for i, symbol in enumerate(sorted(ByteLevel.alphabet()))}
+    vocab["<|endoftext|>"] = len(vocab)
+    tokenizer = Qwen2Tokenizer(vocab=vocab, merges=[])
+    tokenizer.add_special_tokens({"additional_special_tokens": list(_SPECIAL_TOKENS)})
+    tokenizer.chat_template = _CHAT_TEMPLATE
+    return tokenizer
+
+
+def _config(family: str, tokenizer: Any, hidden: int, layers: int) -> Any:
+    from transformers import Qwen2_5_VLConfig, Qwen2VLConfig, Qwen3VLConfig
+
+    ids = {name: tokenizer.convert_tokens_to_ids(token) for name, token in (
+        ("image_token_id", "<|image_pad|>"), ("video_token_id", "<|video_pad|>"),
+        ("vision_start_token_id", "<|vision_start|>"), ("vision_end_token_id", "<|vision_end|>"))}
+    heads, kv_heads = 4, 2
+    head_dim = hidden // heads
+    # mrope sections (temporal, height, width) sum to head_dim / 2
+    quarter = head_dim // 2
+    section = [quarter - 2 * (quarter // 3), quarter // 3, quarter // 3]
+    text: dict[str, Any] = dict(
+        vocab_size=len(tokenizer), hidden_size=hidden, intermediate_size=2 * hidden,
+        num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=kv_heads,
+        max_position_embeddings=4096, eos_token_id=tokenizer.convert_tokens_to_ids("<|im_end|>"),
+        pad_token_id=tokenizer.pad_token_id, bos_token_id=None,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "mrope_section": section})
+    if family == "qwen2-vl":
+        vision = dict(depth=1, embed_dim=32, hidden_size=hidden, num_heads=2, mlp_ratio=2)
+        return Qwen2VLConfig(text_config=text, vision_config=vision, **ids)
+    if family == "qwen2.5-vl":
+        vision = dict(depth=2, hidden_size=32, intermediate_size=64, num_heads=2,
+                      out_hidden_size=hidden, window_size=56, fullatt_block_indexes=[1])
+        return Qwen2_5_VLConfig(text_config=text, vision_config=vision, **ids)
+    text.update(head_dim=head_dim)
+    text["rope_parameters"] = {**text["rope_parameters"], "mrope_interleaved": True}
+    vision = dict(depth=2, hidden_size=32, intermediate_size=64, num_heads=2, patch_size=16,
+                  out_hidden_size=hidden, num_position_embeddings=64,
+                  deepstack_visual_indexes=[0])
+    return Qwen3VLConfig(text_config=text, vision_config=vision, **ids)
+
+
+def _model_class(family: str) -> Any:
+    from transformers import (
+        Qwen2_5_VLForConditionalGeneration,
+        Qwen2VLForConditionalGeneration,
+        Qwen3VLForConditionalGeneration,
+    )
+
+    return {"qwen2-vl": Qwen2VLForConditionalGeneration,
+            "qwen2.5-vl": Qwen2_5_VLForConditionalGeneration,
+            "qwen3-vl": Qwen3VLForConditionalGeneration}[family]
+
+
+def build_tiny_vlm(path: str | Path, family: TinyFamily = "qwen2-vl", *, seed: int = 0,
+                   hidden_size: int = 64, num_layers: int = 2, min_pixels: int = 28 * 28,
+                   max_pixels: int = 224 * 224, overwrite: bool = False) -> Path:
+    """Write a tiny random VLM checkpoint of ``family`` to ``path`` and return the path.
+
+    Args:
+        path: output folder (created).
+        family: ``"qwen2-vl"``, ``"qwen2.5-vl"`` or ``"qwen3-vl"``.
+        seed: weight initialisation seed; the same seed gives the same weights.
+        hidden_size: text hidden size (multiple of 16).
+        num_layers: text decoder layers.
+        min_pixels, max_pixels: the image processor's pixel budget (pixels); the default
+            maximum (224²) gives 64 image tokens per image (49 for Qwen3-VL's 16-px patches).
+        overwrite: replace an existing checkpoint in ``path``.
+
+    Raises:
+        ValueError: unknown family, bad sizes, or ``path`` holds a checkpoint and
+            ``overwrite`` is False.
+    """
+    import torch
+    from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import (
+        Qwen2VLImageProcessorPil,
+    )
+
+    if family not in TINY_FAMILIES:
+        raise ValueError(f"unknown tiny VLM family {family!r}; choose one of {', '.join(TINY_FAMILIES)}")
+    if hidden_size % 16 or hidden_size < 32:
+        raise ValueError(f"hidden_size must be a multiple of 16 and at least 32, got {hidden_size}")
+    path = Path(path)
+    if (path / "config.json").exists() and not overwrite:
+        raise ValueError(f"{path} already holds a checkpoint; pass overwrite=True to replace it")
+    path.mkdir(parents=True, exist_ok=True)
+    tokenizer = _tokenizer()
+    config = _config(family, tokenizer, hidden_size, num_layers)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = _model_class(family)(config).eval()
+    patch = 16 if family == "qwen3-vl" else 14
+    image_processor = Qwen2VLImageProcessorPil(
+        patch_size=patch, merge_size=2, temporal_patch_size=2,
+        size={"shortest_edge": int(min_pixels), "longest_edge": int(max_pixels)},
+        **({"image_mean": [0.5] * 3, "image_std": [0.5] * 3} if family == "qwen3-vl" else {}))
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    model.generation_config.eos_token_id = config.text_config.eos_token_id
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    image_processor.save_pretrained(path)
+    (path / "ieqa_tiny.json").write_text(json.dumps(
+        {"family": family, "seed": seed, "hidden_size": hidden_size, "num_layers": num_layers,
+         "note": "random weights built by ieqa.testing.build_tiny_vlm; not a real evaluator"},
+        indent=2) + "\n")
+    return path
