@@ -1,7 +1,8 @@
 """Tiny offline vision-language models of the Qwen2-VL, Qwen2.5-VL and Qwen3-VL families.
 
 :func:`build_tiny_vlm` writes a complete checkpoint folder (config, random weights,
-byte-level tokenizer with the Qwen special tokens, image processor and a Qwen-style chat
+byte-level tokenizer (single-byte tokens plus the level words
+" excellent" ... " bad" as single tokens) with the Qwen special tokens, image processor and a Qwen-style chat
 template) that loads through exactly the code path real checkpoints take
 (:class:`ieqa.backends.TransformersVLM`). Nothing is downloaded. The models are random,
 about 0.2 M parameters, < 1 MB on disk: for tests, demos and smoke tests, never for scores.
@@ -36,13 +37,26 @@ _CHAT_TEMPLATE = (
 )
 
 
+# Words that real Qwen tokenizers keep as one token after a space; the tiny tokenizer merges
+# them too so that the level readout (one token per level word) works as on a real model.
+_WORDS = ("excellent", "good", "fair", "poor", "bad")
+
+
 def _tokenizer() -> Any:
     from tokenizers.pre_tokenizers import ByteLevel
     from transformers import Qwen2Tokenizer
 
     vocab = {symbol: i for i, symbol in enumerate(sorted(ByteLevel.alphabet()))}
+    merges: list[tuple[str, str]] = []
+    for word in _WORDS:
+        symbols = ["\u0120", *word]  # byte-level "Ġ" is the space
+        token = symbols[0]
+        for nxt in symbols[1:]:
+            merges.append((token, nxt))
+            token += nxt
+            vocab.setdefault(token, len(vocab))
     vocab["<|endoftext|>"] = len(vocab)
-    tokenizer = Qwen2Tokenizer(vocab=vocab, merges=[])
+    tokenizer = Qwen2Tokenizer(vocab=vocab, merges=merges)
     tokenizer.add_special_tokens({"additional_special_tokens": list(_SPECIAL_TOKENS)})
     tokenizer.chat_template = _CHAT_TEMPLATE
     return tokenizer

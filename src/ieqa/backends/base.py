@@ -1,0 +1,131 @@
+"""What every VLM backend takes and returns: :class:`Prompt`, :class:`Generation`, :class:`VLMBackend`.
+
+A :class:`Prompt` is backend-agnostic: an optional system text, the user message as an
+ordered sequence of text and images, and an optional ``answer_prefix`` the model's answer
+continues from (readouts that read logits put e.g. ``"Visual quality score: "`` there).
+The transformers backend renders it with the checkpoint's own chat template; the
+OpenAI-compatible backend sends it as chat-completions messages with base64 images.
+
+Prompts built for candidates that share a source image and instruction carry the same
+``share_key`` and ``shared_images`` (how many leading images they share); the transformers
+backend then encodes the shared prefix once per group (KV-cache prefix sharing).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from PIL import Image
+
+__all__ = ["Prompt", "Generation", "VLMBackend", "fit_pixel_budget"]
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """One query to a VLM.
+
+    Attributes:
+        parts: the user message in order; each item is text (``str``) or an RGB
+            :class:`PIL.Image.Image`.
+        system: optional system message.
+        answer_prefix: text the assistant answer starts with (not generated; readouts
+            that read the next token's logits end the prompt here).
+        share_key: prompts with the same key are identical up to (not including) their
+            ``shared_images + 1``-th image; ``None`` means no sharing.
+        shared_images: how many leading images the prompts of one ``share_key`` share.
+    """
+
+    parts: tuple[str | Image.Image, ...]
+    system: str | None = None
+    answer_prefix: str = ""
+    share_key: str | None = None
+    shared_images: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "parts", tuple(self.parts))
+        for part in self.parts:
+            if not isinstance(part, (str, Image.Image)):
+                raise TypeError(f"a prompt part must be text or a PIL image, got {type(part).__name__}")
+        if self.shared_images < 0 or self.shared_images > len(self.images):
+            raise ValueError(f"shared_images={self.shared_images} but the prompt has "
+                             f"{len(self.images)} image(s)")
+
+    @property
+    def images(self) -> list[Image.Image]:
+        """The images in the order they appear."""
+        return [p for p in self.parts if isinstance(p, Image.Image)]
+
+    def messages(self) -> list[dict[str, Any]]:
+        """Chat messages in the transformers chat-template format: images are
+        ``{"type": "image"}`` placeholders (the pixels go to the processor separately)."""
+        content: list[dict[str, Any]] = [
+            {"type": "text", "text": p} if isinstance(p, str) else {"type": "image"}
+            for p in self.parts]
+        out: list[dict[str, Any]] = []
+        if self.system:
+            out.append({"role": "system", "content": [{"type": "text", "text": self.system}]})
+        out.append({"role": "user", "content": content})
+        return out
+
+
+@dataclass
+class Generation:
+    """One generated answer.
+
+    Attributes:
+        text: the generated text (without the prompt or ``answer_prefix``).
+        top_logprobs: per generated token, the natural-log probabilities of the most
+            likely tokens as ``{token_text: logprob}`` (``None`` when the backend did not
+            return them).
+        finish_reason: ``"stop"``, ``"length"``, ... as the backend reports it.
+        error: set (and ``text`` empty) when this prompt could not be answered, e.g. an
+            HTTP request that failed after its retries; readouts record it per sample.
+        raw: JSON-serialisable backend extras (usage, request id, ...).
+    """
+
+    text: str
+    top_logprobs: list[dict[str, float]] | None = None
+    finish_reason: str | None = None
+    error: str | None = None
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@runtime_checkable
+class VLMBackend(Protocol):
+    """A model that answers :class:`Prompt` objects (transformers or an HTTP server)."""
+
+    #: a short description recorded in output metadata (model id, endpoint, ...)
+    name: str
+
+    def generate(self, prompts: Sequence[Prompt], *, max_new_tokens: int = 256,
+                 temperature: float = 0.0, top_p: float = 1.0, num_samples: int = 1,
+                 seed: int | None = None, top_logprobs: int = 0) -> list[list[Generation]]:
+        """``num_samples`` answers per prompt (greedy when ``temperature`` is 0)."""
+        ...
+
+    def config(self) -> dict[str, Any]:
+        """JSON-serialisable settings that reproduce the backend."""
+        ...
+
+
+def fit_pixel_budget(image: Image.Image, max_pixels: int | None, min_pixels: int | None = None,
+                     ) -> Image.Image:
+    """``image`` resized (bicubic, aspect ratio kept) so its area lies within
+    ``[min_pixels, max_pixels]``; returned unchanged when it already does."""
+    w, h = image.size
+    area = w * h
+    if max_pixels is not None and area > max_pixels:
+        scale = math.sqrt(max_pixels / area)
+    elif min_pixels is not None and area < min_pixels:
+        scale = math.sqrt(min_pixels / area)
+    else:
+        return image
+    size = (max(1, int(w * scale)), max(1, int(h * scale)))
+    return image.resize(size, Image.Resampling.BICUBIC)

@@ -1,0 +1,561 @@
+"""Local VLMs through transformers: :class:`TransformersVLM`.
+
+Loads any ``AutoModelForImageTextToText`` checkpoint (hub id or local folder: Qwen2-VL,
+Qwen2.5-VL, Qwen3-VL, MiMo-VL, InternVL3.5 (transformers port), ...) with its processor,
+renders :class:`~ieqa.backends.base.Prompt` objects with the checkpoint's own chat
+template and runs them batched:
+
+* :meth:`TransformersVLM.forward` — one left-padded forward pass that returns, per prompt,
+  the logits of the next token (and of each token of an optional teacher-forced
+  continuation) and/or the final hidden state pooled at an anchor. Readouts that read
+  logits or hidden states (levels, digits, heads) use it.
+* :meth:`TransformersVLM.generate` — batched generation (greedy or sampled), with the
+  top log-probabilities of each generated token on request.
+
+**Prefix sharing.** Prompts with the same ``share_key`` (candidates of one source and
+instruction) share everything before their first non-shared image. With
+``share_prefix=True`` that prefix is encoded once per group (one KV cache, one vision
+pass for the source image) and each candidate runs only its own suffix; the results equal
+full recomputation (tested). It needs a model with Qwen-style ``image_grid_thw`` inputs;
+for other models it is reported unsupported in :meth:`config` and every prompt runs in
+full (same numbers, no speed-up).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ieqa.backends.base import Generation, Prompt
+from ieqa.backends.processor import BackendError, load_processor
+
+__all__ = ["TransformersVLM", "ForwardOutput", "resolve_device"]
+
+log = logging.getLogger(__name__)
+
+_SEQUENCE_KEYS = ("input_ids", "attention_mask", "mm_token_type_ids", "token_type_ids")
+
+
+def resolve_device(device: str | None) -> str:
+    """``"auto"``/``None`` → ``"cuda"`` when available, else ``"cpu"``; other values unchanged."""
+    import torch
+
+    if device in (None, "auto"):
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return device
+
+
+@dataclass
+class ForwardOutput:
+    """What :meth:`TransformersVLM.forward` returns.
+
+    Attributes:
+        logits: per prompt, a float32 CPU tensor ``[1 + len(continuation), vocab]``: row 0
+            predicts the first token after the prompt, row ``t`` the token after the
+            ``t``-th continuation token. ``None`` when not requested.
+        hidden: float32 CPU tensor ``[n_prompts, hidden_size]`` of the final-layer hidden
+            state pooled at the anchor; ``None`` when no anchor was given.
+        input_ids: per prompt, the token ids of the prompt (without padding or
+            continuation), for inspection.
+    """
+
+    logits: list[Any] | None
+    hidden: Any | None
+    input_ids: list[list[int]]
+
+
+class TransformersVLM:
+    """A vision-language model loaded with transformers.
+
+    Args:
+        model: hub id (``"Qwen/Qwen2.5-VL-7B-Instruct"``) or local checkpoint folder.
+        device: ``"auto"`` (CUDA when available), ``"cpu"``, ``"cuda"``, ``"cuda:1"``...
+            Ignored when ``device_map`` is given.
+        device_map: passed to ``from_pretrained`` (e.g. ``"auto"`` to spread a large model
+            over several GPUs).
+        dtype: ``"auto"`` (bfloat16 on CUDA, float32 on CPU), or ``"bfloat16"``,
+            ``"float16"``, ``"float32"``.
+        attn_implementation: ``"sdpa"``, ``"flash_attention_2"``, ``"eager"`` or ``None``
+            (transformers' default).
+        load_in_4bit: quantise the language model to 4 bit with bitsandbytes (CUDA only).
+        min_pixels, max_pixels: per-image pixel budget (pixels) for the image processor;
+            ``None`` keeps the checkpoint's own. Images are resized (aspect ratio kept) to
+            fit, which sets the number of image tokens.
+        adapter: folder of a PEFT (LoRA) adapter to apply and merge.
+        share_prefix: encode the shared source+instruction prefix once per group.
+        revision, trust_remote_code: passed to ``from_pretrained``.
+    """
+
+    def __init__(self, model: str | Path, *, device: str | None = "auto",
+                 device_map: str | dict[str, Any] | None = None, dtype: str = "auto",
+                 attn_implementation: str | None = None, load_in_4bit: bool = False,
+                 min_pixels: int | None = None, max_pixels: int | None = None,
+                 adapter: str | Path | None = None, share_prefix: bool = True,
+                 revision: str | None = None, trust_remote_code: bool = False) -> None:
+        import torch
+        from transformers import AutoModelForImageTextToText
+
+        self.model_id = str(model)
+        self.device = resolve_device(device) if device_map is None else None
+        self.dtype_name = dtype
+        torch_dtype = self._torch_dtype(dtype)
+        kwargs: dict[str, Any] = {"dtype": torch_dtype, "revision": revision,
+                                  "trust_remote_code": trust_remote_code}
+        if attn_implementation:
+            kwargs["attn_implementation"] = attn_implementation
+        if device_map is not None:
+            kwargs["device_map"] = device_map
+        if load_in_4bit:
+            kwargs["quantization_config"] = self._four_bit(torch_dtype)
+        self.processor = load_processor(model, min_pixels=min_pixels, max_pixels=max_pixels,
+                                        revision=revision, trust_remote_code=trust_remote_code)
+        try:
+            self.model = AutoModelForImageTextToText.from_pretrained(model, **kwargs)
+        except OSError as exc:
+            raise BackendError(f"cannot load {model}: {exc}. Pass a local checkpoint folder or "
+                               "a hub id you can download (set HF_HUB_OFFLINE=0)") from exc
+        except ValueError as exc:
+            raise BackendError(f"{model} is not an image-text-to-text model transformers "
+                               f"can load: {exc}") from exc
+        if adapter is not None:
+            self._apply_adapter(adapter)
+        if self.device is not None and not load_in_4bit:
+            self.model.to(self.device)
+        self.model.eval()
+        self._settings = {"model": self.model_id, "dtype": dtype,
+                          "attn_implementation": attn_implementation,
+                          "load_in_4bit": load_in_4bit, "min_pixels": min_pixels,
+                          "max_pixels": max_pixels, "revision": revision,
+                          "adapter": str(adapter) if adapter is not None else None}
+        self._init_tokens(share_prefix)
+
+    # ----------------------------------------------------------------- loading helpers
+    @staticmethod
+    def _torch_dtype(dtype: str) -> Any:
+        import torch
+
+        if dtype == "auto":
+            return torch.bfloat16 if torch.cuda.is_available() else torch.float32
+        try:
+            value = getattr(torch, dtype)
+        except AttributeError:
+            value = None
+        if not isinstance(value, torch.dtype):
+            raise BackendError(f"unknown dtype {dtype!r}; use auto, bfloat16, float16 or float32")
+        return value
+
+    @staticmethod
+    def _four_bit(torch_dtype: Any) -> Any:
+        from transformers import BitsAndBytesConfig
+
+        try:
+            import bitsandbytes  # noqa: F401
+        except ImportError as exc:
+            raise BackendError("load_in_4bit needs bitsandbytes and a CUDA GPU: "
+                               "pip install bitsandbytes") from exc
+        return BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_compute_dtype=torch_dtype,
+                                  bnb_4bit_quant_type="nf4")
+
+    def _apply_adapter(self, adapter: str | Path) -> None:
+        from peft import PeftModel
+
+        if not (Path(adapter) / "adapter_config.json").exists():
+            raise BackendError(f"{adapter} holds no PEFT adapter (adapter_config.json missing)")
+        self.model = PeftModel.from_pretrained(self.model, str(adapter)).merge_and_unload()
+
+    def _init_tokens(self, share_prefix: bool) -> None:
+        tokenizer = self.tokenizer
+        tokenizer.padding_side = "left"
+        if tokenizer.pad_token_id is None:
+            tokenizer.pad_token = tokenizer.eos_token
+        config = self.model.config
+        self.image_token_id = getattr(config, "image_token_id", None)
+        if self.image_token_id is None:
+            self.image_token_id = getattr(config, "image_token_index", None)
+        self._mrope = hasattr(self._base, "get_rope_index")
+        self.share_prefix_supported = self._mrope and self.image_token_id is not None
+        self.share_prefix = bool(share_prefix and self.share_prefix_supported)
+        if share_prefix and not self.share_prefix_supported:
+            log.info("%s: prefix sharing needs Qwen-style image_grid_thw inputs; every prompt "
+                     "runs in full", self.model_id)
+        text_config = getattr(config, "text_config", config)
+        self._softcap = getattr(text_config, "final_logit_softcapping", None)
+
+    # ---------------------------------------------------------------------- properties
+    @property
+    def tokenizer(self) -> Any:
+        return self.processor.tokenizer
+
+    @property
+    def name(self) -> str:
+        return f"transformers:{self.model_id}"
+
+    @property
+    def _base(self) -> Any:
+        return self.model.model
+
+    @property
+    def input_device(self) -> Any:
+        return self.model.get_input_embeddings().weight.device
+
+    @property
+    def hidden_size(self) -> int:
+        return int(self.model.get_input_embeddings().weight.shape[1])
+
+    def config(self) -> dict[str, Any]:
+        """Settings that reproduce this backend (recorded in score files)."""
+        return {**self._settings, "share_prefix": self.share_prefix if self.share_prefix_supported
+                else "unsupported"}
+
+    # ------------------------------------------------------------------------ encoding
+    def render(self, prompt: Prompt) -> str:
+        """The prompt as the model reads it: its chat template with the generation prompt,
+        followed by ``answer_prefix``."""
+        text = self.processor.apply_chat_template(prompt.messages(), add_generation_prompt=True,
+                                                  tokenize=False)
+        return text + prompt.answer_prefix
+
+    def encode_one(self, prompt: Prompt) -> dict[str, Any]:
+        """Processor output of one prompt (batch of one, no padding, CPU tensors)."""
+        images = prompt.images or None
+        return dict(self.processor(text=[self.render(prompt)], images=images,
+                                   return_tensors="pt"))
+
+    def collate(self, encoded: Sequence[dict[str, Any]],
+                continuations: Sequence[Sequence[int]] | None = None) -> dict[str, Any]:
+        """Left-pad single-prompt encodings (each optionally extended by continuation token
+        ids) into one batch; image tensors are concatenated in row order."""
+        import torch
+
+        rows = []
+        for i, enc in enumerate(encoded):
+            row = {k: enc[k][0] for k in _SEQUENCE_KEYS if k in enc}
+            extra = list(continuations[i]) if continuations else []
+            if extra:
+                ids = torch.tensor(extra, dtype=row["input_ids"].dtype)
+                row["input_ids"] = torch.cat([row["input_ids"], ids])
+                for k in row:
+                    if k != "input_ids":
+                        fill = torch.ones if k == "attention_mask" else torch.zeros
+                        row[k] = torch.cat([row[k], fill(len(extra), dtype=row[k].dtype)])
+            rows.append(row)
+        width = max(len(r["input_ids"]) for r in rows)
+        pad_id = self.tokenizer.pad_token_id
+        batch: dict[str, Any] = {}
+        for k in rows[0]:
+            value = pad_id if k == "input_ids" else 0
+            batch[k] = torch.stack([torch.cat([torch.full((width - len(r[k]),), value,
+                                                          dtype=r[k].dtype), r[k]])
+                                    for r in rows])
+        for k in encoded[0]:
+            if k not in _SEQUENCE_KEYS:
+                parts = [enc[k] for enc in encoded if enc.get(k) is not None]
+                if parts:
+                    batch[k] = torch.cat(parts)
+        return batch
+
+    def _to_device(self, batch: dict[str, Any]) -> dict[str, Any]:
+        import torch
+
+        device = self.input_device
+        dtype = self.model.get_input_embeddings().weight.dtype
+        out = {}
+        for k, v in batch.items():
+            if torch.is_tensor(v):
+                v = v.to(device)
+                if k in ("pixel_values", "pixel_values_videos") and v.is_floating_point():
+                    v = v.to(dtype)
+            out[k] = v
+        return out
+
+    # ------------------------------------------------------------------------- forward
+    def forward(self, prompts: Sequence[Prompt], *,
+                continuations: Sequence[Sequence[int]] | None = None, logits: bool = True,
+                anchor: str | None = None, share_prefix: bool | None = None) -> ForwardOutput:
+        """One forward pass over ``prompts`` (one batch; the caller chunks).
+
+        Args:
+            prompts: the prompts; each ends where the answer begins (``answer_prefix``).
+            continuations: optional token ids per prompt appended after it (teacher
+                forcing); the logits then cover each continuation position.
+            logits: return the logits (see :class:`ForwardOutput`).
+            anchor: pool the final hidden state of the prompt tokens: ``"last"`` (last
+                prompt token), ``"mean"`` (mean over prompt tokens) or ``"token:<text>"``
+                (the last occurrence of that single token in the prompt).
+            share_prefix: override the backend's prefix-sharing setting for this call.
+        """
+        import torch
+
+        if continuations is not None and len(continuations) != len(prompts):
+            raise ValueError("continuations must have one entry per prompt")
+        if anchor is not None:
+            self._anchor_token(anchor)  # validate early
+        share = self.share_prefix if share_prefix is None else bool(share_prefix)
+        if share and not self.share_prefix_supported:
+            raise BackendError(f"{self.model_id}: prefix sharing is not supported for this "
+                               "model (needs Qwen-style image_grid_thw inputs)")
+        encoded = [self.encode_one(p) for p in prompts]
+        conts = [list(c) for c in continuations] if continuations is not None else [[] for _ in prompts]
+        rows: list[tuple[Any, Any]] = [(None, None)] * len(prompts)
+        with torch.inference_mode():
+            groups = _share_groups(prompts) if share else []
+            grouped = {i for g in groups for i in g}
+            for group in groups:
+                for i, out in zip(group, self._forward_shared(
+                        [prompts[i] for i in group], [encoded[i] for i in group],
+                        [conts[i] for i in group], logits, anchor), strict=True):
+                    rows[i] = out
+            rest = [i for i in range(len(prompts)) if i not in grouped]
+            if rest:
+                for i, out in zip(rest, self._forward_padded(
+                        [encoded[i] for i in rest], [conts[i] for i in rest], logits, anchor),
+                        strict=True):
+                    rows[i] = out
+        ids = [enc["input_ids"][0].tolist() for enc in encoded]
+        return ForwardOutput(
+            logits=[r[0] for r in rows] if logits else None,
+            hidden=torch.stack([r[1] for r in rows]) if anchor is not None else None,
+            input_ids=ids)
+
+    def _head_logits(self, hidden: Any) -> Any:
+        import torch
+
+        out = self.model.get_output_embeddings()(hidden).float()
+        if self._softcap:
+            out = torch.tanh(out / self._softcap) * self._softcap
+        return out.cpu()
+
+    def _anchor_token(self, anchor: str) -> int | None:
+        if anchor in ("last", "mean"):
+            return None
+        if anchor.startswith("token:"):
+            ids = self.tokenizer.encode(anchor[len("token:"):], add_special_tokens=False)
+            if len(ids) != 1:
+                raise BackendError(f"anchor {anchor!r}: the text must be exactly one token of "
+                                   f"this tokenizer, it is {len(ids)}")
+            return ids[0]
+        raise BackendError(f"unknown anchor {anchor!r}; use 'last', 'mean' or 'token:<text>'")
+
+    def _pool(self, hidden: Any, ids: Any, anchor: str) -> Any:
+        """Pool ``hidden`` ``[T, H]`` of one prompt's tokens ``ids`` ``[T]``."""
+        token = self._anchor_token(anchor)
+        if anchor == "last":
+            vec = hidden[-1]
+        elif anchor == "mean":
+            vec = hidden.mean(0)
+        else:
+            where = (ids == token).nonzero().flatten()
+            if len(where) == 0:
+                raise BackendError(f"anchor {anchor!r}: the token does not occur in the prompt; "
+                                   "add it to the template")
+            vec = hidden[int(where[-1])]
+        return vec.float().cpu()
+
+    def _forward_padded(self, encoded: Sequence[dict[str, Any]], conts: Sequence[list[int]],
+                        logits: bool, anchor: str | None) -> list[tuple[Any, Any]]:
+        batch = self.collate(encoded, conts)
+        width = batch["input_ids"].shape[1]
+        out = self._base(**self._to_device(batch), use_cache=False)
+        hidden = out.last_hidden_state
+        results = []
+        for i, enc in enumerate(encoded):
+            n = len(conts[i])
+            prompt_len = enc["input_ids"].shape[1]
+            end = width - n  # exclusive end of the prompt tokens (left padding)
+            row_logits = self._head_logits(hidden[i, end - 1:]) if logits else None
+            pooled = None
+            if anchor is not None:
+                pooled = self._pool(hidden[i, end - prompt_len:end], enc["input_ids"][0].to(hidden.device), anchor)
+            results.append((row_logits, pooled))
+        return results
+
+    def _forward_shared(self, prompts: Sequence[Prompt], encoded: Sequence[dict[str, Any]],
+                        conts: Sequence[list[int]], logits: bool, anchor: str | None,
+                        ) -> list[tuple[Any, Any]]:
+        """Encode the shared prefix once, then the K suffixes as one right-padded batch."""
+        import torch
+
+        shared = prompts[0].shared_images
+        ids = [enc["input_ids"][0] for enc in encoded]
+        cut = _common_prefix_length(ids)
+        for enc in encoded:
+            starts = _image_run_starts(enc["input_ids"][0], self.image_token_id)
+            if len(starts) <= shared:
+                raise BackendError("prompts that share a prefix must have an image after the "
+                                   "shared ones")
+            cut = min(cut, int(starts[shared]))
+        grid = encoded[0]["image_grid_thw"]
+        n_shared_rows = int(grid[:shared].prod(-1).sum())
+        positions = [self._base.get_rope_index(
+            enc["input_ids"], mm_token_type_ids=enc["mm_token_type_ids"],
+            image_grid_thw=enc["image_grid_thw"], attention_mask=enc["attention_mask"])[0]
+            for enc in encoded]
+        first = encoded[0]
+        prefix = {"input_ids": first["input_ids"][:, :cut],
+                  "attention_mask": first["attention_mask"][:, :cut],
+                  "mm_token_type_ids": first["mm_token_type_ids"][:, :cut],
+                  "position_ids": positions[0][..., :cut]}
+        if shared:
+            prefix["pixel_values"] = first["pixel_values"][:n_shared_rows]
+            prefix["image_grid_thw"] = grid[:shared]
+        pre = self._base(**self._to_device(prefix), use_cache=True)
+        k = len(encoded)
+        cache = pre.past_key_values
+        cache.batch_repeat_interleave(k)
+
+        suffix_rows = []
+        for enc, pos, cont in zip(encoded, positions, conts, strict=True):
+            row_ids = enc["input_ids"][0, cut:]
+            row_types = enc["mm_token_type_ids"][0, cut:]
+            row_pos = pos[:, 0, cut:]
+            if cont:
+                extra = torch.tensor(cont, dtype=row_ids.dtype)
+                row_ids = torch.cat([row_ids, extra])
+                row_types = torch.cat([row_types, torch.zeros(len(cont), dtype=row_types.dtype)])
+                last = row_pos[:, -1:]
+                row_pos = torch.cat([row_pos, last + torch.arange(1, len(cont) + 1)], dim=1)
+            suffix_rows.append((row_ids, row_types, row_pos))
+        width = max(len(r[0]) for r in suffix_rows)
+        pad_id = self.tokenizer.pad_token_id
+
+        def right_pad(x: Any, value: int) -> Any:
+            pad = torch.full((*x.shape[:-1], width - x.shape[-1]), value, dtype=x.dtype)
+            return torch.cat([x, pad], dim=-1)
+
+        suffix = {
+            "input_ids": torch.stack([right_pad(r[0], pad_id) for r in suffix_rows]),
+            "mm_token_type_ids": torch.stack([right_pad(r[1], 0) for r in suffix_rows]),
+            "position_ids": torch.stack([right_pad(r[2], 0) for r in suffix_rows], dim=1),
+            "attention_mask": torch.cat([torch.ones(k, cut, dtype=torch.long), torch.stack(
+                [right_pad(torch.ones(len(r[0]), dtype=torch.long), 0) for r in suffix_rows])], 1),
+            "pixel_values": torch.cat([enc["pixel_values"][n_shared_rows:] for enc in encoded]),
+            "image_grid_thw": torch.cat([enc["image_grid_thw"][shared:] for enc in encoded]),
+        }
+        out = self._base(**self._to_device(suffix), past_key_values=cache, use_cache=True)
+        hidden = out.last_hidden_state
+        results = []
+        for i, enc in enumerate(encoded):
+            n = len(conts[i])
+            end = len(suffix_rows[i][0]) - n  # exclusive end of the prompt within the suffix
+            row_logits = self._head_logits(hidden[i, end - 1:end + n]) if logits else None
+            pooled = None
+            if anchor is not None:
+                full = torch.cat([pre.last_hidden_state[0], hidden[i, :end]])
+                pooled = self._pool(full, enc["input_ids"][0].to(full.device), anchor)
+            results.append((row_logits, pooled))
+        return results
+
+    # ------------------------------------------------------------------------ generate
+    def generate(self, prompts: Sequence[Prompt], *, max_new_tokens: int = 256,
+                 temperature: float = 0.0, top_p: float = 1.0, num_samples: int = 1,
+                 seed: int | None = None, top_logprobs: int = 0) -> list[list[Generation]]:
+        """``num_samples`` answers per prompt, generated as one left-padded batch.
+
+        Args:
+            max_new_tokens: generation limit (tokens).
+            temperature: 0 for greedy decoding; sampling otherwise.
+            top_p: nucleus sampling threshold (0-1], used when sampling.
+            num_samples: answers per prompt (self-ensemble); needs ``temperature > 0``
+                to differ.
+            seed: seeds sampling (the global torch RNG is restored afterwards).
+            top_logprobs: also return, per generated token, the log-probabilities of
+                the ``top_logprobs`` most likely tokens under the model's raw distribution.
+        """
+        import torch
+
+        if num_samples < 1:
+            raise ValueError("num_samples must be at least 1")
+        if not prompts:
+            return []
+        batch = self._to_device(self.collate([self.encode_one(p) for p in prompts]))
+        sampling = temperature > 0
+        kwargs: dict[str, Any] = dict(max_new_tokens=max_new_tokens, do_sample=sampling,
+                                      num_return_sequences=num_samples,
+                                      return_dict_in_generate=True,
+                                      output_logits=top_logprobs > 0,
+                                      pad_token_id=self.tokenizer.pad_token_id)
+        if sampling:
+            kwargs.update(temperature=temperature, top_p=top_p, top_k=None)
+        else:
+            kwargs.update(temperature=None, top_p=None, top_k=None)
+        with _seeded(seed), torch.inference_mode():
+            out = self.model.generate(**batch, **kwargs)
+        width = batch["input_ids"].shape[1]
+        new = out.sequences[:, width:].cpu()
+        eos = self._eos_ids()
+        results: list[list[Generation]] = []
+        for i in range(len(prompts)):
+            row: list[Generation] = []
+            for s in range(num_samples):
+                j = i * num_samples + s
+                tokens = new[j].tolist()
+                length = next((t + 1 for t, tok in enumerate(tokens) if tok in eos), len(tokens))
+                finish = "stop" if length < len(tokens) or (tokens and tokens[-1] in eos) else "length"
+                text = self.tokenizer.decode(tokens[:length], skip_special_tokens=True)
+                top = None
+                if top_logprobs > 0:
+                    top = [self._top_logprobs(step[j], top_logprobs) for step in out.logits[:length]]
+                row.append(Generation(text=text, top_logprobs=top, finish_reason=finish))
+            results.append(row)
+        return results
+
+    def _eos_ids(self) -> set[int]:
+        eos = self.model.generation_config.eos_token_id
+        if eos is None:
+            eos = self.tokenizer.eos_token_id
+        return set(eos if isinstance(eos, list) else [eos])
+
+    def _top_logprobs(self, logits: Any, k: int) -> dict[str, float]:
+        import torch
+
+        logp = torch.log_softmax(logits.float(), -1)
+        values, ids = logp.topk(k)
+        return {self.tokenizer.decode([int(t)]): float(v) for v, t in zip(values, ids, strict=True)}
+
+
+@contextlib.contextmanager
+def _seeded(seed: int | None) -> Iterator[None]:
+    import torch
+
+    if seed is None:
+        yield
+        return
+    devices = list(range(torch.cuda.device_count())) if torch.cuda.is_available() else []
+    with torch.random.fork_rng(devices=devices):
+        torch.manual_seed(seed)
+        yield
+
+
+def _share_groups(prompts: Sequence[Prompt]) -> list[list[int]]:
+    """Indices of prompts grouped by ``share_key`` (groups of two or more with at least one
+    shared image)."""
+    groups: dict[str, list[int]] = {}
+    for i, p in enumerate(prompts):
+        if p.share_key is not None and p.shared_images > 0:
+            groups.setdefault(f"{p.shared_images}\x00{p.share_key}", []).append(i)
+    return [g for g in groups.values() if len(g) > 1]
+
+
+def _common_prefix_length(rows: Sequence[Any]) -> int:
+    import torch
+
+    n = min(len(r) for r in rows)
+    same = torch.ones(n, dtype=torch.bool)
+    for r in rows[1:]:
+        same &= rows[0][:n] == r[:n]
+    diff = (~same).nonzero()
+    return int(diff[0]) if len(diff) else n
+
+
+def _image_run_starts(ids: Any, image_token_id: int) -> list[int]:
+    """Start index of each run of image placeholder tokens (one run per image)."""
+    is_img = (ids == image_token_id).long()
+    starts = ((is_img[1:] - is_img[:-1]) == 1).nonzero().flatten() + 1
+    out = starts.tolist()
+    if len(is_img) and is_img[0]:
+        out.insert(0, 0)
+    return out
