@@ -54,6 +54,20 @@ def parse_options(options: list[str] | None) -> dict[str, Any]:
     return out
 
 
+def make_scorer(name: str, options: list[str] | None, model: str | None = None,
+                checkpoint: Path | None = None) -> Any:
+    """The scorer of ``--scorer NAME -O key=value --model M --checkpoint DIR``."""
+    from ieqa.scorers.catalog import create_scorer
+
+    kwargs = parse_options(options)
+    for key, value in (("model", model), ("checkpoint", checkpoint)):
+        if value is not None:
+            if key in kwargs:
+                raise typer.BadParameter(f"--{key} and -O {key}=... both given; use one")
+            kwargs[key] = str(value)
+    return create_scorer(name, **kwargs)
+
+
 def benchmark_input_id(bench: BenchmarkData, benchmark: str, root: Path | None) -> str:
     """Identifies a benchmark's sample list for resumable scoring (name, location, ids)."""
     ids = hashlib.sha1("\n".join(s.id for s in bench.samples).encode()).hexdigest()

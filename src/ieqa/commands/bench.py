@@ -37,12 +37,11 @@ from ieqa.bench.run import (
     evaluate_predictions,
     write_bench_outputs,
 )
-from ieqa.commands._inputs import benchmark_input_id, load_benchmark_arg, parse_options
+from ieqa.commands._inputs import benchmark_input_id, load_benchmark_arg, make_scorer
 from ieqa.data.loaders import BenchmarkData, load_judge_results
 from ieqa.data.loaders.genai_bench import NAME as GENAI_BENCH
 from ieqa.data.loaders.genai_bench import is_judge_results
 from ieqa.scorers.base import Scorer
-from ieqa.scorers.catalog import create_scorer
 from ieqa.scorers.run import score_to_file
 
 NAME = "bench"
@@ -111,6 +110,11 @@ def command(
         help="score the benchmark with this registered scorer instead (ieqa list scorers)"),
     option: list[str] | None = typer.Option(None, "--option", "-O",
                                             help="scorer argument as key=value (repeatable)"),
+    model: str | None = typer.Option(None, "--model", "-m",
+                                     help="VLM scorers: hub id or local checkpoint folder (or the "
+                                          "served model's name with -O base_url=...)"),
+    checkpoint: Path | None = typer.Option(None, "--checkpoint", exists=True, file_okay=False,
+                                           help="a trained ieqa evaluator folder"),
     root: Path | None = typer.Option(None, "--root", exists=True,
                                      help="the folder or file of your benchmark download"),
     out: Path | None = typer.Option(None, "--out", "-o",
@@ -144,7 +148,7 @@ def command(
         raise typer.BadParameter(f"choose one of {', '.join(_VIEWS)}", param_hint="--view")
     if scorer_name is not None:
         bench = load_benchmark_arg(benchmark, root, view)
-        scorer = create_scorer(scorer_name, **parse_options(option))
+        scorer = make_scorer(scorer_name, option, model, checkpoint)
         if lower_better:
             raise typer.BadParameter("a scorer states its own direction; --lower-better is for "
                                      "predictions files", param_hint="--lower-better")

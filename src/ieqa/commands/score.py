@@ -32,13 +32,12 @@ from ieqa.commands._inputs import (
     benchmark_input_id,
     load_benchmark_arg,
     manifest_input_id,
-    parse_options,
+    make_scorer,
 )
 from ieqa.data.manifest import first_row_keys, iter_manifest
 from ieqa.data.schema import EditSample
 from ieqa.registry import BENCHMARKS
 from ieqa.scorers.base import Scorer, ScoreResult
-from ieqa.scorers.catalog import create_scorer
 from ieqa.scorers.run import ScoreRunSummary, score_to_file
 
 NAME = "score"
@@ -128,6 +127,11 @@ def command(
                                     help="registered scorer (ieqa list scorers)"),
     option: list[str] | None = typer.Option(None, "--option", "-O",
                                             help="scorer argument as key=value (repeatable)"),
+    model: str | None = typer.Option(None, "--model", "-m",
+                                     help="VLM scorers: hub id or local checkpoint folder (or the "
+                                          "served model's name with -O base_url=...)"),
+    checkpoint: Path | None = typer.Option(None, "--checkpoint", exists=True, file_okay=False,
+                                           help="a trained ieqa evaluator folder"),
     out: Path | None = typer.Option(None, "--out", "-o",
                                     help="output file (.parquet or .jsonl) for a manifest or "
                                          "benchmark"),
@@ -144,7 +148,7 @@ def command(
     as_json: bool = typer.Option(False, "--json", help="one triplet: print the result as JSON"),
 ) -> None:
     """Score edits: a manifest or benchmark into a file, or one triplet to the screen."""
-    scorer = create_scorer(scorer_name, **parse_options(option))
+    scorer = make_scorer(scorer_name, option, model, checkpoint)
     first = Path(inputs[0])
     single = len(inputs) in (2, 3) or (
         len(inputs) == 1 and first.is_file() and not _is_manifest(first)

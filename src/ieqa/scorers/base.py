@@ -154,6 +154,11 @@ class Scorer(ABC):
     def needs_source(self) -> bool:
         return self.info.needs_source
 
+    @property
+    def score_range(self) -> tuple[float | None, float | None]:
+        """``(low, high)`` of the scores (``None`` = open end); see :class:`ScorerInfo`."""
+        return self.info.score_range
+
     def config(self) -> dict[str, Any]:
         """The keyword arguments that reproduce this scorer (recorded in output files)."""
         return {}

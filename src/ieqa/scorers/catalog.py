@@ -14,7 +14,7 @@ from ieqa.data.dimensions import canonical_dimension
 from ieqa.registry import SCORERS
 from ieqa.scorers.base import Scorer, ScorerError, ScorerInfo
 
-__all__ = ["SCORER_TABLE", "create_scorer", "list_scorers", "scorer_info"]
+__all__ = ["SCORER_TABLE", "VLM_TABLE", "create_scorer", "list_scorers", "scorer_info"]
 
 _METRIC = "ieqa.scorers.classic.metric:MetricScorer"
 _PRESERVATION = ("content_preservation",)
@@ -66,8 +66,46 @@ SCORER_TABLE: tuple[ScorerInfo, ...] = (
 )
 
 
+_VLM_DIMS = ("visual_quality", "instruction_alignment", "content_preservation", "overall")
+
+
+def _vlm(name: str, description: str, factory: str, *,
+         score_range: tuple[float | None, float | None] = (None, None), units: str = "",
+         dimensions: tuple[str, ...] = _VLM_DIMS) -> ScorerInfo:
+    return ScorerInfo(name, description, "vlm", dimensions, higher_better=True,
+                      needs_source=True, needs_instruction=True,
+                      factory=f"ieqa.scorers.vlm.{factory}", score_range=score_range, units=units)
+
+
+VLM_TABLE: tuple[ScorerInfo, ...] = (
+    _vlm("vlm-judge", "VLM-as-a-judge: generate, parse JSON/text scores, optional self-ensemble "
+         "over N passes (EditScore) or template=viescore (VIEScore SC/PQ, sqrt(SC*PQ)); "
+         "transformers or OpenAI-compatible server", "judge:JudgeScorer",
+         units="template scale"),
+    _vlm("vlm-levels", "Q-Align expected score over the level words' logits (EPAIQA level "
+         "scoring), 1-5", "levels:LevelsScorer", score_range=(1.0, 5.0), units="1-5 scale"),
+    _vlm("vlm-digits", "DS-IEQA expected 'd.dd' score from per-position digit distributions; "
+         "Definition Value V_d on labelled samples", "digits:DigitsScorer",
+         units="template scale"),
+    _vlm("vlm-head", "EditHF-style MLP head on the hidden state at an anchor (last prompt "
+         "token, a special token or the mean)", "heads:HeadScorer", units="trained target scale"),
+    _vlm("vlm-gaussian", "EditReward per-dimension (mu, sigma) heads; overall by min/mean/sum "
+         "of mu", "heads:GaussianScorer", units="trained target scale"),
+    _vlm("vlm-dual", "ReasonEdit dual head: three scores from the prefill state plus a "
+         "generated critique; overall 0.3/0.4/0.3", "heads:DualScorer",
+         units="trained target scale"),
+    _vlm("vlm-pairwise", "A-vs-B verdicts ([[A>B]] ...) with random or both orders and a "
+         "position-bias report (use .compare)", "pairwise:PairwiseJudge",
+         dimensions=("overall",), units="verdict"),
+    ScorerInfo("ensemble", "Mean of several scorers' scores normalised to [0, 1] (DS-IEQA "
+               "backbone ensemble)", "composite", _VLM_DIMS, higher_better=True,
+               needs_source=False, factory="ieqa.scorers.ensemble:EnsembleScorer",
+               score_range=(0.0, 1.0), units="0-1 normalised"),
+)
+
+
 def _register() -> None:
-    for info in SCORER_TABLE:
+    for info in (*SCORER_TABLE, *VLM_TABLE):
         SCORERS.add(info.name, info.description, tags=(info.kind, *info.dimensions), info=info)
 
 
@@ -117,20 +155,49 @@ def create_scorer(name: str, **overrides: Any) -> Scorer:
 
     Keyword arguments override the scorer's defaults; an argument the scorer does not take
     raises :class:`~ieqa.scorers.base.ScorerError` listing the ones it does.
+    ``checkpoint=DIR`` rebuilds a trained evaluator saved by
+    :func:`ieqa.scorers.checkpoint.save_evaluator` (the other arguments override its
+    recorded ones).
     """
+    if overrides.get("checkpoint") is not None:
+        from ieqa.scorers.checkpoint import load_evaluator
+
+        folder = overrides.pop("checkpoint")
+        return load_evaluator(folder, name=name, **overrides)
+    overrides.pop("checkpoint", None)
     info = scorer_info(name)
     factory = _import_factory(info)
     kwargs = {**info.defaults, **overrides}
-    try:
-        params = inspect.signature(factory).parameters
-    except (TypeError, ValueError):  # pragma: no cover - builtins without signatures
-        params = {}
-    if params and not any(p.kind is p.VAR_KEYWORD for p in params.values()):
-        unknown = sorted(set(kwargs) - set(params))
+    params = _accepted_params(factory)
+    if params is not None:
+        unknown = sorted(set(kwargs) - params)
         if unknown:
-            accepted = sorted(k for k in params if k not in info.defaults and k != "self")
+            accepted = sorted(k for k in params if k not in info.defaults)
             raise ScorerError(f"scorer {name!r} takes no argument(s) {', '.join(unknown)}; "
                               f"it accepts: {', '.join(accepted) or 'none'}")
-    scorer = factory(**kwargs)
-    scorer.info = info
+    scorer = factory.__new__(factory) if isinstance(factory, type) else None
+    if scorer is not None:
+        scorer.info = info  # known while __init__ runs (error messages use the name)
+        scorer.__init__(**kwargs)
+    else:  # pragma: no cover - function factories
+        scorer = factory(**kwargs)
+        scorer.info = info
     return scorer
+
+
+def _accepted_params(factory: Any) -> set[str] | None:
+    """Keyword arguments a factory accepts, following ``**kwargs`` up a class's MRO
+    (``None`` when they cannot be determined)."""
+    owners = [c for c in factory.__mro__ if "__init__" in vars(c)] if isinstance(factory, type) else [factory]
+    names: set[str] = set()
+    for owner in owners:
+        target = owner.__init__ if isinstance(owner, type) else owner
+        try:
+            params = inspect.signature(target).parameters
+        except (TypeError, ValueError):  # pragma: no cover - builtins without signatures
+            return None
+        names |= {k for k, p in params.items()
+                  if k != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}
+        if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+            return names
+    return None

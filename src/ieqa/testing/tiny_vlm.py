@@ -62,6 +62,11 @@ def _tokenizer() -> Any:
     return tokenizer
 
 
+# Larger than the usual 0.02 so a random tiny model's outputs differ visibly between inputs
+# (tests comparing batched and unbatched scores then compare numbers that vary).
+_INIT_STD = 0.1
+
+
 def _config(family: str, tokenizer: Any, hidden: int, layers: int) -> Any:
     from transformers import Qwen2_5_VLConfig, Qwen2VLConfig, Qwen3VLConfig
 
@@ -76,21 +81,23 @@ def _config(family: str, tokenizer: Any, hidden: int, layers: int) -> Any:
     text: dict[str, Any] = dict(
         vocab_size=len(tokenizer), hidden_size=hidden, intermediate_size=2 * hidden,
         num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=kv_heads,
-        max_position_embeddings=4096, eos_token_id=tokenizer.convert_tokens_to_ids("<|im_end|>"),
+        max_position_embeddings=4096, initializer_range=_INIT_STD, eos_token_id=tokenizer.convert_tokens_to_ids("<|im_end|>"),
         pad_token_id=tokenizer.pad_token_id, bos_token_id=None,
         rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "mrope_section": section})
     if family == "qwen2-vl":
-        vision = dict(depth=1, embed_dim=32, hidden_size=hidden, num_heads=2, mlp_ratio=2)
+        vision = dict(depth=1, embed_dim=32, hidden_size=hidden, num_heads=2, mlp_ratio=2,
+                      initializer_range=_INIT_STD)
         return Qwen2VLConfig(text_config=text, vision_config=vision, **ids)
     if family == "qwen2.5-vl":
         vision = dict(depth=2, hidden_size=32, intermediate_size=64, num_heads=2,
-                      out_hidden_size=hidden, window_size=56, fullatt_block_indexes=[1])
+                      out_hidden_size=hidden, window_size=56, fullatt_block_indexes=[1],
+                      initializer_range=_INIT_STD)
         return Qwen2_5_VLConfig(text_config=text, vision_config=vision, **ids)
     text.update(head_dim=head_dim)
     text["rope_parameters"] = {**text["rope_parameters"], "mrope_interleaved": True}
     vision = dict(depth=2, hidden_size=32, intermediate_size=64, num_heads=2, patch_size=16,
                   out_hidden_size=hidden, num_position_embeddings=64,
-                  deepstack_visual_indexes=[0])
+                  deepstack_visual_indexes=[0], initializer_range=_INIT_STD)
     return Qwen3VLConfig(text_config=text, vision_config=vision, **ids)
 
 

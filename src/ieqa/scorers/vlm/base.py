@@ -1,0 +1,215 @@
+"""What every VLM readout shares: :class:`VLMScorer`.
+
+A VLM scorer owns a backend (:func:`ieqa.backends.make_backend`: a transformers checkpoint
+or an OpenAI-compatible server), a prompt template (:mod:`ieqa.prompts`), the dimensions
+it reports and a batch size. :meth:`VLMScorer.score` loads the images of each batch,
+records per-sample load failures, orders the batch so candidates of one source and
+instruction sit together (the transformers backend then encodes their shared prefix once)
+and calls the readout's :meth:`VLMScorer.score_items` on the rest. Results come back in
+input order. Readouts differ only in how they turn model outputs into scores.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from abc import abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from PIL import Image
+
+from ieqa.backends import BackendError, Prompt, VLMBackend, make_backend
+from ieqa.data.dimensions import canonical_dimension
+from ieqa.data.images import load_image
+from ieqa.data.schema import EditSample
+from ieqa.scorers.base import Scorer, ScorerError, ScoreResult
+
+__all__ = ["VLMScorer", "LoadedSample", "share_key", "resolve_template",
+           "CORE_DIMENSIONS"]
+
+log = logging.getLogger(__name__)
+
+#: the three dimensions every readout reports by default
+CORE_DIMENSIONS: tuple[str, ...] = ("visual_quality", "instruction_alignment",
+                                    "content_preservation")
+
+
+@dataclass
+class LoadedSample:
+    """A sample with its images decoded (RGB PIL; ``source`` is None when absent)."""
+
+    sample: EditSample
+    source: Image.Image | None
+    edited: Image.Image
+
+    @property
+    def images(self) -> dict[str, Image.Image]:
+        """Template image slots: ``source`` (when present) and ``edited``."""
+        out = {"edited": self.edited}
+        if self.source is not None:
+            out["source"] = self.source
+        return out
+
+
+def share_key(sample: EditSample) -> str:
+    """Key of the (source image, instruction) group a sample belongs to: candidates with
+    equal keys share a prompt prefix."""
+    if sample.group_id:
+        return f"group:{sample.group_id}"
+    ref = sample.source
+    if isinstance(ref, Path):
+        where = str(ref)
+    elif isinstance(ref, (bytes, bytearray)):
+        where = hashlib.sha1(ref).hexdigest()
+    else:
+        where = f"object:{id(ref)}"
+    return f"{where}\x00{sample.instruction}"
+
+
+def resolve_template(template: Any) -> Any:
+    """A :class:`~ieqa.prompts.PromptTemplate` from a registered name, a YAML/JSON file
+    path, a dict of template fields, or a template object."""
+    from ieqa.prompts import PromptTemplate, get_template, load_template
+
+    if isinstance(template, PromptTemplate):
+        return template
+    if isinstance(template, Mapping):
+        return load_template(dict(template))
+    if isinstance(template, Path) or (isinstance(template, str)
+                                      and template.endswith((".yaml", ".yml", ".json"))):
+        return load_template(Path(template))
+    if isinstance(template, str):
+        return get_template(template)
+    raise ScorerError(f"template must be a name, a file path, a dict or a PromptTemplate, "
+                      f"got {type(template).__name__}")
+
+
+class VLMScorer(Scorer):
+    """Base of the VLM readouts (see the module docstring).
+
+    Args:
+        model: hub id or local checkpoint folder (transformers backend), or the served
+            model's name when ``base_url`` is given.
+        base_url: an OpenAI-compatible server (``http://host:8000/v1``).
+        backend: an already built backend (overrides ``model``/``base_url``).
+        template: prompt template name (``ieqa list templates``), file or dict.
+        dimensions: dimensions to score (canonical names or aliases); default
+            :data:`CORE_DIMENSIONS`.
+        batch_size: samples per backend call.
+        device, dtype, max_pixels: transformers backend settings (see
+            :class:`ieqa.backends.TransformersVLM`).
+        backend_options: any other backend constructor arguments.
+    """
+
+    #: readout name recorded in configs (``levels``, ``digits``, ...)
+    readout: str = ""
+    #: the template used when none is given
+    default_template: str = "judge-json"
+    #: whether the readout needs a transformers backend (logits or hidden states)
+    needs_local_model: bool = True
+
+    def __init__(self, *, model: str | Path | None = None, base_url: str | None = None,
+                 backend: VLMBackend | None = None, template: Any = None,
+                 dimensions: Sequence[str] | None = None, batch_size: int = 8,
+                 device: str | None = "auto", dtype: str = "auto",
+                 max_pixels: int | None = None,
+                 backend_options: Mapping[str, Any] | None = None) -> None:
+        if batch_size < 1:
+            raise ScorerError(f"batch_size must be at least 1, got {batch_size}")
+        self.batch_size = int(batch_size)
+        self.template = resolve_template(template if template is not None else self.default_template)
+        dims = tuple(canonical_dimension(d) for d in (dimensions or self._default_dimensions()))
+        if not dims:
+            raise ScorerError("dimensions is empty; name at least one dimension to score")
+        self.score_dimensions = dims
+        options = dict(backend_options or {})
+        if backend is None and base_url is None:
+            options = {"device": device, "dtype": dtype, "max_pixels": max_pixels, **options}
+        elif backend is None and max_pixels is not None:
+            options = {"max_pixels": max_pixels, **options}
+        self.backend = make_backend(model=model, base_url=base_url, backend=backend, **options)
+        if self.needs_local_model and not hasattr(self.backend, "forward"):
+            raise ScorerError(f"the {self.readout} readout reads logits or hidden states and "
+                              "needs a local transformers model (model=<checkpoint>); an HTTP "
+                              "server only returns text: use vlm-judge")
+
+    def _default_dimensions(self) -> tuple[str, ...]:
+        return CORE_DIMENSIONS
+
+    # ------------------------------------------------------------------ scorer contract
+    @property
+    def dimensions(self) -> tuple[str, ...]:
+        return self.score_dimensions
+
+    def config(self) -> dict[str, Any]:
+        return {"readout": self.readout, "template": self.template.name,
+                "dimensions": list(self.score_dimensions), "batch_size": self.batch_size,
+                "backend": self.backend.config(), **self.readout_config()}
+
+    def readout_config(self) -> dict[str, Any]:
+        """Readout-specific settings recorded in :meth:`config` (override)."""
+        return {}
+
+    def checkpoint_args(self) -> dict[str, Any]:
+        """Readout constructor arguments an evaluator checkpoint records (override)."""
+        return {}
+
+    @property
+    def score_range(self) -> tuple[float | None, float | None]:
+        """``(low, high)`` of this scorer's scores: the template's scale."""
+        if self.template.scale is None:
+            return (None, None)
+        low, high = self.template.scale
+        return (float(low), float(high))
+
+    def score_sample(self, sample: EditSample) -> ScoreResult:
+        return self.score([sample])[0]
+
+    def score(self, samples: Sequence[EditSample]) -> list[ScoreResult]:
+        """One result per sample in input order; a sample whose images do not load, or a
+        batch the model fails on, gets a recorded error."""
+        results: dict[int, ScoreResult] = {}
+        loaded: list[tuple[int, LoadedSample]] = []
+        for i, sample in enumerate(samples):
+            try:
+                self.check_sample(sample)
+                source = load_image(sample.source) if sample.source is not None else None
+                loaded.append((i, LoadedSample(sample, source, load_image(sample.edited))))
+            except Exception as exc:  # noqa: BLE001 - recorded per sample, by contract
+                results[i] = ScoreResult.failed(sample.id, exc)
+        # candidates of one source+instruction next to each other (stable), so a batch
+        # holds whole groups and the backend can share their prefix
+        first_seen: dict[str, int] = {}
+        for _, item in loaded:
+            first_seen.setdefault(share_key(item.sample), len(first_seen))
+        loaded.sort(key=lambda pair: first_seen[share_key(pair[1].sample)])
+        for start in range(0, len(loaded), self.batch_size):
+            chunk = loaded[start:start + self.batch_size]
+            try:
+                out = self.score_items([item for _, item in chunk])
+            except (BackendError, RuntimeError, ValueError) as exc:
+                log.warning("%s: a batch of %d failed: %s", self.name, len(chunk), exc)
+                out = [ScoreResult.failed(item.sample.id, exc) for _, item in chunk]
+            for (i, _), result in zip(chunk, out, strict=True):
+                results[i] = result
+        return [results[i] for i in range(len(samples))]
+
+    @abstractmethod
+    def score_items(self, items: Sequence[LoadedSample]) -> list[ScoreResult]:
+        """Score one batch of loaded samples (one result each, in order)."""
+
+    # ----------------------------------------------------------------------- prompts
+    def render(self, item: LoadedSample, dimension: str | None = None,
+               template: Any = None) -> Prompt:
+        """The prompt of one sample (and dimension), with its prefix-sharing key."""
+        template = template or self.template
+        images = {slot: img for slot, img in item.images.items() if slot in template.images}
+        missing = [slot for slot in template.images if slot not in images]
+        if missing:
+            raise ScorerError(f"template {template.name!r} needs the {', '.join(missing)} "
+                              f"image(s) and sample {item.sample.id!r} has none")
+        return template.render(instruction=item.sample.instruction, images=images,
+                               dimension=dimension, share_key=share_key(item.sample))

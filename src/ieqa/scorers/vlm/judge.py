@@ -1,0 +1,169 @@
+"""``vlm-judge``: generate an answer, parse the scores out of it, self-ensemble over passes.
+
+Works on both backends (a local checkpoint or an OpenAI-compatible server). The template's
+``output`` kind decides how the answer is asked for and parsed
+(:func:`ieqa.scorers.vlm.parsing.parse_output`):
+
+* ``json_scores`` / ``critique`` — one prompt per edit asks for every dimension at once;
+* ``viescore_json`` / ``text_score`` / ``digits`` — one prompt per dimension;
+* ``template="viescore"`` — VIEScore / EditScore: the SC prompt (source + edited,
+  instruction) gives ``instruction_alignment``, the PQ prompt (edited only) gives
+  ``visual_quality``, each the min of its sub-scores, and ``overall = sqrt(SC * PQ)``.
+
+**Self-ensemble** (EditScore): ``num_samples`` passes are generated (sampled at
+``temperature``, default 0.7 when more than one pass) and the parsed scores are averaged
+per dimension. A pass whose answer cannot be parsed is recorded in ``raw`` and left out;
+when no pass of a dimension parses, the sample is a recorded failure — never a made-up
+score.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ieqa.scorers.base import ScorerError, ScoreResult
+from ieqa.scorers.overall import OVERALL_RULES, overall_score
+from ieqa.scorers.vlm.base import LoadedSample, VLMScorer, resolve_template
+from ieqa.scorers.vlm.parsing import JudgeParseError, parse_output
+
+__all__ = ["JudgeScorer"]
+
+_ALL_AT_ONCE = ("json_scores", "critique")
+_VIESCORE = {"instruction_alignment": "viescore-sc", "visual_quality": "viescore-pq"}
+
+
+class JudgeScorer(VLMScorer):
+    """VLM-as-a-judge (see the module docstring).
+
+    Args:
+        num_samples: passes per prompt (self-ensemble); 1 = a single greedy answer.
+        temperature: sampling temperature; default 0 for one pass, 0.7 for several.
+        max_new_tokens: answer length limit (tokens).
+        seed: sampling seed (reproducible passes).
+        overall: rule adding an ``overall`` score (``viescore``, ``reasonedit``, ``min``,
+            ``mean``, ``sum``); ``template="viescore"`` implies ``viescore``.
+        (other arguments: :class:`~ieqa.scorers.vlm.base.VLMScorer`)
+    """
+
+    readout = "judge"
+    default_template = "judge-json"
+    needs_local_model = False
+
+    def __init__(self, *, num_samples: int = 1, temperature: float | None = None,
+                 max_new_tokens: int = 512, seed: int = 0, overall: str | None = None,
+                 template: Any = None, **kwargs: Any) -> None:
+        if num_samples < 1:
+            raise ScorerError("num_samples must be at least 1")
+        self.viescore = template == "viescore"
+        if self.viescore:
+            kwargs.setdefault("dimensions", tuple(_VIESCORE))
+            overall = overall or "viescore"
+            template = _VIESCORE["instruction_alignment"]
+        if overall is not None and overall not in OVERALL_RULES:
+            raise ScorerError(f"unknown overall rule {overall!r}; choose one of "
+                              f"{', '.join(OVERALL_RULES)}")
+        super().__init__(template=template, **kwargs)
+        self.num_samples = int(num_samples)
+        self.temperature = float(temperature if temperature is not None
+                                 else (0.0 if num_samples == 1 else 0.7))
+        if self.num_samples > 1 and self.temperature == 0:
+            raise ScorerError("a self-ensemble of greedy passes repeats one answer; set "
+                              "temperature > 0 or num_samples=1")
+        self.max_new_tokens = int(max_new_tokens)
+        self.seed = int(seed)
+        self.overall = overall
+        if self.viescore:
+            unknown = set(self.score_dimensions) - set(_VIESCORE)
+            if unknown:
+                raise ScorerError(f"viescore scores {', '.join(_VIESCORE)}; not {', '.join(unknown)}")
+            self.templates = {d: resolve_template(_VIESCORE[d]) for d in self.score_dimensions}
+        else:
+            self.templates = {d: self.template for d in self.score_dimensions}
+
+    @property
+    def dimensions(self) -> tuple[str, ...]:
+        extra = ("overall",) if self.overall and "overall" not in self.score_dimensions else ()
+        return (*self.score_dimensions, *extra)
+
+    def readout_config(self) -> dict[str, Any]:
+        return {"num_samples": self.num_samples, "temperature": self.temperature,
+                "max_new_tokens": self.max_new_tokens, "seed": self.seed, "overall": self.overall,
+                "templates": {d: t.name for d, t in self.templates.items()}}
+
+    def checkpoint_args(self) -> dict[str, Any]:
+        args = {"num_samples": self.num_samples, "temperature": self.temperature,
+                "max_new_tokens": self.max_new_tokens, "seed": self.seed, "overall": self.overall}
+        return {**args, "template": "viescore"} if self.viescore else args
+
+    def _queries(self, item: LoadedSample) -> list[tuple[tuple[str, ...], Any]]:
+        """``[(dimensions answered, prompt), ...]`` for one sample."""
+        if not self.viescore and self.template.output in _ALL_AT_ONCE:
+            prompt = self.template.render(instruction=item.sample.instruction,
+                                          images=self._images(item, self.template),
+                                          dimensions=list(self.score_dimensions),
+                                          share_key=None)
+            return [(self.score_dimensions, prompt)]
+        return [((d,), self.render(item, d, self.templates[d])) for d in self.score_dimensions]
+
+    def _images(self, item: LoadedSample, template: Any) -> dict[str, Any]:
+        missing = [s for s in template.images if s not in item.images]
+        if missing:
+            raise ScorerError(f"template {template.name!r} needs the {', '.join(missing)} "
+                              f"image(s) and sample {item.sample.id!r} has none")
+        return {s: img for s, img in item.images.items() if s in template.images}
+
+    def _parse(self, dims: tuple[str, ...], text: str) -> dict[str, Any]:
+        template = self.templates[dims[0]]
+        parsed = parse_output(template.output, text, dimensions=list(dims), scale=template.scale)
+        if self.viescore or template.output == "viescore_json":
+            return {"scores": {dims[0]: parsed.scores[next(iter(parsed.scores))]},
+                    "sub_scores": {dims[0]: next(iter(parsed.sub_scores.values()), [])},
+                    "reasoning": parsed.reasoning}
+        return {"scores": {d: parsed.scores[d] for d in dims}, "sub_scores": parsed.sub_scores,
+                "reasoning": parsed.reasoning}
+
+    def score_items(self, items: Sequence[LoadedSample]) -> list[ScoreResult]:
+        queries = [self._queries(item) for item in items]
+        flat = [prompt for qs in queries for _, prompt in qs]
+        answers = self.backend.generate(flat, max_new_tokens=self.max_new_tokens,
+                                        temperature=self.temperature, num_samples=self.num_samples,
+                                        seed=self.seed)
+        results, k = [], 0
+        for item, qs in zip(items, queries, strict=True):
+            passes: dict[str, list[float]] = {}
+            raw: dict[str, Any] = {"passes": []}
+            failures: list[str] = []
+            reasoning = None
+            for dims, _ in qs:
+                for gen in answers[k]:
+                    record: dict[str, Any] = {"dimensions": list(dims), "text": gen.text}
+                    if gen.error:
+                        record["error"] = gen.error
+                        failures.append(gen.error)
+                    else:
+                        try:
+                            parsed = self._parse(dims, gen.text)
+                        except JudgeParseError as exc:
+                            record["error"] = str(exc)
+                            failures.append(str(exc))
+                        else:
+                            record.update(scores=parsed["scores"], sub_scores=parsed["sub_scores"])
+                            for d, v in parsed["scores"].items():
+                                passes.setdefault(d, []).append(v)
+                            reasoning = reasoning or parsed["reasoning"]
+                    raw["passes"].append(record)
+                k += 1
+            missing = [d for d in self.score_dimensions if d not in passes]
+            if missing:
+                results.append(ScoreResult(
+                    id=item.sample.id, raw=raw,
+                    error=f"no parsable answer for {', '.join(missing)}: " + "; ".join(failures[:3])))
+                continue
+            scores = {d: sum(v) / len(v) for d, v in passes.items()}
+            if self.overall:
+                scores["overall"] = overall_score(scores, self.overall)
+            raw["parse_failures"] = len(failures)
+            results.append(ScoreResult(id=item.sample.id, scores=scores, explanation=reasoning,
+                                       raw=raw))
+        return results
