@@ -75,12 +75,13 @@ class _SharedImages:
     def __init__(self, prompts: Sequence[Prompt], encode: Any) -> None:
         self._encode = encode
         self._uses = Counter(id(im) for p in prompts for im in p.images)
+        self._shared = frozenset(key for key, n in self._uses.items() if n > 1)
         self._lock = threading.Lock()
         self._entries: dict[int, list[Any]] = {}  # id -> [lock, url or None]
 
     def url(self, image: Image.Image) -> str:
         key = id(image)
-        if self._uses[key] <= 1:
+        if key not in self._shared:
             return self._encode(image)
         with self._lock:
             entry = self._entries.setdefault(key, [threading.Lock(), None])

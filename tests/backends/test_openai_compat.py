@@ -1,0 +1,548 @@
+"""OpenAICompatBackend against a real (fake) chat-completions server on 127.0.0.1.
+
+The server is a ``ThreadingHTTPServer`` in a background thread: it records every request
+and answers according to a per-test plan (normal echo answers, HTTP errors, delays,
+malformed bodies, ignoring ``n``). Nothing in httpx is mocked.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import httpx
+import pytest
+from PIL import Image
+
+from ieqa.backends.base import Prompt, VLMBackend, fit_pixel_budget
+from ieqa.backends.openai_compat import OpenAICompatBackend, _retry_after_s
+from ieqa.backends.processor import BackendError
+
+
+@dataclass
+class Reply:
+    """One scripted answer: ``status`` with a JSON ``body`` (or ``raw`` bytes), after
+    sleeping ``sleep_s`` seconds."""
+
+    status: int = 200
+    body: Any = None
+    raw: bytes | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    sleep_s: float = 0.0
+
+
+@dataclass
+class Seen:
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+    t: float
+
+
+class FakeServer:
+    """A configurable chat-completions endpoint.
+
+    ``plan`` holds replies used by the next requests in order (``None`` = the normal echo
+    answer); afterwards every request gets the echo answer. The echo answer's content is a
+    JSON string describing the request (texts, image count, choice index, seed), so tests
+    can check what arrived. ``ignore_n`` returns a single choice whatever ``n`` says;
+    ``delay`` (body -> seconds) slows the echo answer down.
+    """
+
+    def __init__(self) -> None:
+        self.requests: list[Seen] = []
+        self.plan: list[Reply | None] = []
+        self.ignore_n = False
+        self.logprobs = True
+        self.finish_reason = "stop"
+        self.delay: Callable[[dict[str, Any]], float] = lambda body: 0.0
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.lock = threading.Lock()
+        self.url = ""
+
+    def next_reply(self, body: dict[str, Any]) -> Reply:
+        with self.lock:
+            planned = self.plan.pop(0) if self.plan else None
+        return planned if planned is not None else self.echo(body)
+
+    def echo(self, body: dict[str, Any]) -> Reply:
+        texts, images = [], 0
+        for msg in body["messages"]:
+            if msg["role"] != "user":
+                continue
+            for part in msg["content"]:
+                if part["type"] == "text":
+                    texts.append(part["text"])
+                else:
+                    images += 1
+        n = 1 if self.ignore_n else int(body.get("n", 1))
+        choices = []
+        for i in range(n):
+            content = json.dumps({"text": " ".join(texts), "images": images, "i": i,
+                                  "seed": body.get("seed")})
+            choice: dict[str, Any] = {"index": i, "finish_reason": self.finish_reason,
+                                      "message": {"role": "assistant", "content": content}}
+            k = body.get("top_logprobs", 0)
+            if body.get("logprobs") and self.logprobs:
+                alts = [{"token": t, "logprob": lp} for t, lp in
+                        (("5", -0.1), ("4", -2.5), ("3", -4.0))][:k]
+                choice["logprobs"] = {"content": [
+                    {"token": "5", "logprob": -0.1, "top_logprobs": alts},
+                    {"token": ".", "logprob": -0.01,
+                     "top_logprobs": [{"token": ".", "logprob": -0.01}]}]}
+            choices.append(choice)
+        return Reply(body={"id": f"chatcmpl-{len(self.requests)}", "object": "chat.completion",
+                           "model": body["model"], "choices": choices,
+                           "usage": {"prompt_tokens": 10, "completion_tokens": 3}},
+                     sleep_s=self.delay(body))
+
+
+def _make_handler(server: FakeServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: Any) -> None:  # keep pytest output clean
+            pass
+
+        def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+            length = int(self.headers.get("Content-Length", 0))
+            body = json.loads(self.rfile.read(length))
+            with server.lock:
+                server.requests.append(Seen(self.path, dict(self.headers), body,
+                                            time.monotonic()))
+                server.in_flight += 1
+                server.max_in_flight = max(server.max_in_flight, server.in_flight)
+            try:
+                reply = server.next_reply(body)
+                if reply.sleep_s:
+                    time.sleep(reply.sleep_s)
+                data = reply.raw if reply.raw is not None else json.dumps(reply.body).encode()
+            finally:
+                with server.lock:
+                    server.in_flight -= 1
+            try:
+                self.send_response(reply.status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for key, value in reply.headers.items():
+                    self.send_header(key, value)
+                self.end_headers()
+                self.wfile.write(data)
+            except OSError:  # the client gave up (timeout tests)
+                self.close_connection = True
+
+    return Handler
+
+
+@pytest.fixture
+def server() -> Iterator[FakeServer]:
+    fake = FakeServer()
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(fake))
+    httpd.daemon_threads = True
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                              daemon=True)
+    thread.start()
+    fake.url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    yield fake
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.fixture
+def make(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch,
+         ) -> Callable[..., OpenAICompatBackend]:
+    """Builds backends with fast retry settings and closes them after the test."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+
+    def build(url: str, **kw: Any) -> OpenAICompatBackend:
+        kw.setdefault("backoff_s", 0.01)
+        kw.setdefault("timeout_s", 5.0)
+        backend = OpenAICompatBackend(url, kw.pop("model", "test-vlm"), **kw)
+        request.addfinalizer(backend.close)
+        return backend
+
+    return build
+
+
+def _img(w: int = 64, h: int = 48, color: tuple[int, int, int] = (200, 30, 30)) -> Image.Image:
+    return Image.new("RGB", (w, h), color)
+
+
+def _answer(gen: Any) -> dict[str, Any]:
+    assert gen.ok, gen.error
+    return json.loads(gen.text)
+
+
+def _decode(url: str) -> Image.Image:
+    head, data = url.split(",", 1)
+    assert head.endswith(";base64")
+    return Image.open(io.BytesIO(base64.b64decode(data)))
+
+
+# -- normal answers --------------------------------------------------------------------
+
+
+def test_generate_sends_messages_and_returns_answers(server, make) -> None:
+    backend = make(server.url)
+    assert isinstance(backend, VLMBackend)
+    prompts = [Prompt(parts=("Rate:", _img(), "edited", _img()), system="You judge edits."),
+               Prompt(parts=("text only",))]
+    out = backend.generate(prompts, max_new_tokens=7, temperature=0.5, top_p=0.9, seed=3)
+    assert len(out) == 2 and all(len(gens) == 1 for gens in out)
+    assert _answer(out[0][0]) == {"text": "Rate: edited", "images": 2, "i": 0, "seed": 3}
+    assert _answer(out[1][0])["images"] == 0
+    gen = out[0][0]
+    assert gen.finish_reason == "stop" and gen.top_logprobs is None
+    assert gen.raw["usage"] == {"prompt_tokens": 10, "completion_tokens": 3}
+    assert gen.raw["id"].startswith("chatcmpl-")
+    json.dumps(gen.raw)
+
+    assert len(server.requests) == 2
+    seen = next(r for r in server.requests if r.body["messages"][0]["role"] == "system")
+    assert seen.path == "/v1/chat/completions"
+    body = seen.body
+    assert body["model"] == "test-vlm"
+    assert (body["max_tokens"], body["temperature"], body["top_p"], body["seed"]) == (7, 0.5, 0.9, 3)
+    assert "n" not in body and "logprobs" not in body and "continue_final_message" not in body
+    assert body["messages"][0] == {"role": "system", "content": "You judge edits."}
+    user = body["messages"][1]
+    assert user["role"] == "user"
+    assert [p["type"] for p in user["content"]] == ["text", "image_url", "text", "image_url"]
+    assert "authorization" not in {k.lower() for k in seen.headers}
+
+
+def test_empty_prompt_list_sends_nothing(server, make) -> None:
+    assert make(server.url).generate([]) == []
+    assert server.requests == []
+
+
+def test_images_are_base64_data_urls_within_the_pixel_budget(server, make) -> None:
+    big, small = _img(2000, 1000), _img(20, 10)
+    backend = make(server.url, max_pixels=500_000, min_pixels=800)
+    backend.generate([Prompt(parts=(big, "and", small))])
+    parts = server.requests[0].body["messages"][-1]["content"]
+    urls = [p["image_url"]["url"] for p in parts if p["type"] == "image_url"]
+    assert all(u.startswith("data:image/png;base64,") for u in urls)
+    decoded = [_decode(u) for u in urls]
+    assert decoded[0].format == "PNG"
+    assert decoded[0].size == fit_pixel_budget(big, 500_000, 800).size == (1000, 500)
+    assert decoded[1].size == fit_pixel_budget(small, 500_000, 800).size
+    assert decoded[1].size[0] * decoded[1].size[1] >= 780  # upscaled to about min_pixels
+    assert decoded[0].convert("RGB").getpixel((10, 10)) == (200, 30, 30)  # lossless
+
+    jpeg = make(server.url, image_format="jpeg", max_pixels=None)
+    jpeg.generate([Prompt(parts=(_img(300, 200).convert("RGBA"),))])
+    url = server.requests[1].body["messages"][-1]["content"][0]["image_url"]["url"]
+    assert url.startswith("data:image/jpeg;base64,")
+    assert _decode(url).format == "JPEG" and _decode(url).size == (300, 200)
+
+
+def test_a_shared_image_is_encoded_once(server, make, monkeypatch) -> None:
+    backend = make(server.url, max_concurrency=3)
+    calls: list[tuple[int, int]] = []
+    encode = backend._encode_image
+
+    def counting(image: Image.Image) -> str:
+        calls.append(image.size)
+        return encode(image)
+
+    monkeypatch.setattr(backend, "_encode_image", counting)
+    source = _img(50, 50)
+    prompts = [Prompt(parts=(source, _img(40 + i, 40), f"p{i}"), share_key="s", shared_images=1)
+               for i in range(5)]
+    out = backend.generate(prompts)
+    assert all(_answer(g[0])["images"] == 2 for g in out)
+    assert calls.count((50, 50)) == 1 and len(calls) == 6
+
+
+def test_api_key_is_a_bearer_header_and_never_in_config(server, make, monkeypatch) -> None:
+    backend = make(server.url, api_key="sk-secret-123")
+    backend.generate([Prompt(parts=("hi",))])
+    assert server.requests[0].headers["Authorization"] == "Bearer sk-secret-123"
+    config = backend.config()
+    text = json.dumps(config) + backend.name + repr(backend)
+    assert "sk-secret-123" not in text
+    assert config["api_key_set"] is True and config["model"] == "test-vlm"
+    assert config["base_url"] == server.url
+    assert backend.name == f"openai:test-vlm@{server.url}"
+
+    monkeypatch.setenv("IEQA_TEST_KEY", "sk-from-env")
+    make(server.url, api_key_env="IEQA_TEST_KEY").generate([Prompt(parts=("hi",))])
+    assert server.requests[1].headers["Authorization"] == "Bearer sk-from-env"
+    assert make(server.url).config()["api_key_set"] is False
+
+
+def test_base_url_is_normalised(server, make) -> None:
+    for url in (server.url + "/", server.url + "/chat/completions"):
+        backend = make(url)
+        assert backend.base_url == server.url
+        assert backend.generate([Prompt(parts=("x",))])[0][0].ok
+    assert [r.path for r in server.requests] == ["/v1/chat/completions"] * 2
+
+
+def test_extra_body_is_merged_last(server, make) -> None:
+    backend = make(server.url, extra_body={"top_k": 5, "temperature": 0.7})
+    backend.generate([Prompt(parts=("x",))], temperature=0.0)
+    body = server.requests[0].body
+    assert body["top_k"] == 5 and body["temperature"] == 0.7
+    assert backend.config()["extra_body"] == {"top_k": 5, "temperature": 0.7}
+
+
+def test_top_logprobs_are_requested_and_parsed(server, make) -> None:
+    backend = make(server.url)
+    gen = backend.generate([Prompt(parts=("score?",))], top_logprobs=2)[0][0]
+    body = server.requests[0].body
+    assert body["logprobs"] is True and body["top_logprobs"] == 2
+    assert gen.top_logprobs == [{"5": -0.1, "4": -2.5}, {".": -0.01}]
+
+    server.logprobs = False  # a server that ignores the request
+    assert backend.generate([Prompt(parts=("score?",))], top_logprobs=2)[0][0].top_logprobs is None
+
+
+def test_finish_reasons_are_mapped(server, make) -> None:
+    backend = make(server.url)
+    server.finish_reason = "length"
+    assert backend.generate([Prompt(parts=("x",))])[0][0].finish_reason == "length"
+    server.finish_reason = "eos_token"  # TGI's name
+    assert backend.generate([Prompt(parts=("x",))])[0][0].finish_reason == "stop"
+
+
+# -- samples ---------------------------------------------------------------------------
+
+
+def test_num_samples_uses_n(server, make) -> None:
+    out = make(server.url).generate([Prompt(parts=("x",))], num_samples=3, temperature=1.0)
+    assert [_answer(g)["i"] for g in out[0]] == [0, 1, 2]
+    assert len(server.requests) == 1 and server.requests[0].body["n"] == 3
+
+
+def test_missing_choices_are_topped_up_when_the_server_ignores_n(server, make) -> None:
+    server.ignore_n = True
+    out = make(server.url).generate([Prompt(parts=("x",)), Prompt(parts=("y",))],
+                                    num_samples=3, temperature=1.0, seed=10)
+    assert [len(g) for g in out] == [3, 3]
+    assert all(g.ok for gens in out for g in gens)
+    assert [_answer(g)["text"] for g in out[1]] == ["y"] * 3
+    assert len(server.requests) == 6
+    x_bodies = [r.body for r in server.requests if r.body["messages"][-1]["content"][0]["text"] == "x"]
+    assert [b.get("n") for b in x_bodies] == [3, 2, None]
+    assert [b["seed"] for b in x_bodies] == [10, 11, 12]  # distinct samples
+    assert [_answer(g)["seed"] for g in out[0]] == [10, 11, 12]
+
+
+# -- answer prefix ---------------------------------------------------------------------
+
+
+def test_answer_prefix_continue_mode(server, make) -> None:
+    backend = make(server.url)
+    out = backend.generate([Prompt(parts=("rate", _img()), answer_prefix="Score: "),
+                            Prompt(parts=("no prefix",))])
+    assert all(g[0].ok for g in out)
+    with_prefix = next(r.body for r in server.requests if len(r.body["messages"]) == 2)
+    assert with_prefix["messages"][-1] == {"role": "assistant", "content": "Score: "}
+    assert with_prefix["continue_final_message"] is True
+    assert with_prefix["add_generation_prompt"] is False
+    without = next(r.body for r in server.requests if len(r.body["messages"]) == 1)
+    assert "continue_final_message" not in without and "add_generation_prompt" not in without
+
+
+def test_answer_prefix_error_mode(server, make) -> None:
+    backend = make(server.url, answer_prefix_mode="error")
+    with pytest.raises(BackendError, match="answer_prefix.*continue_final_message"):
+        backend.generate([Prompt(parts=("a",)), Prompt(parts=("b",), answer_prefix="Score: ")])
+    assert server.requests == []
+    assert backend.generate([Prompt(parts=("a",))])[0][0].ok  # no prefix: fine
+
+
+def test_a_400_for_a_prefix_hints_at_continue_final_message(server, make) -> None:
+    server.plan = [Reply(400, {"error": {"message": "Unrecognized request argument"}})]
+    gen = make(server.url).generate([Prompt(parts=("a",), answer_prefix="S: ")])[0][0]
+    assert "Unrecognized request argument" in gen.error
+    assert "continue_final_message" in gen.error and len(server.requests) == 1
+
+
+# -- retries and errors ----------------------------------------------------------------
+
+
+def test_5xx_is_retried_then_succeeds(server, make, caplog) -> None:
+    server.plan = [Reply(500, {"error": {"message": "boom"}}), Reply(503, {"detail": "busy"})]
+    with caplog.at_level("WARNING", logger="ieqa.backends.openai_compat"):
+        gen = make(server.url, max_retries=3).generate([Prompt(parts=("x",))])[0][0]
+    assert _answer(gen)["text"] == "x"
+    assert len(server.requests) == 3
+    assert "HTTP 500" in caplog.text and "retry 1 of 3" in caplog.text
+
+
+def test_429_honours_retry_after(server, make) -> None:
+    server.plan = [Reply(429, {"error": {"message": "slow down"}}, headers={"Retry-After": "0.15"}),
+                   Reply(429, {}, headers={"retry-after-ms": "100"})]
+    backend = make(server.url, backoff_s=20.0)  # backoff would take far longer
+    start = time.monotonic()
+    gen = backend.generate([Prompt(parts=("x",))])[0][0]
+    assert gen.ok and len(server.requests) == 3
+    assert time.monotonic() - start < 3.0
+    t = [r.t for r in server.requests]
+    assert t[1] - t[0] >= 0.14 and t[2] - t[1] >= 0.09
+
+
+def test_retry_after_is_capped(server, make) -> None:
+    server.plan = [Reply(429, {}, headers={"Retry-After": "3600"})]
+    start = time.monotonic()
+    assert make(server.url, max_backoff_s=0.05).generate([Prompt(parts=("x",))])[0][0].ok
+    assert time.monotonic() - start < 2.0
+
+
+def test_retry_after_parsing() -> None:
+    assert _retry_after_s(httpx.Headers({"Retry-After": "2"})) == 2.0
+    assert _retry_after_s(httpx.Headers({"retry-after-ms": "250", "Retry-After": "9"})) == 0.25
+    assert _retry_after_s(httpx.Headers({})) is None
+    assert _retry_after_s(httpx.Headers({"Retry-After": "soon"})) is None
+    future = time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(time.time() + 30))
+    assert 25 <= _retry_after_s(httpx.Headers({"Retry-After": future})) <= 31
+    past = "Wed, 21 Oct 2015 07:28:00 GMT"
+    assert _retry_after_s(httpx.Headers({"Retry-After": past})) == 0.0
+
+
+def test_persistent_5xx_gives_a_per_prompt_error(server, make) -> None:
+    server.plan = [Reply(502, {"error": {"message": "bad gateway"}})] * 3
+    out = make(server.url, max_retries=2, max_concurrency=1).generate(
+        [Prompt(parts=("bad",)), Prompt(parts=("good",))], num_samples=2)
+    assert [len(g) for g in out] == [2, 2]
+    assert all(not g.ok and g.text == "" for g in out[0])
+    assert "HTTP 502" in out[0][0].error and "bad gateway" in out[0][0].error
+    assert "after 3 attempts" in out[0][0].error
+    assert all(g.ok for g in out[1])  # the batch goes on
+    assert len(server.requests) == 4
+
+
+def test_timeout_is_retried_then_recorded(server, make) -> None:
+    server.plan = [Reply(sleep_s=0.5), Reply(sleep_s=0.5)]
+    backend = make(server.url, timeout_s=0.2, max_retries=1, max_concurrency=1)
+    start = time.monotonic()
+    out = backend.generate([Prompt(parts=("slow",)), Prompt(parts=("fast",))])
+    assert time.monotonic() - start < 2.0
+    assert not out[0][0].ok and "timeout_s=0.2" in out[0][0].error
+    assert "after 2 attempts" in out[0][0].error
+    assert _answer(out[1][0])["text"] == "fast"
+    assert len(server.requests) == 3
+
+    server.plan = [Reply(sleep_s=0.5)]  # one timeout, then an answer
+    assert backend.generate([Prompt(parts=("x",))])[0][0].ok
+
+
+@pytest.mark.parametrize(("reply", "expected"), [
+    (Reply(raw=b"<html>oops</html>"), "not JSON"),
+    (Reply(body={"id": "x", "object": "chat.completion"}), "no 'choices'"),
+    (Reply(body={"choices": []}), "empty 'choices'"),
+    (Reply(body={"choices": [{"index": 0, "message": {"role": "assistant", "content": None}}]}),
+     "no message content"),
+    (Reply(body={"choices": [{"index": 0, "message": {"content": None,
+                                                       "reasoning_content": "hmm"}}]}),
+     "raise max_new_tokens"),
+    (Reply(body={"choices": [{"index": 0, "finish_reason": "stop"}]}), "no message"),
+    (Reply(body=["not", "an", "object"]), "not an object"),
+])
+def test_malformed_answers_are_per_prompt_errors(server, make, reply, expected) -> None:
+    server.plan = [reply]
+    out = make(server.url, max_concurrency=1).generate(
+        [Prompt(parts=("x",)), Prompt(parts=("y",))])
+    assert not out[0][0].ok and out[0][0].text == "" and expected in out[0][0].error
+    assert out[1][0].ok
+    assert len(server.requests) == 2  # not retried
+
+
+def test_empty_content_is_an_empty_answer(server, make) -> None:
+    server.plan = [Reply(body={"choices": [{"index": 0, "finish_reason": "stop",
+                                            "message": {"role": "assistant", "content": ""}}]})]
+    gen = make(server.url).generate([Prompt(parts=("x",))])[0][0]
+    assert gen.ok and gen.text == "" and gen.finish_reason == "stop"
+
+
+def test_401_fails_fast_with_an_actionable_message(server, make) -> None:
+    server.plan = [Reply(401, {"error": {"message": "Invalid API key"}})]
+    backend = make(server.url, max_retries=3, max_concurrency=1, api_key_env="IEQA_NO_SUCH_KEY")
+    out = backend.generate([Prompt(parts=(f"p{i}",)) for i in range(3)], num_samples=2)
+    assert len(server.requests) == 1  # no retry, and the rest of the batch is not sent
+    first = out[0][0].error
+    assert "401" in first and server.url in first and "Invalid API key" in first
+    assert "set IEQA_NO_SUCH_KEY or pass api_key" in first
+    assert all(not g.ok for gens in out for g in gens) and [len(g) for g in out] == [2, 2, 2]
+    assert "not sent" in out[2][0].error and "401" in out[2][0].error
+
+
+def test_404_hints_at_base_url_and_model(server, make) -> None:
+    server.plan = [Reply(404, {"object": "error", "message": "The model `m` does not exist."})]
+    gen = make(server.url, model="m").generate([Prompt(parts=("x",))])[0][0]
+    assert "does not exist" in gen.error and "/v1" in gen.error and "'m'" in gen.error
+    assert len(server.requests) == 1
+
+
+def test_400_is_not_retried_and_not_fatal(server, make) -> None:
+    server.plan = [Reply(400, {"error": {"message": "too many images"}})]
+    out = make(server.url, max_concurrency=1).generate(
+        [Prompt(parts=("x",)), Prompt(parts=("y",))])
+    assert "HTTP 400" in out[0][0].error and "too many images" in out[0][0].error
+    assert out[1][0].ok and len(server.requests) == 2
+
+
+def test_connection_refused_is_retried_then_actionable(make) -> None:
+    import socket
+
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    backend = make(f"http://127.0.0.1:{port}/v1", max_retries=1, max_concurrency=1)
+    out = backend.generate([Prompt(parts=("x",)), Prompt(parts=("y",))])
+    assert "cannot connect" in out[0][0].error and "(after 2 attempts)" in out[0][0].error
+    assert "is the server running" in out[0][0].error
+    assert "not sent" in out[1][0].error
+
+
+# -- concurrency and order -------------------------------------------------------------
+
+
+def test_concurrency_limit_is_respected(server, make) -> None:
+    server.delay = lambda body: 0.1
+    out = make(server.url, max_concurrency=2).generate(
+        [Prompt(parts=(f"p{i}",)) for i in range(6)])
+    assert [_answer(g[0])["text"] for g in out] == [f"p{i}" for i in range(6)]
+    assert server.max_in_flight == 2
+
+
+def test_output_order_is_input_order(server, make) -> None:
+    # later prompts answer first
+    server.delay = lambda body: 0.03 * (8 - int(body["messages"][-1]["content"][0]["text"][1:]))
+    out = make(server.url, max_concurrency=8).generate(
+        [Prompt(parts=(f"p{i}",)) for i in range(8)], num_samples=2)
+    assert [[_answer(g)["text"] for g in gens] for gens in out] == [[f"p{i}"] * 2 for i in range(8)]
+    assert server.max_in_flight > 1
+
+
+# -- arguments -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kw", [
+    {"base_url": "localhost:8000/v1"}, {"model": ""}, {"timeout_s": 0}, {"max_retries": -1},
+    {"max_concurrency": 0}, {"image_format": "gif"}, {"answer_prefix_mode": "ignore"},
+    {"max_pixels": 10, "min_pixels": 20}, {"extra_body": {"x": object()}},
+])
+def test_bad_arguments(kw) -> None:
+    args = {"base_url": "http://127.0.0.1:1/v1", "model": "m", **kw}
+    with pytest.raises(ValueError):
+        OpenAICompatBackend(args.pop("base_url"), args.pop("model"), **args)
+
+
+def test_bad_generate_arguments(server, make) -> None:
+    backend = make(server.url)
+    for kw in ({"num_samples": 0}, {"max_new_tokens": 0}, {"top_logprobs": -1}):
+        with pytest.raises(ValueError):
+            backend.generate([Prompt(parts=("x",))], **kw)
+    assert server.requests == []
