@@ -379,17 +379,28 @@ class TransformersVLM:
         """Encode the shared prefix once, then the K suffixes as one right-padded batch."""
         import torch
 
-        shared = prompts[0].shared_images
         ids = [enc["input_ids"][0] for enc in encoded]
         cut = _common_prefix_length(ids)
-        for enc in encoded:
-            starts = _image_run_starts(enc["input_ids"][0], self.image_token_id)
-            if len(starts) <= shared:
-                raise BackendError("prompts that share a prefix must have an image after the "
-                                   "shared ones")
-            cut = min(cut, int(starts[shared]))
-        grid = encoded[0]["image_grid_thw"]
-        n_shared_rows = int(grid[:shared].prod(-1).sum())
+        runs = [_image_runs(i, self.image_token_id) for i in ids]
+        # the prefix holds whole images only, and only images that are identical in every
+        # member (a share_key is a promise the caller makes; the pixels are checked)
+        grids = [enc["image_grid_thw"] for enc in encoded]
+        offsets = [torch.cat([torch.zeros(1, dtype=torch.long), g.prod(-1).cumsum(0)]) for g in grids]
+        shared = 0
+        while shared < len(runs[0]) and runs[0][shared][0] < cut:
+            start, end = runs[0][shared]
+            same = end <= cut and all(
+                torch.equal(grids[m][shared], grids[0][shared]) and torch.equal(
+                    encoded[m]["pixel_values"][offsets[m][shared]:offsets[m][shared + 1]],
+                    encoded[0]["pixel_values"][offsets[0][shared]:offsets[0][shared + 1]])
+                for m in range(1, len(encoded)))
+            if not same:
+                cut = start
+                break
+            shared += 1
+        cut = min(cut, min(len(i) for i in ids) - 1)  # every member keeps a suffix token
+        grid = grids[0]
+        n_shared_rows = int(offsets[0][shared])
         positions = [self._base.get_rope_index(
             enc["input_ids"], mm_token_type_ids=enc["mm_token_type_ids"],
             image_grid_thw=enc["image_grid_thw"], attention_mask=enc["attention_mask"])[0]
@@ -432,9 +443,11 @@ class TransformersVLM:
             "position_ids": torch.stack([right_pad(r[2], 0) for r in suffix_rows], dim=1),
             "attention_mask": torch.cat([torch.ones(k, cut, dtype=torch.long), torch.stack(
                 [right_pad(torch.ones(len(r[0]), dtype=torch.long), 0) for r in suffix_rows])], 1),
-            "pixel_values": torch.cat([enc["pixel_values"][n_shared_rows:] for enc in encoded]),
-            "image_grid_thw": torch.cat([enc["image_grid_thw"][shared:] for enc in encoded]),
         }
+        rest_grids = torch.cat([enc["image_grid_thw"][shared:] for enc in encoded])
+        if len(rest_grids):
+            suffix["pixel_values"] = torch.cat([enc["pixel_values"][n_shared_rows:] for enc in encoded])
+            suffix["image_grid_thw"] = rest_grids
         out = self._base(**self._to_device(suffix), past_key_values=cache, use_cache=True)
         hidden = out.last_hidden_state
         results = []
@@ -551,11 +564,14 @@ def _common_prefix_length(rows: Sequence[Any]) -> int:
     return int(diff[0]) if len(diff) else n
 
 
-def _image_run_starts(ids: Any, image_token_id: int) -> list[int]:
-    """Start index of each run of image placeholder tokens (one run per image)."""
-    is_img = (ids == image_token_id).long()
-    starts = ((is_img[1:] - is_img[:-1]) == 1).nonzero().flatten() + 1
-    out = starts.tolist()
-    if len(is_img) and is_img[0]:
-        out.insert(0, 0)
-    return out
+def _image_runs(ids: Any, image_token_id: int) -> list[tuple[int, int]]:
+    """``(start, end)`` (end exclusive) of each run of image placeholder tokens, one run
+    per image."""
+    import torch
+
+    is_img = torch.cat([torch.zeros(1, dtype=torch.long), (ids == image_token_id).long(),
+                        torch.zeros(1, dtype=torch.long)])
+    step = is_img[1:] - is_img[:-1]
+    starts = (step == 1).nonzero().flatten().tolist()
+    ends = (step == -1).nonzero().flatten().tolist()
+    return list(zip(starts, ends, strict=True))

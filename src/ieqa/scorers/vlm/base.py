@@ -211,5 +211,7 @@ class VLMScorer(Scorer):
         if missing:
             raise ScorerError(f"template {template.name!r} needs the {', '.join(missing)} "
                               f"image(s) and sample {item.sample.id!r} has none")
+        # candidates of one group share the prefix of the same dimension's prompt
+        key = share_key(item.sample) + (f"\x00{dimension}" if dimension else "")
         return template.render(instruction=item.sample.instruction, images=images,
-                               dimension=dimension, share_key=share_key(item.sample))
+                               dimension=dimension, share_key=key)
