@@ -10,150 +10,18 @@ from __future__ import annotations
 import base64
 import io
 import json
-import threading
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable
 from typing import Any
 
 import httpx
 import pytest
 from PIL import Image
 
+from chat_server import Reply
 from ieqa.backends.base import Prompt, VLMBackend, fit_pixel_budget
 from ieqa.backends.openai_compat import OpenAICompatBackend, _retry_after_s
 from ieqa.backends.processor import BackendError
-
-
-@dataclass
-class Reply:
-    """One scripted answer: ``status`` with a JSON ``body`` (or ``raw`` bytes), after
-    sleeping ``sleep_s`` seconds."""
-
-    status: int = 200
-    body: Any = None
-    raw: bytes | None = None
-    headers: dict[str, str] = field(default_factory=dict)
-    sleep_s: float = 0.0
-
-
-@dataclass
-class Seen:
-    path: str
-    headers: dict[str, str]
-    body: dict[str, Any]
-    t: float
-
-
-class FakeServer:
-    """A configurable chat-completions endpoint.
-
-    ``plan`` holds replies used by the next requests in order (``None`` = the normal echo
-    answer); afterwards every request gets the echo answer. The echo answer's content is a
-    JSON string describing the request (texts, image count, choice index, seed), so tests
-    can check what arrived. ``ignore_n`` returns a single choice whatever ``n`` says;
-    ``delay`` (body -> seconds) slows the echo answer down.
-    """
-
-    def __init__(self) -> None:
-        self.requests: list[Seen] = []
-        self.plan: list[Reply | None] = []
-        self.ignore_n = False
-        self.logprobs = True
-        self.finish_reason = "stop"
-        self.delay: Callable[[dict[str, Any]], float] = lambda body: 0.0
-        self.in_flight = 0
-        self.max_in_flight = 0
-        self.lock = threading.Lock()
-        self.url = ""
-
-    def next_reply(self, body: dict[str, Any]) -> Reply:
-        with self.lock:
-            planned = self.plan.pop(0) if self.plan else None
-        return planned if planned is not None else self.echo(body)
-
-    def echo(self, body: dict[str, Any]) -> Reply:
-        texts, images = [], 0
-        for msg in body["messages"]:
-            if msg["role"] != "user":
-                continue
-            for part in msg["content"]:
-                if part["type"] == "text":
-                    texts.append(part["text"])
-                else:
-                    images += 1
-        n = 1 if self.ignore_n else int(body.get("n", 1))
-        choices = []
-        for i in range(n):
-            content = json.dumps({"text": " ".join(texts), "images": images, "i": i,
-                                  "seed": body.get("seed")})
-            choice: dict[str, Any] = {"index": i, "finish_reason": self.finish_reason,
-                                      "message": {"role": "assistant", "content": content}}
-            k = body.get("top_logprobs", 0)
-            if body.get("logprobs") and self.logprobs:
-                alts = [{"token": t, "logprob": lp} for t, lp in
-                        (("5", -0.1), ("4", -2.5), ("3", -4.0))][:k]
-                choice["logprobs"] = {"content": [
-                    {"token": "5", "logprob": -0.1, "top_logprobs": alts},
-                    {"token": ".", "logprob": -0.01,
-                     "top_logprobs": [{"token": ".", "logprob": -0.01}]}]}
-            choices.append(choice)
-        return Reply(body={"id": f"chatcmpl-{len(self.requests)}", "object": "chat.completion",
-                           "model": body["model"], "choices": choices,
-                           "usage": {"prompt_tokens": 10, "completion_tokens": 3}},
-                     sleep_s=self.delay(body))
-
-
-def _make_handler(server: FakeServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, *args: Any) -> None:  # keep pytest output clean
-            pass
-
-        def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
-            length = int(self.headers.get("Content-Length", 0))
-            body = json.loads(self.rfile.read(length))
-            with server.lock:
-                server.requests.append(Seen(self.path, dict(self.headers), body,
-                                            time.monotonic()))
-                server.in_flight += 1
-                server.max_in_flight = max(server.max_in_flight, server.in_flight)
-            try:
-                reply = server.next_reply(body)
-                if reply.sleep_s:
-                    time.sleep(reply.sleep_s)
-                data = reply.raw if reply.raw is not None else json.dumps(reply.body).encode()
-            finally:
-                with server.lock:
-                    server.in_flight -= 1
-            try:
-                self.send_response(reply.status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                for key, value in reply.headers.items():
-                    self.send_header(key, value)
-                self.end_headers()
-                self.wfile.write(data)
-            except OSError:  # the client gave up (timeout tests)
-                self.close_connection = True
-
-    return Handler
-
-
-@pytest.fixture
-def server() -> Iterator[FakeServer]:
-    fake = FakeServer()
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(fake))
-    httpd.daemon_threads = True
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                              daemon=True)
-    thread.start()
-    fake.url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    yield fake
-    httpd.shutdown()
-    httpd.server_close()
 
 
 @pytest.fixture

@@ -31,8 +31,8 @@ from rich.table import Table
 from ieqa.commands._inputs import (
     benchmark_input_id,
     load_benchmark_arg,
-    manifest_input_id,
     make_scorer,
+    manifest_input_id,
 )
 from ieqa.data.manifest import first_row_keys, iter_manifest
 from ieqa.data.schema import EditSample

@@ -29,6 +29,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import torch
+from torch import nn
+
 from ieqa.scorers.base import ScorerError, ScoreResult
 from ieqa.scorers.overall import overall_score
 from ieqa.scorers.vlm.base import LoadedSample, VLMScorer
@@ -41,70 +44,57 @@ HEAD_FILE = "head.safetensors"
 HEAD_CONFIG = "head.json"
 
 
-def _mlp_class() -> type:
-    import torch
-    from torch import nn
+class MLPHead(nn.Module):
+    """``Linear(in, hidden) -> GELU -> ... -> Linear(hidden, out)`` (float32).
 
-    class MLPHead(nn.Module):
-        """``Linear(in, hidden) -> GELU -> ... -> Linear(hidden, out)`` (float32).
+    Args:
+        in_features: the VLM's hidden size.
+        out_features: outputs (dimensions, or 2 per dimension for a Gaussian head).
+        hidden_features: width of the hidden layers.
+        num_layers: linear layers (1 = a single linear map).
+        dropout: dropout between layers during training.
+    """
 
-        Args:
-            in_features: the VLM's hidden size.
-            out_features: outputs (dimensions, or 2 per dimension for a Gaussian head).
-            hidden_features: width of the hidden layers.
-            num_layers: linear layers (1 = a single linear map).
-            dropout: dropout between layers during training.
-        """
+    def __init__(self, in_features: int, out_features: int, hidden_features: int = 1024,
+                 num_layers: int = 2, dropout: float = 0.0) -> None:
+        super().__init__()
+        if num_layers < 1:
+            raise ValueError("num_layers must be at least 1")
+        self.settings = {"in_features": int(in_features), "out_features": int(out_features),
+                         "hidden_features": int(hidden_features),
+                         "num_layers": int(num_layers), "dropout": float(dropout)}
+        layers: list[nn.Module] = []
+        width = in_features
+        for _ in range(num_layers - 1):
+            layers += [nn.Linear(width, hidden_features), nn.GELU(), nn.Dropout(dropout)]
+            width = hidden_features
+        layers.append(nn.Linear(width, out_features))
+        self.net = nn.Sequential(*layers)
 
-        def __init__(self, in_features: int, out_features: int, hidden_features: int = 1024,
-                     num_layers: int = 2, dropout: float = 0.0) -> None:
-            super().__init__()
-            if num_layers < 1:
-                raise ValueError("num_layers must be at least 1")
-            self.settings = {"in_features": int(in_features), "out_features": int(out_features),
-                             "hidden_features": int(hidden_features),
-                             "num_layers": int(num_layers), "dropout": float(dropout)}
-            layers: list[nn.Module] = []
-            width = in_features
-            for _ in range(num_layers - 1):
-                layers += [nn.Linear(width, hidden_features), nn.GELU(), nn.Dropout(dropout)]
-                width = hidden_features
-            layers.append(nn.Linear(width, out_features))
-            self.net = nn.Sequential(*layers)
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        return self.net(hidden.to(self.net[0].weight.dtype))
 
-        def forward(self, hidden: torch.Tensor) -> torch.Tensor:
-            return self.net(hidden.to(self.net[0].weight.dtype))
+    def save(self, folder: str | Path) -> None:
+        """Write ``head.safetensors`` and ``head.json`` to ``folder``."""
+        from safetensors.torch import save_file
 
-        def save(self, folder: str | Path) -> None:
-            """Write ``head.safetensors`` and ``head.json`` to ``folder``."""
-            from safetensors.torch import save_file
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        save_file({k: v.detach().cpu().contiguous() for k, v in self.state_dict().items()},
+                  str(folder / HEAD_FILE))
+        (folder / HEAD_CONFIG).write_text(json.dumps(self.settings, indent=2) + "\n")
 
-            folder = Path(folder)
-            folder.mkdir(parents=True, exist_ok=True)
-            save_file({k: v.detach().cpu().contiguous() for k, v in self.state_dict().items()},
-                      str(folder / HEAD_FILE))
-            (folder / HEAD_CONFIG).write_text(json.dumps(self.settings, indent=2) + "\n")
+    @classmethod
+    def load(cls, folder: str | Path) -> MLPHead:
+        """Read a head written by :meth:`save`."""
+        from safetensors.torch import load_file
 
-        @classmethod
-        def load(cls, folder: str | Path) -> MLPHead:
-            """Read a head written by :meth:`save`."""
-            from safetensors.torch import load_file
-
-            folder = Path(folder)
-            if not (folder / HEAD_FILE).exists() or not (folder / HEAD_CONFIG).exists():
-                raise ScorerError(f"{folder} holds no head ({HEAD_FILE} and {HEAD_CONFIG})")
-            head = cls(**json.loads((folder / HEAD_CONFIG).read_text()))
-            head.load_state_dict(load_file(str(folder / HEAD_FILE)))
-            return head.eval()
-
-    return MLPHead
-
-
-def __getattr__(name: str) -> Any:
-    if name == "MLPHead":  # built lazily so importing the module does not import torch
-        globals()["MLPHead"] = cls = _mlp_class()
-        return cls
-    raise AttributeError(name)
+        folder = Path(folder)
+        if not (folder / HEAD_FILE).exists() or not (folder / HEAD_CONFIG).exists():
+            raise ScorerError(f"{folder} holds no head ({HEAD_FILE} and {HEAD_CONFIG})")
+        head = cls(**json.loads((folder / HEAD_CONFIG).read_text()))
+        head.load_state_dict(load_file(str(folder / HEAD_FILE)))
+        return head.eval()
 
 
 class HeadScorer(VLMScorer):
@@ -128,7 +118,6 @@ class HeadScorer(VLMScorer):
         super().__init__(**kwargs)
         self.anchor = anchor
         self.backend._anchor_token(anchor)  # validates the anchor against the tokenizer
-        MLPHead = _mlp_class()
         if head is not None:
             self.head = MLPHead.load(head)
             expected = (self.backend.hidden_size, self.head_outputs)
@@ -138,8 +127,6 @@ class HeadScorer(VLMScorer):
                                   f"readout need {expected[0]} -> {expected[1]}")
             self.trained = True
         else:
-            import torch
-
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(seed)
                 self.head = MLPHead(self.backend.hidden_size, self.head_outputs,
@@ -165,8 +152,6 @@ class HeadScorer(VLMScorer):
 
     def head_outputs_of(self, items: Sequence[LoadedSample]) -> Any:
         """Head outputs ``[n_items, head_outputs]`` (float32 tensor) for a batch."""
-        import torch
-
         prompts = [self.render(item) for item in items]
         hidden = self.backend.forward(prompts, logits=False, anchor=self.anchor).hidden
         with torch.inference_mode():
