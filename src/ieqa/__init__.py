@@ -17,9 +17,11 @@ from ieqa.scorers import (  # noqa: E402
     ScorerInfo,
     create_scorer,
     list_scorers,
+    load_evaluator,
+    save_evaluator,
     scorer_info,
 )
 
 __all__ = ["__version__", "IeqaError", "ManifestError", "UnknownDimensionError", *_data_all,
            "Scorer", "ScorerError", "ScoreResult", "ScorerInfo", "create_scorer", "list_scorers",
-           "scorer_info"]
+           "load_evaluator", "save_evaluator", "scorer_info"]

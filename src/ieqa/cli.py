@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 import ieqa
@@ -45,10 +46,10 @@ def _root(
 
 @app.command("list")
 def list_cmd(
-    what: str | None = typer.Argument(None, help="scorers, benchmarks, recipes, datasets or dimensions (default: all)."),
+    what: str | None = typer.Argument(None, help="scorers, benchmarks, recipes, datasets, templates or dimensions (default: all)."),
 ) -> None:
-    """List what ieqa can build: scorers, benchmarks, recipes, datasets and dimensions."""
-    kinds = [*_LISTS, "dimensions"]
+    """List what ieqa can build: scorers, benchmarks, recipes, datasets, prompt templates and dimensions."""
+    kinds = [*_LISTS, "templates", "dimensions"]
     if what is not None and what not in kinds:
         raise typer.BadParameter(f"choose one of: {', '.join(kinds)}", param_hint="WHAT")
     for kind in [what] if what else kinds:
@@ -58,6 +59,12 @@ def list_cmd(
         if kind == "dimensions":
             for name, desc in ieqa.list_dimensions().items():
                 table.add_row(name, desc)
+        elif kind == "templates":
+            from ieqa.prompts import get_template, list_templates
+
+            for name in list_templates():
+                t = get_template(name)
+                table.add_row(name, escape(f"[{t.output}] {t.description}"))
         else:
             for entry in _LISTS[kind]:
                 table.add_row(entry.name, entry.description)
