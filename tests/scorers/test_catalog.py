@@ -7,12 +7,12 @@ import pytest
 import ieqa
 from ieqa.registry import SCORERS
 from ieqa.scorers import ScorerError, create_scorer, list_scorers, scorer_info
-from ieqa.scorers.catalog import SCORER_TABLE
+from ieqa.scorers.catalog import SCORER_TABLE, VLM_TABLE
 
 
 def test_every_table_row_is_registered_and_builds() -> None:
-    assert list_scorers() == sorted(info.name for info in SCORER_TABLE)
-    for name in list_scorers():
+    assert list_scorers() == sorted(info.name for info in (*SCORER_TABLE, *VLM_TABLE))
+    for name in (info.name for info in SCORER_TABLE):  # VLM rows need a model (test_vlm_*)
         scorer = create_scorer(name)
         assert scorer.info is scorer_info(name)
         assert scorer.name == name and scorer.dimensions == scorer_info(name).dimensions
@@ -24,7 +24,9 @@ def test_filters() -> None:
     assert set(list_scorers(kind="full-reference")) == {"psnr", "ssim", "ms_ssim", "gmsd", "vif", "fsim"}
     assert "classic" in list_scorers(dimension="PQ")  # aliases resolve
     assert "psnr" not in list_scorers(dimension="visual_quality")
-    assert list_scorers(needs_source=False) == ["niqe", "piqe"]
+    assert list_scorers(needs_source=False) == ["ensemble", "niqe", "piqe"]
+    assert set(list_scorers(kind="vlm")) == {"vlm-judge", "vlm-levels", "vlm-digits", "vlm-head",
+                                             "vlm-gaussian", "vlm-dual", "vlm-pairwise"}
     assert ieqa.list_scorers() == list_scorers()
 
 

@@ -27,7 +27,7 @@ from .conftest import FAMILIES
 TOL = 1e-4
 FORWARD_READOUTS = {
     "vlm-levels": {},
-    "vlm-digits": {},
+    "vlm-digits": {"dimensions": ["content_preservation"]},  # three passes per prompt
     "vlm-head": {"hidden_features": 16},
     "vlm-gaussian": {"hidden_features": 16, "aggregation": "min"},
     "vlm-dual": {"hidden_features": 16, "score_only": True},
