@@ -9,3 +9,4 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ["COLUMNS"] = "200"
 
 from chat_server import server  # noqa: E402,F401 - the local chat-completions server fixture
+from tiny_models import tiny_models  # noqa: E402,F401 - tiny offline VLM checkpoints

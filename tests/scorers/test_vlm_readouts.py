@@ -21,8 +21,7 @@ from ieqa.scorers.checkpoint import load_evaluator, read_evaluator_config, save_
 from ieqa.scorers.vlm.base import LoadedSample
 from ieqa.scorers.vlm.digits import definition_value_formula, digit_expectation
 from ieqa.scorers.vlm.levels import LEVEL_WORDS, level_expectation
-
-from .conftest import FAMILIES
+from tiny_models import FAMILIES
 
 TOL = 1e-4
 FORWARD_READOUTS = {

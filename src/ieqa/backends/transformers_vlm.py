@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ieqa.backends.base import Generation, Prompt
 from ieqa.backends.processor import BackendError, load_processor
 
@@ -96,7 +98,6 @@ class TransformersVLM:
                  min_pixels: int | None = None, max_pixels: int | None = None,
                  adapter: str | Path | None = None, share_prefix: bool = True,
                  revision: str | None = None, trust_remote_code: bool = False) -> None:
-        import torch
         from transformers import AutoModelForImageTextToText
 
         self.model_id = str(model)
@@ -125,12 +126,33 @@ class TransformersVLM:
             self._apply_adapter(adapter)
         if self.device is not None and not load_in_4bit:
             self.model.to(self.device)
+        self._finish({"model": self.model_id, "dtype": dtype,
+                      "attn_implementation": attn_implementation, "load_in_4bit": load_in_4bit,
+                      "min_pixels": min_pixels, "max_pixels": max_pixels, "revision": revision,
+                      "adapter": str(adapter) if adapter is not None else None}, share_prefix)
+
+    @classmethod
+    def from_model(cls, model: Any, processor: Any, *, name: str = "in-memory",
+                   share_prefix: bool = True) -> TransformersVLM:
+        """Wrap a model and processor already in memory (a model being trained, a model
+        built from a config for benchmarks). ``name`` is what :meth:`config` records as
+        the model; nothing is moved or converted."""
+        vlm = cls.__new__(cls)
+        vlm.model_id = name
+        vlm.device = None
+        vlm.model = model
+        vlm.processor = processor
+        dtype = str(model.get_input_embeddings().weight.dtype).removeprefix("torch.")
+        vlm.dtype_name = dtype
+        vlm._finish({"model": name, "dtype": dtype,
+                     "attn_implementation": getattr(model.config, "_attn_implementation", None),
+                     "load_in_4bit": False, "min_pixels": None, "max_pixels": None,
+                     "revision": None, "adapter": None}, share_prefix)
+        return vlm
+
+    def _finish(self, settings: dict[str, Any], share_prefix: bool) -> None:
         self.model.eval()
-        self._settings = {"model": self.model_id, "dtype": dtype,
-                          "attn_implementation": attn_implementation,
-                          "load_in_4bit": load_in_4bit, "min_pixels": min_pixels,
-                          "max_pixels": max_pixels, "revision": revision,
-                          "adapter": str(adapter) if adapter is not None else None}
+        self._settings = settings
         self._init_tokens(share_prefix)
 
     # ----------------------------------------------------------------- loading helpers
@@ -523,11 +545,17 @@ class TransformersVLM:
         return set(eos if isinstance(eos, list) else [eos])
 
     def _top_logprobs(self, logits: Any, k: int) -> dict[str, float]:
+        """The ``k`` most likely next tokens as ``{text: logprob}``; tokens that decode to
+        the same text (e.g. partial UTF-8 bytes) are merged by adding their probabilities."""
         import torch
 
         logp = torch.log_softmax(logits.float(), -1)
         values, ids = logp.topk(k)
-        return {self.tokenizer.decode([int(t)]): float(v) for v, t in zip(values, ids, strict=True)}
+        out: dict[str, float] = {}
+        for value, token in zip(values.tolist(), ids.tolist(), strict=True):
+            text = self.tokenizer.decode([token])
+            out[text] = float(np.logaddexp(out[text], value)) if text in out else value
+        return out
 
 
 @contextlib.contextmanager

@@ -1,0 +1,111 @@
+"""TransformersVLM on tiny offline checkpoints: loading, batching, prefix sharing, adapters."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from ieqa.backends import BackendError, Prompt, make_backend
+from ieqa.backends.transformers_vlm import TransformersVLM
+
+
+def _img(seed: int, h: int = 64, w: int = 80) -> Image.Image:
+    rng = np.random.default_rng(seed)
+    return Image.fromarray((rng.random((h, w, 3)) * 255).astype(np.uint8))
+
+
+def _prompts(shared_key: str | None = "g") -> list[Prompt]:
+    src = _img(0)
+    return [Prompt(parts=("Source:", src, "Instruction: add a hat. Edited:", _img(k + 1, 64, 48 + 16 * k),
+                          "Rate it."), answer_prefix="It is", share_key=shared_key, shared_images=1)
+            for k in range(3)]
+
+
+@pytest.fixture(scope="module")
+def vlm(tiny_models) -> TransformersVLM:
+    return TransformersVLM(tiny_models["qwen2-vl"], device="cpu")
+
+
+def test_processor_is_image_only_and_loads_from_the_folder(vlm):
+    assert type(vlm.processor).__name__.startswith("ImageOnly")
+    assert vlm.config()["share_prefix"] is True and vlm.name.startswith("transformers:")
+    text = vlm.render(_prompts()[0])
+    assert text.count("<|image_pad|>") == 2 and text.endswith("<|im_start|>assistant\nIt is")
+
+
+def test_pixel_budget_sets_the_number_of_image_tokens(tiny_models):
+    small = TransformersVLM(tiny_models["qwen2-vl"], device="cpu", max_pixels=56 * 56)
+    big = TransformersVLM(tiny_models["qwen2-vl"], device="cpu", max_pixels=224 * 224)
+    prompt = Prompt(parts=("x", _img(0, 224, 224)))
+    count = [int((b.encode_one(prompt)["input_ids"] == b.image_token_id).sum()) for b in (small, big)]
+    assert count == [4, 64]  # (56/14)^2/4 and (224/14)^2/4 merged patches
+
+
+def test_sharing_with_a_wrong_key_still_equals_full_recomputation(vlm):
+    # the caller claims the three prompts share their first image, but one source differs:
+    # the backend checks the pixels and shares only what is identical
+    prompts = _prompts()
+    liar = Prompt(parts=("Source:", _img(9), *prompts[2].parts[2:]), answer_prefix="It is",
+                  share_key="g", shared_images=1)
+    prompts = [prompts[0], prompts[1], liar]
+    full = vlm.forward(prompts, share_prefix=False, anchor="mean")
+    shared = vlm.forward(prompts, share_prefix=True, anchor="mean")
+    for a, b in zip(full.logits, shared.logits, strict=True):
+        assert torch.allclose(a, b, atol=1e-4)
+    assert torch.allclose(full.hidden, shared.hidden, atol=1e-4)
+
+
+def test_from_model_equals_loading(vlm):
+    wrapped = TransformersVLM.from_model(vlm.model, vlm.processor, name="mine")
+    a = vlm.forward(_prompts()).logits
+    b = wrapped.forward(_prompts()).logits
+    assert all(torch.equal(x, y) for x, y in zip(a, b, strict=True))
+    assert wrapped.config()["model"] == "mine" and wrapped.config()["dtype"] == "float32"
+
+
+def test_generation_batched_equals_unbatched_and_seeds_reproduce(vlm):
+    prompts = _prompts(None)
+    batched = [g[0].text for g in vlm.generate(prompts, max_new_tokens=6)]
+    single = [vlm.generate([p], max_new_tokens=6)[0][0].text for p in prompts]
+    assert batched == single
+    first = vlm.generate(prompts[:1], max_new_tokens=6, temperature=1.0, num_samples=3, seed=5)
+    again = vlm.generate(prompts[:1], max_new_tokens=6, temperature=1.0, num_samples=3, seed=5)
+    assert [g.text for g in first[0]] == [g.text for g in again[0]]
+    assert len({g.text for g in first[0]}) > 1  # sampling differs between samples
+    top = vlm.generate(prompts[:1], max_new_tokens=2, top_logprobs=3)[0][0].top_logprobs
+    assert len(top) == 2 and all(1 <= len(step) <= 3 and max(step.values()) <= 0 for step in top)
+    assert all(sum(np.exp(v) for v in step.values()) <= 1 + 1e-6 for step in top)
+
+
+def test_lora_adapter_is_applied(tiny_models, tmp_path, vlm):
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForImageTextToText
+
+    base = AutoModelForImageTextToText.from_pretrained(tiny_models["qwen2-vl"])
+    peft_model = get_peft_model(base, LoraConfig(r=4, target_modules=["q_proj", "v_proj"],
+                                                 init_lora_weights=False))
+    peft_model.save_pretrained(tmp_path / "adapter")
+    adapted = TransformersVLM(tiny_models["qwen2-vl"], device="cpu", adapter=tmp_path / "adapter")
+    prompts = _prompts(None)[:1]
+    enc = vlm.encode_one(prompts[0])
+    with torch.no_grad():
+        expected = peft_model.eval()(**enc).logits[0, -1]
+    got = adapted.forward(prompts).logits[0][0]
+    assert torch.allclose(got, expected, atol=1e-4)
+    assert not torch.allclose(got, vlm.forward(prompts).logits[0][0], atol=1e-3)
+    assert adapted.config()["adapter"] == str(tmp_path / "adapter")
+
+
+def test_errors_say_what_to_do(tiny_models, tmp_path):
+    with pytest.raises(BackendError, match="unknown dtype"):
+        TransformersVLM(tiny_models["qwen2-vl"], device="cpu", dtype="float8")
+    with pytest.raises(BackendError, match="no processor found|cannot load"):
+        TransformersVLM(tmp_path / "missing", device="cpu")
+    with pytest.raises(BackendError, match="adapter_config.json"):
+        TransformersVLM(tiny_models["qwen2-vl"], device="cpu", adapter=tmp_path)
+    with pytest.raises(BackendError, match="needs a model"):
+        make_backend()
+    with pytest.raises(BackendError, match="served model name"):
+        make_backend(base_url="http://127.0.0.1:9/v1")
