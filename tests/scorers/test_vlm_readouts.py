@@ -75,17 +75,31 @@ def test_batched_unbatched_and_prefix_sharing_agree(tiny_models, edit_samples, f
     assert set(reference[0]) == set(batched.dimensions)
 
 
-def test_generation_readouts_agree_batched_and_unbatched(tiny_models, edit_samples):
-    model = tiny_models["qwen2.5-vl"]
+@pytest.mark.parametrize("family", FAMILIES)
+def test_generation_readouts_agree_batched_and_unbatched(tiny_models, edit_samples, family):
+    """vlm-dual (critique), vlm-judge and vlm-pairwise generate the same text batched and
+    one by one (greedy), so their results agree too."""
+    model = tiny_models[family]
     runs = []
     for batch_size in (8, 1):
         dual = build("vlm-dual", model, batch_size=batch_size, hidden_features=16,
                      max_new_tokens=6)
-        runs.append(dual.score(edit_samples))
-    for a, b in zip(*runs, strict=True):
+        judge = build("vlm-judge", model, batch_size=batch_size, max_new_tokens=6)
+        pairwise = build("vlm-pairwise", model, batch_size=batch_size, max_new_tokens=6,
+                         order="both")
+        pairs = [(edit_samples[i], edit_samples[j]) for i, j in ((0, 1), (1, 2), (4, 5))]
+        runs.append((dual.score(edit_samples), judge.score(edit_samples), pairwise.compare(pairs)))
+    (dual_a, judge_a, pair_a), (dual_b, judge_b, pair_b) = runs
+    for a, b in zip(dual_a, dual_b, strict=True):
         assert a.explanation == b.explanation and a.explanation is not None
         assert_close([a.scores], [b.scores])
         assert a.raw["untrained_head"] is True
+    for a, b in zip(judge_a, judge_b, strict=True):
+        assert [p["text"] for p in a.raw["passes"]] == [p["text"] for p in b.raw["passes"]]
+        assert a.error == b.error
+    for a, b in zip(pair_a, pair_b, strict=True):
+        assert [r["text"] for r in a.shown] == [r["text"] for r in b.shown]
+        assert len(a.shown) == 2 and a.verdict == b.verdict
 
 
 @pytest.mark.parametrize("family", FAMILIES)

@@ -21,10 +21,11 @@ from typing import Any
 
 from PIL import Image
 
-from ieqa.backends import BackendError, Prompt, VLMBackend, make_backend
+from ieqa.backends import Prompt, VLMBackend, make_backend
 from ieqa.data.dimensions import canonical_dimension
 from ieqa.data.images import load_image
 from ieqa.data.schema import EditSample
+from ieqa.errors import IeqaError
 from ieqa.scorers.base import Scorer, ScorerError, ScoreResult
 
 __all__ = ["VLMScorer", "LoadedSample", "share_key", "resolve_template",
@@ -190,7 +191,7 @@ class VLMScorer(Scorer):
             chunk = loaded[start:start + self.batch_size]
             try:
                 out = self.score_items([item for _, item in chunk])
-            except (BackendError, RuntimeError, ValueError) as exc:
+            except (IeqaError, RuntimeError, ValueError) as exc:  # recorded per sample
                 log.warning("%s: a batch of %d failed: %s", self.name, len(chunk), exc)
                 out = [ScoreResult.failed(item.sample.id, exc) for _, item in chunk]
             for (i, _), result in zip(chunk, out, strict=True):
