@@ -328,8 +328,8 @@ class TransformersVLM:
             grouped = {i for g in groups for i in g}
             for group in groups:
                 for i, out in zip(group, self._forward_shared(
-                        [prompts[i] for i in group], [encoded[i] for i in group],
-                        [conts[i] for i in group], logits, anchor), strict=True):
+                        [encoded[i] for i in group], [conts[i] for i in group], logits, anchor),
+                        strict=True):
                     rows[i] = out
             rest = [i for i in range(len(prompts)) if i not in grouped]
             if rest:
@@ -395,7 +395,7 @@ class TransformersVLM:
             results.append((row_logits, pooled))
         return results
 
-    def _forward_shared(self, prompts: Sequence[Prompt], encoded: Sequence[dict[str, Any]],
+    def _forward_shared(self, encoded: Sequence[dict[str, Any]],
                         conts: Sequence[list[int]], logits: bool, anchor: str | None,
                         ) -> list[tuple[Any, Any]]:
         """Encode the shared prefix once, then the K suffixes as one right-padded batch."""

@@ -207,12 +207,17 @@ class VLMScorer(Scorer):
                template: Any = None) -> Prompt:
         """The prompt of one sample (and dimension), with its prefix-sharing key."""
         template = template or self.template
-        images = {slot: img for slot, img in item.images.items() if slot in template.images}
-        missing = [slot for slot in template.images if slot not in images]
-        if missing:
-            raise ScorerError(f"template {template.name!r} needs the {', '.join(missing)} "
-                              f"image(s) and sample {item.sample.id!r} has none")
+        images = self.template_images(item, template)
         # candidates of one group share the prefix of the same dimension's prompt
         key = share_key(item.sample) + (f"\x00{dimension}" if dimension else "")
         return template.render(instruction=item.sample.instruction, images=images,
                                dimension=dimension, share_key=key)
+
+    @staticmethod
+    def template_images(item: LoadedSample, template: Any) -> dict[str, Image.Image]:
+        """The sample's images for the template's slots (an error names a missing one)."""
+        missing = [slot for slot in template.images if slot not in item.images]
+        if missing:
+            raise ScorerError(f"template {template.name!r} needs the {', '.join(missing)} "
+                              f"image(s) and sample {item.sample.id!r} has none")
+        return {slot: img for slot, img in item.images.items() if slot in template.images}

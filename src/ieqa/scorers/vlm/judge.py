@@ -100,18 +100,11 @@ class JudgeScorer(VLMScorer):
         """``[(dimensions answered, prompt), ...]`` for one sample."""
         if not self.viescore and self.template.output in _ALL_AT_ONCE:
             prompt = self.template.render(instruction=item.sample.instruction,
-                                          images=self._images(item, self.template),
+                                          images=self.template_images(item, self.template),
                                           dimensions=list(self.score_dimensions),
                                           share_key=None)
             return [(self.score_dimensions, prompt)]
         return [((d,), self.render(item, d, self.templates[d])) for d in self.score_dimensions]
-
-    def _images(self, item: LoadedSample, template: Any) -> dict[str, Any]:
-        missing = [s for s in template.images if s not in item.images]
-        if missing:
-            raise ScorerError(f"template {template.name!r} needs the {', '.join(missing)} "
-                              f"image(s) and sample {item.sample.id!r} has none")
-        return {s: img for s, img in item.images.items() if s in template.images}
 
     def _parse(self, dims: tuple[str, ...], text: str) -> dict[str, Any]:
         template = self.templates[dims[0]]
