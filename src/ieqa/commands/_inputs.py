@@ -54,6 +54,15 @@ def parse_options(options: list[str] | None) -> dict[str, Any]:
     return out
 
 
+#: the scorer-building options shared by ``ieqa score`` and ``ieqa bench``
+OPTION_OPT = typer.Option(None, "--option", "-O", help="scorer argument as key=value (repeatable)")
+MODEL_OPT = typer.Option(None, "--model", "-m",
+                         help="VLM scorers: hub id or local checkpoint folder (or the served "
+                              "model's name with -O base_url=...)")
+CHECKPOINT_OPT = typer.Option(None, "--checkpoint", exists=True, file_okay=False,
+                              help="a trained ieqa evaluator folder")
+
+
 def make_scorer(name: str, options: list[str] | None, model: str | None = None,
                 checkpoint: Path | None = None) -> Any:
     """The scorer of ``--scorer NAME -O key=value --model M --checkpoint DIR``."""

@@ -37,7 +37,14 @@ from ieqa.bench.run import (
     evaluate_predictions,
     write_bench_outputs,
 )
-from ieqa.commands._inputs import benchmark_input_id, load_benchmark_arg, make_scorer
+from ieqa.commands._inputs import (
+    CHECKPOINT_OPT,
+    MODEL_OPT,
+    OPTION_OPT,
+    benchmark_input_id,
+    load_benchmark_arg,
+    make_scorer,
+)
 from ieqa.data.loaders import BenchmarkData, load_judge_results
 from ieqa.data.loaders.genai_bench import NAME as GENAI_BENCH
 from ieqa.data.loaders.genai_bench import is_judge_results
@@ -108,13 +115,9 @@ def command(
     scorer_name: str | None = typer.Option(
         None, "--scorer", "-s",
         help="score the benchmark with this registered scorer instead (ieqa list scorers)"),
-    option: list[str] | None = typer.Option(None, "--option", "-O",
-                                            help="scorer argument as key=value (repeatable)"),
-    model: str | None = typer.Option(None, "--model", "-m",
-                                     help="VLM scorers: hub id or local checkpoint folder (or the "
-                                          "served model's name with -O base_url=...)"),
-    checkpoint: Path | None = typer.Option(None, "--checkpoint", exists=True, file_okay=False,
-                                           help="a trained ieqa evaluator folder"),
+    option: list[str] | None = OPTION_OPT,
+    model: str | None = MODEL_OPT,
+    checkpoint: Path | None = CHECKPOINT_OPT,
     root: Path | None = typer.Option(None, "--root", exists=True,
                                      help="the folder or file of your benchmark download"),
     out: Path | None = typer.Option(None, "--out", "-o",

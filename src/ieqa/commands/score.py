@@ -29,6 +29,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from ieqa.commands._inputs import (
+    CHECKPOINT_OPT,
+    MODEL_OPT,
+    OPTION_OPT,
     benchmark_input_id,
     load_benchmark_arg,
     make_scorer,
@@ -125,13 +128,9 @@ def command(
         help="MANIFEST, a benchmark path or name, SOURCE EDITED [INSTRUCTION], or one IMAGE"),
     scorer_name: str = typer.Option("classic", "--scorer", "-s",
                                     help="registered scorer (ieqa list scorers)"),
-    option: list[str] | None = typer.Option(None, "--option", "-O",
-                                            help="scorer argument as key=value (repeatable)"),
-    model: str | None = typer.Option(None, "--model", "-m",
-                                     help="VLM scorers: hub id or local checkpoint folder (or the "
-                                          "served model's name with -O base_url=...)"),
-    checkpoint: Path | None = typer.Option(None, "--checkpoint", exists=True, file_okay=False,
-                                           help="a trained ieqa evaluator folder"),
+    option: list[str] | None = OPTION_OPT,
+    model: str | None = MODEL_OPT,
+    checkpoint: Path | None = CHECKPOINT_OPT,
     out: Path | None = typer.Option(None, "--out", "-o",
                                     help="output file (.parquet or .jsonl) for a manifest or "
                                          "benchmark"),

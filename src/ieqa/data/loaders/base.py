@@ -364,6 +364,24 @@ def data_files(root: Path, suffixes: tuple[str, ...], max_depth: int = 3) -> lis
     return sorted(out)
 
 
+def matching_files(root: Path, suffixes: tuple[str, ...], accept: Callable[[Path], bool],
+                   max_depth: int = 3) -> list[Path]:
+    """``[root]`` when ``root`` is a file (taken as given), else the files under it with
+    one of ``suffixes`` that ``accept`` recognises (see :func:`data_files`)."""
+    if root.is_file():
+        return [root]
+    return [p for p in data_files(root, suffixes, max_depth) if accept(p)]
+
+
+def sniff_files(path: Path, suffixes: tuple[str, ...], accept: Callable[[Path], bool],
+                max_depth: int = 2) -> bool:
+    """Whether ``path`` (a file, or a folder searched ``max_depth`` deep) holds a file
+    that ``accept`` recognises: the usual format sniffer of a loader."""
+    if path.is_file():
+        return accept(path)
+    return any(accept(p) for p in data_files(path, suffixes, max_depth))
+
+
 # --------------------------------------------------------------------------- preferences
 
 

@@ -31,9 +31,9 @@ from ieqa.data.loaders.base import (
     BenchmarkData,
     BenchmarkFormatError,
     PathLike,
-    data_files,
     first_record,
     image_ref,
+    matching_files,
     read_records,
     read_table_rows,
     register_format,
@@ -41,6 +41,7 @@ from ieqa.data.loaders.base import (
     resolve_root,
     row_error,
     row_guard,
+    sniff_files,
     table_columns,
 )
 from ieqa.data.schema import EditSample, Preference, PreferenceLabel
@@ -233,15 +234,16 @@ def _is_rows_file(path: Path) -> bool:
     return False
 
 
+_SUFFIXES = (".parquet", ".arrow", ".json", ".jsonl")
+
+
 def load_editreward_bench(root: PathLike | None = None, *,
                           subsets: Sequence[str] | None = None) -> BenchmarkData:
     """The registered loader: ``root`` is the dataset download (folders ``2pair/``,
     ``3pair/``, ``4pair/``) or one file; ``subsets`` e.g. ``("3pair", "4pair")``."""
     root = resolve_root(root, NAME, _HINT)
-    if root.is_file():
-        files = [root]
-    else:
-        files = [p for p in data_files(root, (".parquet", ".arrow", ".json", ".jsonl")) if _is_rows_file(p)]
+    files = matching_files(root, _SUFFIXES, _is_rows_file)
+    if not root.is_file():
         if subsets:
             files = [p for p in files if not any(s in p.parts for s in SUBSETS)
                      or any(s in p.parts for s in subsets)]
@@ -251,9 +253,7 @@ def load_editreward_bench(root: PathLike | None = None, *,
 
 
 def _sniff(path: Path) -> bool:
-    if path.is_file():
-        return _is_rows_file(path)
-    return any(_is_rows_file(p) for p in data_files(path, (".parquet", ".arrow", ".json", ".jsonl"), 2))
+    return sniff_files(path, _SUFFIXES, _is_rows_file)
 
 
 register_format(NAME, "EditReward-Bench (TIGER): comparison rows with candidate_1/2, ranking, "

@@ -27,9 +27,9 @@ from ieqa.data.loaders.base import (
     BenchmarkFormatError,
     PathLike,
     canonical,
-    data_files,
     first_record,
     image_ref,
+    matching_files,
     read_records,
     read_table_rows,
     register_format,
@@ -37,6 +37,7 @@ from ieqa.data.loaders.base import (
     resolve_root,
     row_error,
     row_guard,
+    sniff_files,
     table_columns,
 )
 from ieqa.data.schema import EditSample, Preference, PreferenceLabel
@@ -118,22 +119,22 @@ def _is_rows_file(path: Path) -> bool:
     return {"output_images", "task_type", "dimension"} <= names
 
 
+_SUFFIXES = (".arrow", ".parquet", ".json", ".jsonl")
+
+
 def load_editscore_bench(root: PathLike | None = None, *,
                          dimensions: Sequence[str] | None = None) -> BenchmarkData:
     """The registered loader: ``root`` is the dataset download (a folder of ``*.arrow`` /
     ``*.parquet`` files) or one file; ``dimensions`` selects some of the three."""
     root = resolve_root(root, NAME, _HINT)
-    files = [root] if root.is_file() else [
-        p for p in data_files(root, (".arrow", ".parquet", ".json", ".jsonl")) if _is_rows_file(p)]
+    files = matching_files(root, _SUFFIXES, _is_rows_file)
     if not files:
         raise BenchmarkFormatError(f"{root}: no EditScore EditReward-Bench files found. {_HINT}")
     return load_files(files, dimensions=dimensions, source=str(root))
 
 
 def _sniff(path: Path) -> bool:
-    if path.is_file():
-        return _is_rows_file(path)
-    return any(_is_rows_file(p) for p in data_files(path, (".arrow", ".parquet", ".json", ".jsonl"), 2))
+    return sniff_files(path, _SUFFIXES, _is_rows_file)
 
 
 register_format(NAME, "EditScore's EditReward-Bench: key, input_image, output_images (preferred "

@@ -30,6 +30,7 @@ from ieqa.data.loaders.base import (
     resolve_root,
     row_error,
     row_guard,
+    sniff_files,
 )
 from ieqa.data.schema import EditSample, Rating
 
@@ -176,9 +177,7 @@ def load_imagenhub(root: PathLike | None = None, *, task: str | Sequence[str] | 
 
 
 def _sniff(path: Path) -> bool:
-    if path.is_file():
-        return bool(_RATER_FILE.match(path.name))
-    return any(_RATER_FILE.match(p.name) for p in data_files(path, (".tsv",), max_depth=2))
+    return sniff_files(path, (".tsv",), lambda p: bool(_RATER_FILE.match(p.name)))
 
 
 register_format(NAME, "ImagenHub human ratings: <Task>_rater<N>.tsv files of '[SC, PQ]' cells",
