@@ -297,7 +297,8 @@ class TransformersVLM:
     # ------------------------------------------------------------------------- forward
     def forward(self, prompts: Sequence[Prompt], *,
                 continuations: Sequence[Sequence[int]] | None = None, logits: bool = True,
-                anchor: str | None = None, share_prefix: bool | None = None) -> ForwardOutput:
+                anchor: str | None = None, share_prefix: bool | None = None,
+                encoded: Sequence[dict[str, Any]] | None = None) -> ForwardOutput:
         """One forward pass over ``prompts`` (one batch; the caller chunks).
 
         Args:
@@ -309,6 +310,8 @@ class TransformersVLM:
                 prompt token), ``"mean"`` (mean over prompt tokens) or ``"token:<text>"``
                 (the last occurrence of that single token in the prompt).
             share_prefix: override the backend's prefix-sharing setting for this call.
+            encoded: :meth:`encode_one` of each prompt, when the caller already has them
+                (a readout running several passes over the same prompts encodes once).
         """
         import torch
 
@@ -320,7 +323,10 @@ class TransformersVLM:
         if share and not self.share_prefix_supported:
             raise BackendError(f"{self.model_id}: prefix sharing is not supported for this "
                                "model (needs Qwen-style image_grid_thw inputs)")
-        encoded = [self.encode_one(p) for p in prompts]
+        if encoded is None:
+            encoded = [self.encode_one(p) for p in prompts]
+        elif len(encoded) != len(prompts):
+            raise ValueError("encoded must have one entry per prompt")
         conts = [list(c) for c in continuations] if continuations is not None else [[] for _ in prompts]
         rows: list[tuple[Any, Any]] = [(None, None)] * len(prompts)
         with torch.inference_mode():

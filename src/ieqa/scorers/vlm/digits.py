@@ -96,8 +96,10 @@ class DigitsScorer(VLMScorer):
         prompts = [self.render(item, dim) for item in items for dim in self.score_dimensions]
         rows: list[list[list[float]]] = [[] for _ in prompts]
         conts: list[list[int]] = [[] for _ in prompts]
+        encoded = [self.backend.encode_one(p) for p in prompts]  # images processed once
         for step in range(3):
-            out = self.backend.forward(prompts, continuations=conts if step else None)
+            out = self.backend.forward(prompts, continuations=conts if step else None,
+                                       encoded=encoded)
             for i, logits in enumerate(out.logits):
                 digit_logits = logits[-1, self.digit_ids]
                 rows[i].append(digit_logits.tolist())
