@@ -56,6 +56,7 @@ instead of raising.
 from __future__ import annotations
 
 import io
+import math
 import os
 import struct
 import threading
@@ -67,7 +68,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import numpy as np
 from PIL import ExifTags, Image, ImageOps, UnidentifiedImageError
@@ -457,3 +458,21 @@ def _iter_results(
             yield pending.popleft().result()
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def crop_to_box(image: Image.Image, bbox: Any, margin: float = 0.1) -> Image.Image:
+    """The region ``bbox`` (an EPAIQA :class:`~ieqa.data.schema.BBox`) of ``image``, grown
+    by ``margin`` of its size on each side and upscaled to at least 28 px a side: the
+    ``crop`` image of EPAIQA's local-naturalness prompt."""
+    w, h = image.size
+    x0, y0, x1, y1 = bbox.to_xyxy(w, h)
+    dx, dy = (x1 - x0) * margin, (y1 - y0) * margin
+    box = (max(0, int(x0 - dx)), max(0, int(y0 - dy)), min(w, int(math.ceil(x1 + dx))),
+           min(h, int(math.ceil(y1 + dy))))
+    crop = image.crop(box)
+    side = 28  # the smallest image the Qwen processors accept (one merged patch)
+    if min(crop.size) < side:
+        scale = side / min(crop.size)
+        crop = crop.resize((max(side, round(crop.width * scale)),
+                            max(side, round(crop.height * scale))))
+    return crop

@@ -127,6 +127,9 @@ def load_evaluator(folder: str | Path, *, name: str | None = None, **overrides: 
     options.update(overrides.pop("backend_options", None) or {})
     if options:
         args["backend_options"] = options
-    args["model"] = record["base_model"]
+    base = record["base_model"]
+    if (folder / base).is_dir():  # a fully fine-tuned model shipped inside the checkpoint
+        base = str(folder / base)
+    args["model"] = base
     args.update(overrides)
     return create_scorer(record["scorer"], **args)

@@ -11,7 +11,13 @@ follows from the parameters (:mod:`.truth`). Each (source, instruction) yields a
 >>> manifest = generate("shapes", ShapesEditConfig(n=40, seed=1))  # doctest: +SKIP
 """
 
-from ieqa.data.shapesedit.editors import DEFAULT_EDITORS, MODES, EditorProfile
+from ieqa.data.shapesedit.editors import (
+    ARTIFACT_EDITORS,
+    DEFAULT_EDITORS,
+    EDITOR_PRESETS,
+    MODES,
+    EditorProfile,
+)
 from ieqa.data.shapesedit.generator import (
     ShapesEditConfig,
     SynthGroup,
@@ -21,9 +27,9 @@ from ieqa.data.shapesedit.generator import (
     make_group,
 )
 from ieqa.data.shapesedit.ops import LOCALISED_TASKS, TASKS
-from ieqa.data.shapesedit.truth import ground_truth
+from ieqa.data.shapesedit.truth import describe, ground_truth
 
 __all__ = [
-    "DEFAULT_EDITORS", "EditorProfile", "LOCALISED_TASKS", "MODES", "ShapesEditConfig",
+    "ARTIFACT_EDITORS", "DEFAULT_EDITORS", "EDITOR_PRESETS", "describe", "EditorProfile", "LOCALISED_TASKS", "MODES", "ShapesEditConfig",
     "SynthGroup", "TASKS", "dataset_card", "generate", "ground_truth", "iter_groups", "make_group",
 ]

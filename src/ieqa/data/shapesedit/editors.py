@@ -85,6 +85,21 @@ DEFAULT_EDITORS: tuple[EditorProfile, ...] = (
 )
 
 
+#: Editors for learning proofs: every edit is carried out and then degraded by global
+#: noise of uniform severity, so visual quality (and overall) spread evenly over 1-5 and
+#: follow a signal a tiny VLM trained for seconds on a CPU can pick up. Four editors
+#: with the same behaviour (groups of up to 4 candidates).
+ARTIFACT_EDITORS: tuple[EditorProfile, ...] = tuple(
+    EditorProfile(f"noise-{i}", {"perfect": 1.0}, artifact_prob=1.0,
+                  artifact_severity=(0.0, 1.0), artifacts=("noise",), region_artifact_prob=0.0,
+                  description="complete edit, global noise of uniform severity")
+    for i in range(4))
+
+#: Named editor sets (``ieqa synth --preset``, training recipes' ``preset``).
+EDITOR_PRESETS: dict[str, tuple[EditorProfile, ...]] = {
+    "default": DEFAULT_EDITORS, "artifacts": ARTIFACT_EDITORS}
+
+
 def over_edit(world: World, intended: World, rng: np.random.Generator) -> tuple[World, str]:
     """Add one unrequested change to ``intended``; returns (world, kind of change)."""
     untouched = [

@@ -44,3 +44,33 @@ def ground_truth(alignment: float, change: float, severity: float) -> dict[str, 
     }
     scores["overall"] = sum(w * scores[d] for d, w in OVERALL_WEIGHTS.items())
     return {k: round(v, 6) for k, v in scores.items()}
+
+
+_MODE_TEXT = {
+    "perfect": "The requested edit was carried out completely.",
+    "partial": "The requested edit was only partly carried out.",
+    "no_op": "The requested edit was not carried out: the image is unchanged where it "
+             "should change.",
+    "wrong_target": "The edit was applied to the wrong target.",
+    "over_edit": "The requested edit was carried out, but other content changed as well.",
+}
+
+
+def describe(meta: dict) -> str:
+    """A short factual critique of a ShapesEdit candidate from its generation record
+    (``sample.meta``): what the editor did, what else changed, and any artifact. Used
+    as the explanation text when training critique models on ShapesEdit."""
+    parts = [_MODE_TEXT.get(str(meta.get("mode")), "The edit outcome is unknown.")]
+    change = float(meta.get("unintended_change") or 0.0)
+    if change > 0.02:
+        parts.append(f"About {100 * change:.0f}% of the image changed without being asked.")
+    else:
+        parts.append("The rest of the image is preserved.")
+    artifact, severity = meta.get("artifact"), float(meta.get("artifact_severity") or 0.0)
+    if artifact:
+        level = "strong" if severity > 0.66 else "moderate" if severity > 0.33 else "slight"
+        where = " in the edited region" if meta.get("artifact_scope") == "region" else ""
+        parts.append(f"There is {level} {artifact} degradation{where}.")
+    else:
+        parts.append("There are no visible artifacts.")
+    return " ".join(parts)

@@ -23,7 +23,7 @@ from PIL import Image
 
 from ieqa.backends import Prompt, VLMBackend, make_backend
 from ieqa.data.dimensions import canonical_dimension
-from ieqa.data.images import load_image
+from ieqa.data.images import crop_to_box, load_image
 from ieqa.data.schema import EditSample
 from ieqa.errors import IeqaError
 from ieqa.scorers.base import Scorer, ScorerError, ScoreResult
@@ -48,11 +48,30 @@ class LoadedSample:
 
     @property
     def images(self) -> dict[str, Image.Image]:
-        """Template image slots: ``source`` (when present) and ``edited``."""
+        """Template image slots: ``source`` (when present), ``edited``, and ``crop`` (the
+        edited image cut to the sample's bbox, EPAIQA local naturalness) when it has one."""
         out = {"edited": self.edited}
         if self.source is not None:
             out["source"] = self.source
+        if self.sample.bbox is not None:
+            out["crop"] = crop_to_box(self.edited, self.sample.bbox)
         return out
+
+
+def render_sample(template: Any, sample: EditSample, dimension: str | None = None,
+                  share_key: str | None = None, item: LoadedSample | None = None) -> Prompt:
+    """``template`` rendered for ``sample``: its images in the template's slots, its
+    instruction, and any other placeholder the template names taken from ``sample.meta``
+    (``{critique}`` for RE-Reward). Used by the scorers and by training, so both see the
+    same prompts."""
+    if item is None:
+        source = load_image(sample.source) if sample.source is not None else None
+        item = LoadedSample(sample, source, load_image(sample.edited))
+    images = VLMScorer.template_images(item, template)
+    extra = {k: sample.meta[k] for k in template.placeholders if k in sample.meta
+             and k not in ("instruction", "dimension", "Dimension")}
+    return template.render(instruction=sample.instruction, images=images, dimension=dimension,
+                           share_key=share_key, **extra)
 
 
 def share_key(sample: EditSample) -> str:
@@ -207,11 +226,9 @@ class VLMScorer(Scorer):
                template: Any = None) -> Prompt:
         """The prompt of one sample (and dimension), with its prefix-sharing key."""
         template = template or self.template
-        images = self.template_images(item, template)
         # candidates of one group share the prefix of the same dimension's prompt
         key = share_key(item.sample) + (f"\x00{dimension}" if dimension else "")
-        return template.render(instruction=item.sample.instruction, images=images,
-                               dimension=dimension, share_key=key)
+        return render_sample(template, item.sample, dimension, key, item)
 
     @staticmethod
     def template_images(item: LoadedSample, template: Any) -> dict[str, Image.Image]:

@@ -102,7 +102,8 @@ class HeadScorer(VLMScorer):
 
     Args:
         anchor: ``"last"``, ``"mean"`` or ``"token:<text>"`` (see the module docstring).
-        head: folder with ``head.safetensors`` + ``head.json`` (trained head); ``None``
+        head: folder with ``head.safetensors`` + ``head.json`` (trained head), or an
+            :class:`MLPHead` in memory (a head being trained); ``None``
             initialises a random head from ``seed`` (untrained: scores are meaningless).
         hidden_features, num_layers: shape of a newly initialised head.
         seed: initialisation seed of a new head.
@@ -112,13 +113,16 @@ class HeadScorer(VLMScorer):
     readout = "head"
     default_template = "editreward"
 
-    def __init__(self, *, anchor: str = "last", head: str | Path | None = None,
+    def __init__(self, *, anchor: str = "last", head: str | Path | MLPHead | None = None,
                  hidden_features: int = 1024, num_layers: int = 2, seed: int = 0,
                  **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.anchor = anchor
         self.backend._anchor_token(anchor)  # validates the anchor against the tokenizer
-        if head is not None:
+        if isinstance(head, MLPHead):  # an in-memory head (a model being trained)
+            self.head = head
+            self.trained = True
+        elif head is not None:
             self.head = MLPHead.load(head)
             expected = (self.backend.hidden_size, self.head_outputs)
             got = (self.head.settings["in_features"], self.head.settings["out_features"])
@@ -134,7 +138,8 @@ class HeadScorer(VLMScorer):
             self.trained = False
             log.warning("%s: no trained head given (head= or checkpoint=); a random head from "
                         "seed %d is used and its scores are meaningless", self.readout, seed)
-        self.head_source = str(head) if head is not None else f"random(seed={seed})"
+        self.head_source = ("in-memory" if isinstance(head, MLPHead) else str(head)
+                            if head is not None else f"random(seed={seed})")
 
     @property
     def head_outputs(self) -> int:
@@ -154,8 +159,9 @@ class HeadScorer(VLMScorer):
         """Head outputs ``[n_items, head_outputs]`` (float32 tensor) for a batch."""
         prompts = [self.render(item) for item in items]
         hidden = self.backend.forward(prompts, logits=False, anchor=self.anchor).hidden
+        device = next(self.head.parameters()).device
         with torch.inference_mode():
-            return self.head(hidden).float()
+            return self.head(hidden.to(device)).float().cpu()
 
     def _result(self, item: LoadedSample, scores: dict[str, float], **extra: Any) -> ScoreResult:
         raw = {"untrained_head": True} if not self.trained else {}

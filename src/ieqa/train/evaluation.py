@@ -1,0 +1,119 @@
+"""Held-out evaluation of the model being trained, through the *same* scorer readouts that
+inference uses (so the numbers are those a user of the exported checkpoint gets).
+
+Per stage: text digits -> ``vlm-digits``, text levels -> ``vlm-levels``, text box ->
+generated region vs the true bbox (IoU), pointwise / dual -> ``vlm-head`` / ``vlm-dual``
+(scores only), pairwise -> ``vlm-head`` / ``vlm-gaussian`` with pair accuracy.
+The main metric is the mean SRCC over the stage's dimensions (pairwise: pair accuracy;
+grounding: mean IoU).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from ieqa.data.schema import EditSample
+from ieqa.metrics.correlation import srcc
+from ieqa.train.recipe import Recipe, StageConfig
+
+__all__ = ["build_scorer", "evaluate_stage", "main_metric"]
+
+
+def build_scorer(recipe: Recipe, stage: StageConfig, vlm: Any, head: Any, template: Any,
+                 batch_size: int = 16) -> Any:
+    """The inference scorer of ``stage`` on the in-memory model (``None`` for grounding)."""
+    from ieqa.scorers import create_scorer
+
+    common = {"backend": vlm, "template": template, "batch_size": batch_size}
+    if stage.objective == "text":
+        if stage.target == "box":
+            return None
+        name = "vlm-digits" if stage.target == "digits" else "vlm-levels"
+        return create_scorer(name, dimensions=stage.dimensions, **common)
+    h = recipe.head
+    kwargs = {"anchor": h.anchor, "head": head, "dimensions": stage.dimensions}
+    if recipe.head.kind == "gaussian":
+        scorer = create_scorer("vlm-gaussian", aggregation=stage.aggregation, **kwargs, **common)
+    elif stage.objective == "dual":
+        scorer = create_scorer("vlm-dual", score_only=True, **kwargs, **common)
+    else:
+        scorer = create_scorer("vlm-head", **kwargs, **common)
+    return scorer
+
+
+def main_metric(stage: StageConfig) -> str:
+    """Name of the stage's headline metric."""
+    if stage.objective == "pairwise":
+        return "pair_accuracy"
+    if stage.target == "box":
+        return "iou"
+    return "srcc"
+
+
+@torch.no_grad()
+def evaluate_stage(recipe: Recipe, stage: StageConfig, vlm: Any, head: Any, template: Any,
+                   samples: Sequence[EditSample], pairs: Sequence[Any] = (),
+                   label_of: Any = None) -> dict[str, float]:
+    """Metrics of the current model on held-out ``samples`` (and ``pairs`` for pairwise).
+
+    ``label_of(sample, dimension)`` gives the ground truth (default ``sample.scores``).
+    Failed samples are counted in ``failed`` and left out of the correlations.
+    """
+    label_of = label_of or (lambda s, d: s.scores[d])
+    with torch.random.fork_rng(devices=[]):
+        if stage.target == "box":
+            return _grounding(vlm, template, samples)
+        scorer = build_scorer(recipe, stage, vlm, head, template, recipe.eval.batch_size)
+        results = scorer.score(list(samples))
+    ok = [(s, r) for s, r in zip(samples, results, strict=True) if r.ok]
+    metrics: dict[str, float] = {"failed": float(len(samples) - len(ok))}
+    per_dim = []
+    for dim in scorer.score_dimensions:
+        pred = [r.scores[dim] for _, r in ok]
+        truth = [label_of(s, dim) for s, _ in ok]
+        value = float(srcc(pred, truth)) if len(ok) > 2 else float("nan")
+        metrics[f"srcc/{dim}"] = value
+        per_dim.append(value)
+    metrics["srcc"] = float(np.nanmean(per_dim)) if per_dim else float("nan")
+    if stage.objective == "pairwise" and pairs:
+        score = {s.id: _overall(r, scorer) for s, r in ok}
+        right = []
+        for p in pairs:
+            a, b = samples[p.a].id, samples[p.b].id
+            if a in score and b in score and p.label != "tie":
+                right.append((score[a] > score[b]) == (p.label == "a>b"))
+        metrics["pair_accuracy"] = float(np.mean(right)) if right else float("nan")
+    return metrics
+
+
+def _overall(result: Any, scorer: Any) -> float:
+    if "overall" in result.scores:
+        return result.scores["overall"]
+    return float(np.mean([result.scores[d] for d in scorer.score_dimensions]))
+
+
+def _grounding(vlm: Any, template: Any, samples: Sequence[EditSample]) -> dict[str, float]:
+    from ieqa.data.images import load_image
+    from ieqa.data.schema import BBox
+    from ieqa.scorers.vlm.parsing import JudgeParseError, parse_region
+
+    ious, failed = [], 0
+    usable = [s for s in samples if s.bbox is not None]
+    for start in range(0, len(usable), 16):
+        chunk = usable[start:start + 16]
+        prompts = [template.render(instruction=s.instruction,
+                                   images={k: load_image(getattr(s, k)) for k in template.images})
+                   for s in chunk]
+        for s, gens in zip(chunk, vlm.generate(prompts, max_new_tokens=32), strict=True):
+            try:
+                x, y, w, h = parse_region(gens[0].text)
+                ious.append(s.bbox.iou(BBox(x=x, y=y, w=w, h=h)))
+            except (JudgeParseError, ValueError):
+                failed += 1
+                ious.append(0.0)
+    return {"iou": float(np.mean(ious)) if ious else float("nan"),
+            "parsed": float(len(ious) - failed), "failed": float(failed)}

@@ -1,0 +1,134 @@
+"""Stage objectives: a batch of examples -> inputs -> loss (and its logged parts).
+
+One function per objective kind; each takes the model, the stage's
+:class:`~ieqa.train.data.BatchBuilder`, the examples of one micro-batch and a
+:class:`LossState` (the RE-Reward queue and the sampling generator, which checkpoints
+save so that a resumed run computes the same losses).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from ieqa.train import losses as L
+from ieqa.train.recipe import StageConfig
+
+__all__ = ["LossState", "compute_loss"]
+
+
+@dataclass
+class LossState:
+    """Loss-side state carried across steps (saved in checkpoints)."""
+
+    seed: int = 0
+    queue: L.ScoreQueue | None = None
+    generator: torch.Generator = field(default_factory=torch.Generator)
+
+    def __post_init__(self) -> None:
+        self.generator.manual_seed(self.seed)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"generator": self.generator.get_state(),
+                "queue": self.queue.state_dict() if self.queue is not None else None}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.generator.set_state(state["generator"])
+        if self.queue is not None and state.get("queue") is not None:
+            self.queue.load_state_dict(state["queue"])
+
+
+def new_loss_state(stage: StageConfig, seed: int) -> LossState:
+    queue = None
+    if stage.loss == "re-reward":
+        queue = L.ScoreQueue(int(stage.loss_args.get("queue_size", 256)))
+    return LossState(seed=seed, queue=queue)
+
+
+def _loss_kwargs(stage: StageConfig, drop: Sequence[str] = ()) -> dict[str, Any]:
+    return {k: v for k, v in stage.loss_args.items() if k not in drop}
+
+
+def compute_loss(model: Any, builder: Any, stage: StageConfig, samples: Sequence[Any],
+                 examples: Sequence[Any], state: LossState) -> tuple[torch.Tensor, dict[str, float]]:
+    """Loss of one micro-batch of ``examples`` (sample indices or pairs into ``samples``)."""
+    if stage.objective == "text":
+        batch = builder.text_batch([samples[i] for i in examples])
+        out = model(batch)
+        labels = batch["labels"].to(out["logits"].device)
+        if stage.loss == "tdrl":
+            total, parts = L.tdrl_loss(out["logits"], labels, batch["digit_positions"].to(labels.device),
+                                       builder.digit_ids, return_parts=True,
+                                       **_loss_kwargs(stage))
+            return total, parts
+        loss = L.token_ce_loss(out["logits"], labels)
+        return loss, {"ce": float(loss.detach())}
+    if stage.objective in ("pointwise", "dual"):
+        batch = builder.head_batch([samples[i] for i in examples],
+                                   with_text=stage.objective == "dual")
+        out = model(batch)
+        pred, target = out["head"], batch["targets"].to(out["head"].device)
+        if stage.objective == "dual":
+            delta = float(stage.loss_args.get("delta", 1.0))
+            huber = L.huber_loss(pred, target, delta=delta)
+            parts = {"huber": float(huber.detach())}
+            total = stage.head_weight * huber
+            if "logits" in out:
+                ce = L.token_ce_loss(out["logits"], batch["labels"].to(pred.device))
+                parts["ce"] = float(ce.detach())
+                total = total + stage.text_weight * ce
+            return total, parts
+        if stage.loss == "mse":
+            loss = L.mse_loss(pred, target)
+        elif stage.loss == "huber":
+            loss = L.huber_loss(pred, target, **_loss_kwargs(stage))
+        else:
+            return L.re_reward_loss(pred, target, queue=state.queue, return_parts=True,
+                                    **_loss_kwargs(stage, drop=("queue_size",)))
+        return loss, {stage.loss: float(loss.detach())}
+    # pairwise
+    batch = builder.pair_batch(samples, examples)
+    out = model(batch)
+    n = len(examples)
+    head = out["head"]
+    outcome = batch["outcome"].to(head.device)
+    weight = batch["weight"].to(head.device)
+    if stage.loss in ("uncertainty", "probit"):
+        d = head.shape[1] // 2
+        mu, log_sigma = head.view(2 * n, d, 2).unbind(-1)
+        mu, log_sigma = L.aggregate_gaussian(mu, log_sigma, stage.aggregation)
+        a_wins = outcome == 0
+        win = torch.where(a_wins, torch.arange(n, device=head.device),
+                          torch.arange(n, 2 * n, device=head.device))
+        lose = torch.where(a_wins, torch.arange(n, 2 * n, device=head.device),
+                           torch.arange(n, device=head.device))
+        args = (mu[win], log_sigma[win], mu[lose], log_sigma[lose])
+        if stage.loss == "probit":
+            loss = L.probit_ranking_loss(*args, weight=weight)
+        else:
+            gen = state.generator if head.device.type == "cpu" else None
+            loss = L.uncertainty_ranking_loss(*args, weight=weight, generator=gen,
+                                              **_loss_kwargs(stage))
+        return loss, {stage.loss: float(loss.detach())}
+    scores = _aggregate(head, stage.aggregation)
+    s_a, s_b = scores[:n], scores[n:]
+    if stage.loss == "bt-ties":
+        loss = L.bt_ties_loss(s_a, s_b, outcome, weight=weight, **_loss_kwargs(stage))
+    else:
+        a_wins = outcome == 0
+        loss = L.bradley_terry_loss(torch.where(a_wins, s_a, s_b), torch.where(a_wins, s_b, s_a),
+                                    weight=weight)
+    return loss, {stage.loss: float(loss.detach())}
+
+
+def _aggregate(head: torch.Tensor, rule: str) -> torch.Tensor:
+    if head.shape[1] == 1:
+        return head[:, 0]
+    if rule == "sum":
+        return head.sum(1)
+    if rule == "min":
+        return head.min(1).values
+    return head.mean(1)

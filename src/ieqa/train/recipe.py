@@ -1,0 +1,316 @@
+"""Training recipes: YAML validated into config objects (one trainer runs them all).
+
+A recipe names the backbone, the adapter (LoRA/QLoRA, full fine-tuning or frozen), an
+optional regression head, the data, the optimiser and one or more **stages** run in order
+on the same model (EditHF: textual levels -> pointwise MSE -> pairwise BT; EPAIQA:
+grounding -> level scoring). Each stage has an ``objective``:
+
+* ``text``: supervised fine-tuning on text targets written in the paper's answer format
+  (``target``: ``digits`` for DS-IEQA ``X.XX``, ``level`` for the five level words,
+  ``box`` for EPAIQA's ``(x, y, w, h)`` region); ``loss`` ``ce`` or ``tdrl`` (digits).
+* ``pointwise``: the head regresses the scores; ``loss`` ``mse``, ``huber`` or
+  ``re-reward`` (Huber + queue ranking + 1 - PLCC).
+* ``pairwise``: the head ranks within-group pairs; ``loss`` ``bt``, ``bt-ties``,
+  ``uncertainty`` (HPSv3 sampled) or ``probit`` (closed form) — the last two need a
+  Gaussian head.
+* ``dual``: ReasonEdit SFT, CE on the critique text plus Huber on the head.
+
+Built-in recipes (``ieqa list recipes``) carry each paper's hyper-parameters as defaults;
+``--set key=value`` (dotted paths, YAML values) overrides any field, e.g.
+``--set optim.lr=3e-4 --set stages.0.max_steps=200``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from ieqa.errors import IeqaError
+
+__all__ = ["Recipe", "StageConfig", "RecipeError", "load_recipe", "list_recipes",
+           "apply_overrides", "RECIPE_DIR"]
+
+RECIPE_DIR = Path(__file__).parent / "recipes"
+
+Objective = Literal["text", "pointwise", "pairwise", "dual"]
+TEXT_LOSSES = ("ce", "tdrl")
+POINTWISE_LOSSES = ("mse", "huber", "re-reward")
+PAIRWISE_LOSSES = ("bt", "bt-ties", "uncertainty", "probit")
+
+
+class RecipeError(IeqaError, ValueError):
+    """A recipe file or override is invalid (the message names the field)."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ModelConfig(_Strict):
+    """The backbone: ``name`` is a hub id or a local folder (``ieqa tiny-vlm`` builds one)."""
+
+    name: str
+    dtype: str = "auto"
+    device: str = "auto"
+    attn_implementation: str | None = None
+    load_in_4bit: bool = Field(False, description="QLoRA: 4-bit base weights (CUDA + bitsandbytes)")
+    min_pixels: int | None = None
+    max_pixels: int | None = None
+    gradient_checkpointing: bool = False
+
+
+class AdapterConfig(_Strict):
+    """What of the backbone trains: ``lora`` adapters, ``full`` (every weight) or ``none``
+    (frozen; only the head trains)."""
+
+    kind: Literal["lora", "full", "none"] = "lora"
+    r: int = Field(16, ge=1)
+    alpha: float = Field(32, gt=0)
+    dropout: float = Field(0.05, ge=0, lt=1)
+    targets: str | list[str] = Field(
+        "all-linear", description="'all-linear' (language and vision), 'language' (the "
+        "language model's linear layers) or a list of module names")
+    lr: float | None = Field(None, gt=0, description="default: optim.lr")
+
+
+class HeadConfig(_Strict):
+    """The regression head on the pooled hidden state (``kind: none`` for text-only)."""
+
+    kind: Literal["none", "regression", "gaussian"] = "none"
+    hidden_features: int = Field(1024, ge=1)
+    num_layers: int = Field(2, ge=1)
+    dropout: float = Field(0.0, ge=0, lt=1)
+    anchor: str = "last"
+    lr: float | None = Field(None, gt=0, description="default: optim.lr")
+
+
+class DataConfig(_Strict):
+    """Training data: a manifest / benchmark folder, or a generated ShapesEdit set.
+
+    ``train`` is a path (anything ``ieqa bench`` reads) or a mapping
+    ``{shapesedit: {n: 400, k: 4, seed: 1, size: 112, preset: default}}``.
+    Without ``eval``, ``eval_fraction`` of the groups is held out (by group, seeded).
+    """
+
+    train: str | dict[str, Any]
+    eval: str | dict[str, Any] | None = None
+    eval_fraction: float = Field(0.2, gt=0, lt=1)
+    max_eval_samples: int | None = Field(None, ge=1)
+    score_scale: tuple[float, float] | None = Field(
+        None, description="data score range; default: the samples' meta score_scale, "
+        "else their observed min and max")
+    explanation_key: str = "explanation"
+
+
+class OptimConfig(_Strict):
+    lr: float = Field(1e-4, gt=0)
+    weight_decay: float = Field(0.0, ge=0)
+    scheduler: str = "cosine"
+    warmup_ratio: float = Field(0.03, ge=0, lt=1)
+    batch_size: int = Field(8, ge=1)
+    grad_accum: int = Field(1, ge=1)
+    max_grad_norm: float | None = 1.0
+    seed: int = 0
+
+
+class StageConfig(_Strict):
+    """One training phase."""
+
+    name: str
+    objective: Objective
+    loss: str
+    loss_args: dict[str, Any] = Field(default_factory=dict)
+    target: Literal["digits", "level", "box"] | None = None
+    template: str | dict[str, Any] | None = None
+    dimensions: list[str] = Field(default_factory=lambda: ["overall"])
+    labels: dict[str, str] = Field(
+        default_factory=dict, description="prompt dimension -> data column when they differ "
+        "(e.g. harmony: visual_quality)")
+    epochs: float = Field(1.0, gt=0)
+    max_steps: int | None = Field(None, ge=1)
+    sampler: Literal["shuffle", "curriculum", "stratified"] = "shuffle"
+    sampler_args: dict[str, Any] = Field(default_factory=dict)
+    pairs: dict[str, Any] = Field(default_factory=dict, description="build_pairs options")
+    aggregation: Literal["mean", "sum", "min"] = "mean"
+    text_weight: float = Field(1.0, ge=0)
+    head_weight: float = Field(1.0, ge=0)
+    samples: Literal["all", "with_text", "without_text"] = "all"
+
+    @model_validator(mode="after")
+    def _check(self) -> StageConfig:
+        allowed = {"text": TEXT_LOSSES, "pointwise": POINTWISE_LOSSES,
+                   "pairwise": PAIRWISE_LOSSES, "dual": ("ce+huber",)}[self.objective]
+        if self.loss not in allowed:
+            raise ValueError(f"stage {self.name!r}: loss {self.loss!r} does not fit objective "
+                             f"{self.objective!r}; choose one of {', '.join(allowed)}")
+        if self.objective == "text" and self.target is None:
+            raise ValueError(f"stage {self.name!r}: a text stage needs target (digits, level "
+                             "or box)")
+        if self.loss == "tdrl" and self.target != "digits":
+            raise ValueError(f"stage {self.name!r}: tdrl needs target: digits")
+        if not self.dimensions:
+            raise ValueError(f"stage {self.name!r}: dimensions is empty")
+        return self
+
+
+class EvalConfig(_Strict):
+    every_steps: int | None = Field(None, ge=1, description="also evaluate every N steps")
+    batch_size: int = Field(16, ge=1)
+
+
+class OutputConfig(_Strict):
+    dir: str = "runs/{recipe}"
+    save_every_steps: int | None = Field(None, ge=1)
+    keep_checkpoints: int = Field(2, ge=1)
+
+
+class Recipe(_Strict):
+    """A whole training recipe (see the module docstring)."""
+
+    name: str
+    description: str = ""
+    reference: str = ""
+    model: ModelConfig
+    adapter: AdapterConfig = Field(default_factory=AdapterConfig)
+    head: HeadConfig = Field(default_factory=HeadConfig)
+    data: DataConfig
+    optim: OptimConfig = Field(default_factory=OptimConfig)
+    eval: EvalConfig = Field(default_factory=EvalConfig)
+    output: OutputConfig = Field(default_factory=OutputConfig)
+    per_dimension: bool = Field(False, description="DS-IEQA: train one model per dimension "
+                                "of the (single) stage, each in its own sub-folder")
+    stages: list[StageConfig]
+
+    @model_validator(mode="after")
+    def _check(self) -> Recipe:
+        if not self.stages:
+            raise ValueError("stages is empty")
+        for stage in self.stages:
+            needs_head = stage.objective in ("pointwise", "pairwise", "dual")
+            if needs_head and self.head.kind == "none":
+                raise ValueError(f"stage {stage.name!r} ({stage.objective}) trains the head; "
+                                 "set head.kind to regression or gaussian")
+            if stage.loss in ("uncertainty", "probit") and self.head.kind != "gaussian":
+                raise ValueError(f"stage {stage.name!r}: loss {stage.loss} needs head.kind: "
+                                 "gaussian")
+            if stage.objective == "pointwise" and self.head.kind == "gaussian":
+                raise ValueError(f"stage {stage.name!r}: pointwise losses need head.kind: "
+                                 "regression")
+        head_dims = {tuple(s.dimensions) for s in self.stages if s.objective != "text"}
+        if len(head_dims) > 1:
+            raise ValueError("the stages that train the head must list the same dimensions "
+                             f"(the head has one output per dimension); got {sorted(head_dims)}")
+        if self.adapter.kind == "none" and self.head.kind == "none":
+            raise ValueError("nothing trains: adapter.kind is none and head.kind is none")
+        if self.per_dimension and len(self.stages) != 1:
+            raise ValueError("per_dimension recipes have exactly one stage")
+        return self
+
+    def output_dir(self) -> Path:
+        return Path(self.output.dir.format(recipe=self.name))
+
+
+def list_recipes() -> list[str]:
+    """Names of the built-in recipes."""
+    return sorted(p.stem for p in RECIPE_DIR.glob("*.yaml"))
+
+
+def _parse_value(text: str) -> Any:
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+
+
+def apply_overrides(data: dict[str, Any], overrides: list[str] | dict[str, Any]) -> dict[str, Any]:
+    """Apply ``key=value`` overrides (dotted paths; list items by index; values parsed as
+    YAML) to a recipe mapping, in place; returns it."""
+    items = overrides.items() if isinstance(overrides, dict) else [
+        _split_override(o) for o in overrides]
+    for key, value in items:
+        parts = key.split(".")
+        node: Any = data
+        for i, part in enumerate(parts[:-1]):
+            node = _child(node, part, ".".join(parts[:i + 1]), create=True)
+        last = parts[-1]
+        if isinstance(node, list):
+            index = _index(node, last, key)
+            node[index] = value
+        elif isinstance(node, dict):
+            node[last] = value
+        else:
+            raise RecipeError(f"override {key!r}: {'.'.join(parts[:-1])} is not a mapping")
+    return data
+
+
+def _split_override(text: str) -> tuple[str, Any]:
+    if "=" not in text:
+        raise RecipeError(f"override {text!r} must look like key=value (e.g. optim.lr=3e-4)")
+    key, value = text.split("=", 1)
+    if not key.strip():
+        raise RecipeError(f"override {text!r} has an empty key")
+    return key.strip(), _parse_value(value)
+
+
+def _index(node: list[Any], part: str, where: str) -> int:
+    try:
+        index = int(part)
+    except ValueError:
+        raise RecipeError(f"override {where!r}: {part!r} must be a list index") from None
+    if not -len(node) <= index < len(node):
+        raise RecipeError(f"override {where!r}: index {index} is out of range "
+                          f"({len(node)} items)")
+    return index
+
+
+def _child(node: Any, part: str, where: str, create: bool) -> Any:
+    if isinstance(node, list):
+        return node[_index(node, part, where)]
+    if not isinstance(node, dict):
+        raise RecipeError(f"override path {where!r} goes through a value that is not a mapping")
+    if part not in node or node[part] is None:
+        node[part] = {}
+    return node[part]
+
+
+def load_recipe(source: str | Path | dict[str, Any], overrides: list[str] | dict[str, Any] = (),
+                ) -> Recipe:
+    """Load and validate a recipe.
+
+    Args:
+        source: a built-in recipe name (``ieqa list recipes``), a YAML file, or a mapping.
+        overrides: ``["optim.lr=3e-4", "stages.0.max_steps=100"]`` or a mapping of dotted
+            keys to values, applied before validation.
+
+    Raises:
+        RecipeError: unknown name, unreadable file, or invalid fields (named).
+    """
+    if isinstance(source, dict):
+        data, origin = dict(source), "<dict>"
+    else:
+        path = Path(source)
+        if not path.suffix and not path.exists():
+            path = RECIPE_DIR / f"{source}.yaml"
+            if not path.exists():
+                raise RecipeError(f"no recipe {source!r}; built-in recipes: "
+                                  f"{', '.join(list_recipes())} (or give a YAML file)")
+        try:
+            data = yaml.safe_load(path.read_text())
+        except (OSError, yaml.YAMLError) as exc:
+            raise RecipeError(f"cannot read recipe {path}: {exc}") from exc
+        if not isinstance(data, dict):
+            raise RecipeError(f"{path}: a recipe is a YAML mapping")
+        origin = str(path)
+    import copy
+
+    data = apply_overrides(copy.deepcopy(data), overrides or [])
+    try:
+        return Recipe.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or '<recipe>'}: {err['msg']}"
+            for err in exc.errors())
+        raise RecipeError(f"{origin}: {problems}") from None

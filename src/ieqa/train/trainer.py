@@ -1,0 +1,421 @@
+"""The one trainer behind every recipe (``ieqa train``).
+
+A thin loop on accelerate (device placement, mixed precision, multi-GPU when launched
+with ``accelerate launch``) that runs the recipe's stages in order on one model:
+AdamW with separate learning rates for the adapter/backbone and the head, a transformers
+schedule (cosine, linear, constant... with warmup), gradient accumulation and clipping,
+held-out evaluation through the inference readouts (before and after each stage, and
+every ``eval.every_steps``), checkpoints every ``output.save_every_steps`` that resume to
+the *same* losses as an uninterrupted run, a JSONL metrics log, and export of the final
+model as an evaluator checkpoint (:func:`ieqa.load_evaluator`).
+
+Output folder::
+
+    metrics.jsonl            one JSON object per step / evaluation
+    recipe.yaml              the resolved recipe
+    checkpoints/step-N/      trainable weights, optimizer, scheduler, RNG and loss state
+    evaluator/               ieqa_evaluator.json + adapter/ (+ head/, or model/ for full FT)
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import random
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import yaml
+
+from ieqa.errors import IeqaError
+from ieqa.progress import progress_bar
+from ieqa.train.data import (
+    BatchBuilder,
+    TrainData,
+    label_column,
+    load_training_data,
+    stage_examples,
+)
+from ieqa.train.evaluation import build_scorer, evaluate_stage, main_metric
+from ieqa.train.model import EvaluatorModel, build_model
+from ieqa.train.objectives import LossState, compute_loss, new_loss_state
+from ieqa.train.recipe import Recipe, StageConfig
+from ieqa.train.samplers import curriculum_order, shuffled_order, stratified_order
+
+__all__ = ["train", "TrainResult", "TrainError"]
+
+log = logging.getLogger(__name__)
+
+CHECKPOINTS = "checkpoints"
+TRAINABLE_FILE = "trainable.safetensors"
+
+
+class TrainError(IeqaError):
+    """Training cannot start or resume (the message says what to change)."""
+
+
+@dataclass
+class TrainResult:
+    """What :func:`train` produced.
+
+    Attributes:
+        output_dir: the run folder.
+        evaluator_dir: the exported evaluator checkpoint (``None`` when interrupted or
+            when the last stage has no scorer readout, e.g. grounding only).
+        metrics: per stage, ``{"before": {...}, "after": {...}}`` held-out metrics.
+        losses: per optimiser step, ``(global step, loss)``.
+        interrupted: stopped early by ``stop_after``.
+        children: per-dimension runs of a ``per_dimension`` recipe.
+    """
+
+    output_dir: Path
+    evaluator_dir: Path | None
+    metrics: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
+    losses: list[tuple[int, float]] = field(default_factory=list)
+    interrupted: bool = False
+    children: dict[str, TrainResult] = field(default_factory=dict)
+
+
+def _seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+def _rng_state() -> dict[str, Any]:
+    state = {"python": random.getstate(), "numpy": np.random.get_state(),
+             "torch": torch.random.get_rng_state()}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def _set_rng_state(state: dict[str, Any]) -> None:
+    random.setstate(state["python"])
+    np.random.set_state(state["numpy"])
+    torch.random.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def _order(stage: StageConfig, examples: list[Any], samples: list[Any], epoch: int,
+           seed: int) -> list[int]:
+    if stage.sampler == "curriculum":
+        gaps = [getattr(e, "gap", 0.0) for e in examples]
+        return curriculum_order(gaps, epoch=epoch, seed=seed, **stage.sampler_args)
+    if stage.sampler == "stratified":
+        rows = [samples[e] if isinstance(e, int) else samples[e.a] for e in examples]
+        return stratified_order([s.group_id or s.id for s in rows], [s.id for s in rows],
+                                epoch=epoch, seed=seed, **stage.sampler_args)
+    return shuffled_order(len(examples), epoch=epoch, seed=seed)
+
+
+class _Cursor:
+    """Position in the stage's epoch orders (saved in checkpoints)."""
+
+    def __init__(self, stage: StageConfig, examples: list[Any], samples: list[Any], seed: int,
+                 epoch: int = 0, pos: int = 0) -> None:
+        self.stage, self.examples, self.samples, self.seed = stage, examples, samples, seed
+        self.epoch, self.pos = epoch, pos
+        self.order = _order(stage, examples, samples, epoch, seed)
+
+    def take(self, n: int) -> list[Any]:
+        out: list[Any] = []
+        while len(out) < n:
+            if self.pos >= len(self.order):
+                self.epoch, self.pos = self.epoch + 1, 0
+                self.order = _order(self.stage, self.examples, self.samples, self.epoch, self.seed)
+                if not self.order:
+                    raise TrainError(f"stage {self.stage.name!r}: the sampler gave an empty epoch")
+            chunk = self.order[self.pos:self.pos + n - len(out)]
+            self.pos += len(chunk)
+            out += [self.examples[i] for i in chunk]
+        return out
+
+
+def _resolve_template(stage: StageConfig) -> Any:
+    from ieqa.scorers.vlm.base import resolve_template
+
+    default = {"text": {"digits": "ds-ieqa-digits", "level": "epaiqa-levels",
+                        "box": "epaiqa-grounding"}.get(stage.target or "", "editreward"),
+               "pointwise": "editreward", "pairwise": "editreward",
+               "dual": "reasonedit-critique"}[stage.objective]
+    return resolve_template(stage.template if stage.template is not None else default)
+
+
+def _optimizer(recipe: Recipe, model: EvaluatorModel) -> torch.optim.Optimizer:
+    head_ids = {id(p) for p in model.head.parameters()} if model.head is not None else set()
+    backbone = [p for p in model.model.parameters() if p.requires_grad and id(p) not in head_ids]
+    groups = []
+    if backbone:
+        groups.append({"params": backbone, "lr": recipe.adapter.lr or recipe.optim.lr,
+                       "name": "backbone"})
+    if model.head is not None:
+        groups.append({"params": list(model.head.parameters()),
+                       "lr": recipe.head.lr or recipe.optim.lr, "name": "head"})
+    return torch.optim.AdamW(groups, weight_decay=recipe.optim.weight_decay)
+
+
+def _trainable_state(model: EvaluatorModel) -> dict[str, torch.Tensor]:
+    return {n: p.detach().cpu().contiguous() for n, p in model.named_parameters()
+            if p.requires_grad}
+
+
+def _stage_steps(recipe: Recipe, stage: StageConfig, n_examples: int) -> int:
+    if stage.max_steps is not None:
+        return stage.max_steps
+    per_step = recipe.optim.batch_size * recipe.optim.grad_accum
+    return max(1, math.ceil(stage.epochs * n_examples / per_step))
+
+
+def _init_head_bias(model: EvaluatorModel, stage: StageConfig, samples: list[Any],
+                    builder: BatchBuilder) -> None:
+    """Start a regression head at the mean target (faster, steadier first steps)."""
+    if model.head is None or stage.objective not in ("pointwise", "dual"):
+        return
+    last = model.head.net[-1]
+    with torch.no_grad():
+        means = [float(np.mean([builder.score(s, d) for s in samples])) for d in builder.dimensions]
+        if last.out_features == len(means):
+            last.bias.copy_(torch.tensor(means))
+
+
+class _Run:
+    def __init__(self, recipe: Recipe, out: Path, on_log: Callable[[dict[str, Any]], None] | None,
+                 progress: bool) -> None:
+        self.recipe, self.out, self.on_log, self.progress = recipe, out, on_log, progress
+        self.log_path = out / "metrics.jsonl"
+
+    def log(self, record: dict[str, Any]) -> None:
+        with self.log_path.open("a") as fh:
+            fh.write(json.dumps(record) + "\n")
+        if self.on_log is not None:
+            self.on_log(record)
+
+    def truncate_log(self, global_step: int) -> None:
+        if not self.log_path.exists():
+            return
+        keep = [line for line in self.log_path.read_text().splitlines()
+                if line and json.loads(line).get("global_step", 0) <= global_step]
+        self.log_path.write_text("".join(line + "\n" for line in keep))
+
+
+def _save_checkpoint(run: _Run, model: EvaluatorModel, optimizer: Any, scheduler: Any,
+                     state: dict[str, Any]) -> Path:
+    from safetensors.torch import save_file
+
+    folder = run.out / CHECKPOINTS / f"step-{state['global_step']}"
+    folder.mkdir(parents=True, exist_ok=True)
+    save_file(_trainable_state(model), str(folder / TRAINABLE_FILE))
+    torch.save({"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
+                "rng": _rng_state(), **state}, folder / "state.pt")
+    (folder / "trainer_state.json").write_text(json.dumps(
+        {k: v for k, v in state.items() if k != "loss_state"}, indent=2) + "\n")
+    existing = sorted((run.out / CHECKPOINTS).glob("step-*"),
+                      key=lambda p: int(p.name.split("-")[1]))
+    for old in existing[:-run.recipe.output.keep_checkpoints]:
+        shutil.rmtree(old)
+    return folder
+
+
+def latest_checkpoint(out: Path) -> Path | None:
+    """The newest ``checkpoints/step-N`` of a run folder, or ``None``."""
+    found = sorted((out / CHECKPOINTS).glob("step-*"), key=lambda p: int(p.name.split("-")[1]))
+    return found[-1] if found else None
+
+
+def _export(recipe: Recipe, stage: StageConfig, model: EvaluatorModel, vlm: Any, template: Any,
+            folder: Path) -> Path | None:
+    from ieqa.scorers.checkpoint import save_evaluator
+
+    scorer = build_scorer(recipe, stage, vlm, model.head, template)
+    if folder.exists():
+        shutil.rmtree(folder)
+    if scorer is None:  # grounding only: ship the adapter
+        if recipe.adapter.kind == "lora":
+            model.model.save_pretrained(str(folder / "adapter"))
+        return None
+    base_model, adapter = recipe.model.name, None
+    if recipe.adapter.kind == "lora":
+        adapter = model.model
+    elif recipe.adapter.kind == "full":
+        vlm.model.save_pretrained(str(folder / "model"))
+        vlm.processor.save_pretrained(str(folder / "model"))
+        base_model = "model"
+    return save_evaluator(scorer, folder, adapter=adapter, base_model=base_model, overwrite=True)
+
+
+def train(recipe: Recipe, *, output_dir: str | Path | None = None,
+          resume: str | Path | bool | None = None, stop_after: int | None = None,
+          on_log: Callable[[dict[str, Any]], None] | None = None,
+          progress: bool = True) -> TrainResult:
+    """Run ``recipe``.
+
+    Args:
+        recipe: a validated :class:`~ieqa.train.recipe.Recipe` (:func:`load_recipe`).
+        output_dir: run folder (default ``recipe.output.dir``).
+        resume: ``True`` resumes from the newest checkpoint in the run folder, a path from
+            that checkpoint; ``None``/``False`` starts fresh (an existing metrics log in
+            the folder is replaced).
+        stop_after: stop (after saving a checkpoint) once this many optimiser steps have
+            run in total — for tests and time-boxed jobs.
+        on_log: called with every log record (steps and evaluations).
+        progress: draw a progress bar per stage.
+    """
+    out = Path(output_dir) if output_dir is not None else recipe.output_dir()
+    if recipe.per_dimension:
+        result = TrainResult(out, None)
+        for dim in recipe.stages[0].dimensions:
+            sub = recipe.model_copy(deep=True)
+            sub.per_dimension = False
+            sub.stages[0].dimensions = [dim]
+            child = train(sub, output_dir=out / dim, resume=resume, stop_after=stop_after,
+                          on_log=on_log, progress=progress)
+            result.children[dim] = child
+            result.metrics.update({f"{dim}/{k}": v for k, v in child.metrics.items()})
+            result.interrupted |= child.interrupted
+        return result
+    out.mkdir(parents=True, exist_ok=True)
+    run = _Run(recipe, out, on_log, progress)
+    checkpoint = None
+    if resume:
+        checkpoint = Path(resume) if not isinstance(resume, bool) else latest_checkpoint(out)
+        if checkpoint is None or not (checkpoint / "state.pt").exists():
+            raise TrainError(f"no checkpoint to resume from in {out / CHECKPOINTS}; run without "
+                             "--resume to start fresh")
+    elif run.log_path.exists():
+        run.log_path.unlink()
+    (out / "recipe.yaml").write_text(yaml.safe_dump(recipe.model_dump(mode="json"),
+                                                    sort_keys=False))
+    _seed_everything(recipe.optim.seed)
+    data = load_training_data(recipe.data, recipe.optim.seed)
+    model, vlm = build_model(recipe)
+    saved = _load_checkpoint(model, checkpoint) if checkpoint is not None else None
+    if saved is not None:
+        run.truncate_log(saved["global_step"])
+    result = TrainResult(out, None)
+    global_step = saved["global_step"] if saved else 0
+    for index, stage in enumerate(recipe.stages):
+        if saved and index < saved["stage_index"]:
+            continue
+        resumed = saved if saved and index == saved["stage_index"] else None
+        global_step, stopped = _run_stage(run, recipe, index, stage, model, vlm, data,
+                                          global_step, resumed, stop_after, result)
+        if stopped:
+            result.interrupted = True
+            return result
+    last = recipe.stages[-1]
+    result.evaluator_dir = _export(recipe, last, model, vlm, _resolve_template(last),
+                                   out / "evaluator")
+    return result
+
+
+def _load_checkpoint(model: EvaluatorModel, checkpoint: Path) -> dict[str, Any]:
+    from safetensors.torch import load_file
+
+    weights = load_file(str(checkpoint / TRAINABLE_FILE))
+    params = dict(model.named_parameters())
+    missing = [n for n, p in params.items() if p.requires_grad and n not in weights]
+    unknown = [n for n in weights if n not in params]
+    if missing or unknown:
+        raise TrainError(f"checkpoint {checkpoint} does not match this recipe's model "
+                         f"(missing {missing[:3]}, unexpected {unknown[:3]}); resume with the "
+                         "recipe that wrote it")
+    with torch.no_grad():
+        for name, value in weights.items():
+            params[name].copy_(value.to(params[name].device, params[name].dtype))
+    return torch.load(checkpoint / "state.pt", weights_only=False)
+
+
+def _run_stage(run: _Run, recipe: Recipe, index: int, stage: StageConfig, model: EvaluatorModel,
+               vlm: Any, data: TrainData, global_step: int, resumed: dict[str, Any] | None,
+               stop_after: int | None, result: TrainResult) -> tuple[int, bool]:
+    from accelerate import Accelerator
+    from transformers import get_scheduler
+
+    template = _resolve_template(stage)
+    key = recipe.data.explanation_key
+    builder = BatchBuilder(vlm, stage, template, data.scale, key)
+    needs_bbox = "crop" in template.images
+    examples = stage_examples(stage, data, explanation_key=key, needs_bbox=needs_bbox)
+    eval_pairs = (stage_examples(stage, data, explanation_key=key, split="eval")
+                  if stage.objective == "pairwise" else [])
+    eval_samples = [s for s in data.eval if s.bbox is not None or not needs_bbox]
+    total = _stage_steps(recipe, stage, len(examples))
+    seed = recipe.optim.seed + 1000 * index
+    if resumed is None:
+        _init_head_bias(model, stage, data.train, builder)
+    optimizer = _optimizer(recipe, model)
+    scheduler = get_scheduler(recipe.optim.scheduler, optimizer,
+                              num_warmup_steps=math.ceil(recipe.optim.warmup_ratio * total),
+                              num_training_steps=total)
+    loss_state: LossState = new_loss_state(stage, seed)
+    cursor = _Cursor(stage, examples, data.train, seed)
+    step = 0
+    if resumed is not None:
+        optimizer.load_state_dict(resumed["optimizer"])
+        scheduler.load_state_dict(resumed["scheduler"])
+        loss_state.load_state_dict(resumed["loss_state"])
+        cursor = _Cursor(stage, examples, data.train, seed, *resumed["cursor"])
+        step = resumed["stage_step"]
+        _set_rng_state(resumed["rng"])
+    accelerator = Accelerator(cpu=not torch.cuda.is_available())
+    wrapped, optimizer = accelerator.prepare(model, optimizer)
+
+    def evaluate(when: str) -> dict[str, float]:
+        model.eval()
+        labels = (lambda s, d: s.scores[label_column(stage, d)])
+        metrics = evaluate_stage(recipe, stage, vlm, model.head, template, eval_samples,
+                                 eval_pairs, label_of=labels)
+        run.log({"stage": stage.name, "global_step": global_step, "stage_step": step,
+                 "event": when, "metric": main_metric(stage), **metrics})
+        model.train()
+        return metrics
+
+    metrics = result.metrics.setdefault(stage.name, {})
+    if resumed is None:
+        metrics["before"] = evaluate("before")
+    model.train()
+    bs, accum = recipe.optim.batch_size, recipe.optim.grad_accum
+    with progress_bar(f"train {stage.name}", total - step, enabled=run.progress) as advance:
+        while step < total:
+            optimizer.zero_grad(set_to_none=True)
+            total_loss, parts_sum = 0.0, {}
+            for _ in range(accum):
+                chunk = cursor.take(bs)
+                loss, parts = compute_loss(wrapped, builder, stage, data.train, chunk, loss_state)
+                accelerator.backward(loss / accum)
+                total_loss += float(loss.detach()) / accum
+                for k, v in parts.items():
+                    parts_sum[k] = parts_sum.get(k, 0.0) + v / accum
+            if recipe.optim.max_grad_norm:
+                accelerator.clip_grad_norm_(model.parameters(), recipe.optim.max_grad_norm)
+            optimizer.step()
+            scheduler.step()
+            step += 1
+            global_step += 1
+            advance(1)
+            result.losses.append((global_step, total_loss))
+            run.log({"stage": stage.name, "global_step": global_step, "stage_step": step,
+                     "event": "step", "loss": total_loss, "lr": scheduler.get_last_lr()[0],
+                     "epoch": cursor.epoch, **parts_sum})
+            every = recipe.eval.every_steps
+            if every and step % every == 0 and step < total:
+                evaluate("eval")
+            save = recipe.output.save_every_steps
+            stopping = stop_after is not None and global_step >= stop_after and step < total
+            if (save and step % save == 0) or stopping:
+                _save_checkpoint(run, model, optimizer, scheduler, {
+                    "global_step": global_step, "stage_index": index, "stage_step": step,
+                    "cursor": [cursor.epoch, cursor.pos], "loss_state": loss_state.state_dict()})
+            if stopping:
+                return global_step, True
+    metrics["after"] = evaluate("after")
+    model.eval()
+    return global_step, False
