@@ -13,7 +13,7 @@ from rich.table import Table
 
 import ieqa
 from ieqa.data.summary import DatasetSummary, summarize
-from ieqa.registry import BENCHMARKS, DATASETS, RECIPES, SCORERS
+from ieqa.registry import BENCHMARKS, DATASETS, SCORERS
 
 if TYPE_CHECKING:
     from ieqa.bench.leaderboard import Leaderboard
@@ -28,7 +28,7 @@ app = typer.Typer(
 console = Console()
 err_console = Console(stderr=True)
 
-_LISTS = {"scorers": SCORERS, "benchmarks": BENCHMARKS, "recipes": RECIPES, "datasets": DATASETS}
+_LISTS = {"scorers": SCORERS, "benchmarks": BENCHMARKS, "datasets": DATASETS}
 
 
 def _version(value: bool) -> None:
@@ -49,7 +49,7 @@ def list_cmd(
     what: str | None = typer.Argument(None, help="scorers, benchmarks, recipes, datasets, templates or dimensions (default: all)."),
 ) -> None:
     """List what ieqa can build: scorers, benchmarks, recipes, datasets, prompt templates and dimensions."""
-    kinds = [*_LISTS, "templates", "dimensions"]
+    kinds = ["scorers", "benchmarks", "recipes", "datasets", "templates", "dimensions"]
     if what is not None and what not in kinds:
         raise typer.BadParameter(f"choose one of: {', '.join(kinds)}", param_hint="WHAT")
     for kind in [what] if what else kinds:
@@ -59,6 +59,11 @@ def list_cmd(
         if kind == "dimensions":
             for name, desc in ieqa.list_dimensions().items():
                 table.add_row(name, desc)
+        elif kind == "recipes":
+            from ieqa.train import list_recipes, load_recipe
+
+            for name in list_recipes():
+                table.add_row(name, escape(" ".join(load_recipe(name).description.split())))
         elif kind == "templates":
             from ieqa.prompts import get_template, list_templates
 

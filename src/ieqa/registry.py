@@ -68,7 +68,6 @@ class Registry:
 
 SCORERS = Registry("scorer", providers=("ieqa.scorers.catalog",))
 BENCHMARKS = Registry("benchmark", providers=("ieqa.data.loaders",))
-RECIPES = Registry("recipe")
 DATASETS = Registry("dataset")
 
 DATASETS.add(

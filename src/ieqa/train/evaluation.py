@@ -75,8 +75,7 @@ def evaluate_stage(recipe: Recipe, stage: StageConfig, vlm: Any, head: Any, temp
     for dim in scorer.score_dimensions:
         pred = [r.scores[dim] for _, r in ok]
         truth = [label_of(s, dim) for s, _ in ok]
-        value = float(srcc(pred, truth)) if len(ok) > 2 else float("nan")
-        metrics[f"srcc/{dim}"] = value
+        metrics[f"srcc/{dim}"] = value = _srcc_or_nan(pred, truth)
         per_dim.append(value)
     metrics["srcc"] = float(np.nanmean(per_dim)) if per_dim else float("nan")
     if stage.objective == "pairwise" and pairs:
@@ -88,6 +87,16 @@ def evaluate_stage(recipe: Recipe, stage: StageConfig, vlm: Any, head: Any, temp
                 right.append((score[a] > score[b]) == (p.label == "a>b"))
         metrics["pair_accuracy"] = float(np.mean(right)) if right else float("nan")
     return metrics
+
+
+def _srcc_or_nan(pred: Sequence[float], truth: Sequence[float]) -> float:
+    """SRCC, or NaN where it is undefined (fewer than 3 samples, constant values)."""
+    from ieqa.metrics._checks import MetricInputError
+
+    try:
+        return float(srcc(pred, truth)) if len(pred) > 2 else float("nan")
+    except MetricInputError:
+        return float("nan")
 
 
 def _overall(result: Any, scorer: Any) -> float:

@@ -245,8 +245,10 @@ def _export(recipe: Recipe, stage: StageConfig, model: EvaluatorModel, vlm: Any,
     if recipe.adapter.kind == "lora":
         adapter = model.model
     elif recipe.adapter.kind == "full":
-        vlm.model.save_pretrained(str(folder / "model"))
-        vlm.processor.save_pretrained(str(folder / "model"))
+        target = str(folder / "model")
+        vlm.model.save_pretrained(target)
+        vlm.processor.tokenizer.save_pretrained(target)  # with the chat template
+        vlm.processor.image_processor.save_pretrained(target)
         base_model = "model"
     return save_evaluator(scorer, folder, adapter=adapter, base_model=base_model, overwrite=True)
 
@@ -370,7 +372,10 @@ def _run_stage(run: _Run, recipe: Recipe, index: int, stage: StageConfig, model:
 
     def evaluate(when: str) -> dict[str, float]:
         model.eval()
-        labels = (lambda s, d: s.scores[label_column(stage, d)])
+
+        def labels(sample: Any, dim: str) -> float:
+            return sample.scores[label_column(stage, dim)]
+
         metrics = evaluate_stage(recipe, stage, vlm, model.head, template, eval_samples,
                                  eval_pairs, label_of=labels)
         run.log({"stage": stage.name, "global_step": global_step, "stage_step": step,

@@ -1,0 +1,78 @@
+"""``ieqa train``: run a training recipe (built-in name or YAML file).
+
+    ieqa list recipes
+    ieqa train edithf --set model.name=./my-qwen2.5-vl --set data.train=./ratings.jsonl
+    ieqa train my_recipe.yaml --out runs/exp1 --resume
+
+Prints held-out metrics before and after each stage; writes ``metrics.jsonl``,
+checkpoints and the exported evaluator (``ieqa score --checkpoint OUT/evaluator``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+NAME = "train"
+console = Console()
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def print_metrics(metrics: dict[str, dict[str, dict[str, float]]]) -> None:
+    """A before/after table of the stages' held-out metrics."""
+    table = Table(title="held-out metrics", title_justify="left")
+    for col in ("stage", "metric", "before", "after"):
+        table.add_column(col)
+    for stage, m in metrics.items():
+        before, after = m.get("before", {}), m.get("after", {})
+        for key in sorted(set(before) | set(after)):
+            if key == "failed" and not before.get(key) and not after.get(key):
+                continue
+            table.add_row(stage, key, _fmt(before.get(key)), _fmt(after.get(key)))
+    console.print(table)
+
+
+def _on_log(record: dict[str, Any]) -> None:
+    if record.get("event") in ("before", "eval", "after"):
+        metric = record.get("metric", "srcc")
+        console.print(f"[{record['stage']}] step {record['global_step']} {record['event']}: "
+                      f"{metric} = {record.get(metric, float('nan')):.3f}")
+
+
+def command(
+    recipe: str = typer.Argument(..., help="built-in recipe name (ieqa list recipes) or YAML file"),
+    set_: list[str] = typer.Option([], "--set", help="override a field: key=value (dotted path, "
+                                   "YAML value), e.g. optim.lr=3e-4 or stages.0.max_steps=100"),
+    out: Path | None = typer.Option(None, "--out", "-o", help="run folder (default: the "
+                                    "recipe's output.dir)"),
+    resume: bool = typer.Option(False, "--resume", help="continue from the newest checkpoint "
+                                "in the run folder"),
+    stop_after: int | None = typer.Option(None, "--stop-after", help="stop (with a checkpoint) "
+                                          "after this many optimiser steps"),
+    progress: bool = typer.Option(True, "--progress/--no-progress", help="draw progress bars"),
+) -> None:
+    """Train an evaluator with a recipe; export it as an evaluator checkpoint."""
+    from ieqa.train import load_recipe, train
+
+    spec = load_recipe(recipe, set_)
+    result = train(spec, output_dir=out, resume=resume or None, stop_after=stop_after,
+                   on_log=_on_log, progress=progress)
+    runs = result.children or {"": result}
+    for dim, run in runs.items():
+        if dim:
+            console.rule(dim)
+        print_metrics(run.metrics)
+        if run.interrupted:
+            console.print(f"stopped early; continue with: ieqa train {recipe} --out "
+                          f"{run.output_dir} --resume")
+        elif run.evaluator_dir is not None:
+            console.print(f"evaluator: [bold]{run.evaluator_dir}[/bold] (ieqa score --checkpoint "
+                          f"{run.evaluator_dir} ...)")
+    console.print(f"metrics log: {result.output_dir}")
