@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 
 import yaml
+from tests.train.conftest import SHORT_HEAD, tiny_overrides
 from typer.testing import CliRunner
 
 from ieqa.cli import app
 from ieqa.train import load_recipe
-from tests.train.conftest import SHORT_HEAD, tiny_overrides
 
 runner = CliRunner()
 

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -19,9 +20,11 @@ from typing import Any
 
 import torch
 
+from ieqa.backends import BackendError
 from ieqa.data.dimensions import canonical_dimension
 from ieqa.data.schema import EditSample, Preference, PreferenceLabel
 from ieqa.scorers.vlm.base import render_sample
+from ieqa.scorers.vlm.digits import digit_token_ids
 from ieqa.train.pairs import TrainPair, build_pairs
 from ieqa.train.recipe import DataConfig, StageConfig
 from ieqa.train.targets import (
@@ -34,7 +37,7 @@ from ieqa.train.targets import (
 )
 
 __all__ = ["TrainData", "load_training_data", "BatchBuilder", "stage_examples",
-           "label_column"]
+           "label_column", "explanation_of"]
 
 
 @dataclass
@@ -126,8 +129,16 @@ def label_column(stage: StageConfig, dimension: str) -> str:
     return mapped.get(dim, dim)
 
 
-def _has_text(sample: EditSample, key: str) -> bool:
-    return bool(sample.meta.get(key)) or "mode" in sample.meta  # ShapesEdit: describable
+def explanation_of(sample: EditSample, key: str = "explanation") -> str | None:
+    """The sample's critique text: ``sample.meta[key]``, or for a ShapesEdit sample (its
+    ``meta`` records how the edit was made) the generator's factual description."""
+    if sample.meta.get(key):
+        return str(sample.meta[key])
+    if "mode" in sample.meta:
+        from ieqa.data.shapesedit import describe
+
+        return describe(sample.meta)
+    return None
 
 
 def stage_examples(stage: StageConfig, data: TrainData, *, explanation_key: str = "explanation",
@@ -145,9 +156,9 @@ def stage_examples(stage: StageConfig, data: TrainData, *, explanation_key: str 
         return build_pairs(samples, dim, **options)
     idx = list(range(len(samples)))
     if stage.samples == "with_text":
-        idx = [i for i in idx if _has_text(samples[i], explanation_key)]
+        idx = [i for i in idx if explanation_of(samples[i], explanation_key)]
     elif stage.samples == "without_text":
-        idx = [i for i in idx if not _has_text(samples[i], explanation_key)]
+        idx = [i for i in idx if not explanation_of(samples[i], explanation_key)]
     if needs_bbox or stage.target == "box":
         idx = [i for i in idx if samples[i].bbox is not None]
     if not idx:
@@ -195,13 +206,6 @@ class BatchBuilder:
         self.eos_id = tok.convert_tokens_to_ids("<|im_end|>")
         if self.eos_id is None or self.eos_id == tok.unk_token_id:
             self.eos_id = tok.eos_token_id
-        self.digit_ids = []
-        for d in "0123456789":
-            ids = tok.encode(d, add_special_tokens=False)
-            if len(ids) != 1:
-                self.digit_ids = []
-                break
-            self.digit_ids.append(ids[0])
 
     # -------------------------------------------------------------------- prompts
     def prompt(self, sample: EditSample, dimension: str | None = None) -> Any:
@@ -229,16 +233,13 @@ class BatchBuilder:
         raise TrainDataError(f"stage {self.stage.name!r}: unknown target {target!r}")
 
     def critique(self, sample: EditSample) -> str | None:
-        if not sample.meta.get(self.explanation_key) and "mode" in sample.meta:
-            from ieqa.data.shapesedit import describe
-
-            sample = sample.model_copy(update={"meta": {**sample.meta,
-                                                        self.explanation_key: describe(sample.meta)}})
-        if not sample.meta.get(self.explanation_key):
+        text = explanation_of(sample, self.explanation_key)
+        if text is None:
             return None
         cols = {d: label_column(self.stage, d) for d in self.dimensions}
-        relabelled = sample.model_copy(update={"scores": {d: sample.scores[c]
-                                                          for d, c in cols.items()}})
+        relabelled = sample.model_copy(update={
+            "meta": {**sample.meta, self.explanation_key: text},
+            "scores": {d: sample.scores[c] for d, c in cols.items()}})
         return critique_target(relabelled, self.dimensions, scale=self.template.scale or (1, 5),
                                data_scale=self.scale, key=self.explanation_key)
 
@@ -282,13 +283,19 @@ class BatchBuilder:
             batch["digit_positions"] = torch.tensor(digits, dtype=torch.long)
         return batch
 
+    @functools.cached_property
+    def digit_ids(self) -> list[int]:
+        """Token ids of "0".."9" (TDRL and digit targets need single-token digits)."""
+        try:
+            return digit_token_ids(self.vlm.tokenizer)[0]
+        except BackendError as exc:
+            raise TrainDataError(f"digit targets (DS-IEQA): {exc}") from None
+
     def _digit_positions(self, ids: list[int], text: str) -> list[int]:
-        if not self.digit_ids:
-            raise TrainDataError("this tokenizer does not encode each digit as one token; "
-                                 "digit targets (DS-IEQA) need single-token digits")
+        digit_ids = self.digit_ids
         want = digit_values(text)
-        pos = [j for j, t in enumerate(ids) if t in self.digit_ids][:3]
-        if [self.digit_ids.index(ids[j]) for j in pos] != want:
+        pos = [j for j, t in enumerate(ids) if t in digit_ids][:3]
+        if [digit_ids.index(ids[j]) for j in pos] != want:
             raise TrainDataError(f"target {text!r} does not tokenize into its three digits")
         return pos
 

@@ -106,17 +106,15 @@ def _overall(result: Any, scorer: Any) -> float:
 
 
 def _grounding(vlm: Any, template: Any, samples: Sequence[EditSample]) -> dict[str, float]:
-    from ieqa.data.images import load_image
     from ieqa.data.schema import BBox
+    from ieqa.scorers.vlm.base import render_sample
     from ieqa.scorers.vlm.parsing import JudgeParseError, parse_region
 
     ious, failed = [], 0
     usable = [s for s in samples if s.bbox is not None]
     for start in range(0, len(usable), 16):
         chunk = usable[start:start + 16]
-        prompts = [template.render(instruction=s.instruction,
-                                   images={k: load_image(getattr(s, k)) for k in template.images})
-                   for s in chunk]
+        prompts = [render_sample(template, s) for s in chunk]
         for s, gens in zip(chunk, vlm.generate(prompts, max_new_tokens=32), strict=True):
             try:
                 x, y, w, h = parse_region(gens[0].text)

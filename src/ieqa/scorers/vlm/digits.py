@@ -28,7 +28,7 @@ from ieqa.scorers.base import ScorerError, ScoreResult
 from ieqa.scorers.vlm.base import LoadedSample, VLMScorer
 
 __all__ = ["DigitsScorer", "DefinitionValue", "digit_expectation", "definition_value_formula",
-           "format_digits"]
+           "digit_token_ids", "format_digits"]
 
 _WEIGHTS = (1.0, 0.1, 0.01)
 
@@ -52,6 +52,19 @@ def definition_value_formula(target_probs: Sequence[float]) -> float:
     if len(target_probs) != 3:
         raise ValueError("need the probabilities of the three ground-truth digits")
     return float(sum(w * p for w, p in zip(_WEIGHTS, target_probs, strict=True)))
+
+
+def digit_token_ids(tokenizer: Any) -> tuple[list[int], int]:
+    """``(ids of "0".."9", id of ".")``; raises :class:`BackendError` when the tokenizer
+    does not encode each as a single token (the digit readout and TDRL need that)."""
+    ids = []
+    for ch in "0123456789.":
+        enc = tokenizer.encode(ch, add_special_tokens=False)
+        if len(enc) != 1:
+            raise BackendError(f"the digit readout needs {ch!r} to be one token; this "
+                               f"tokenizer splits it into {len(enc)}")
+        ids.append(enc[0])
+    return ids[:10], ids[10]
 
 
 def format_digits(value: float) -> str:
@@ -79,15 +92,7 @@ class DigitsScorer(VLMScorer):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        tokenizer = self.backend.tokenizer
-        ids = []
-        for ch in "0123456789.":
-            enc = tokenizer.encode(ch, add_special_tokens=False)
-            if len(enc) != 1:
-                raise BackendError(f"the digit readout needs {ch!r} to be one token; this "
-                                   f"tokenizer splits it into {len(enc)}")
-            ids.append(enc[0])
-        self.digit_ids, self.dot_id = ids[:10], ids[10]
+        self.digit_ids, self.dot_id = digit_token_ids(self.backend.tokenizer)
 
     def readout_config(self) -> dict[str, Any]:
         return {"format": "d.dd", "conditioning": "argmax digit"}

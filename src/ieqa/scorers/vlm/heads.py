@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -206,26 +205,21 @@ class GaussianScorer(HeadScorer):
         return {**super().checkpoint_args(), "aggregation": self.aggregation}
 
     def score_items(self, items: Sequence[LoadedSample]) -> list[ScoreResult]:
-        out = self.head_outputs_of(items).view(len(items), len(self.score_dimensions), 2)
+        from ieqa.train.losses import aggregate_gaussian
+
+        out = self.head_outputs_of(items).double().view(len(items), len(self.score_dimensions), 2)
+        mu, log_sigma = out.unbind(-1)
+        if self.aggregation:  # the training loss's aggregation, so the two cannot drift
+            overall_mu, overall_log_sigma = aggregate_gaussian(mu, log_sigma, self.aggregation)
         results = []
-        for item, row in zip(items, out, strict=True):
-            mu = dict(zip(self.score_dimensions, row[:, 0].tolist(), strict=True))
-            sigma = dict(zip(self.score_dimensions, row[:, 1].exp().tolist(), strict=True))
-            scores = dict(mu)
+        for k, item in enumerate(items):
+            scores = dict(zip(self.score_dimensions, mu[k].tolist(), strict=True))
+            sigma = dict(zip(self.score_dimensions, log_sigma[k].exp().tolist(), strict=True))
             if self.aggregation:
-                scores["overall"] = overall_score(mu, self.aggregation)
-                sigma["overall"] = _aggregate_sigma(mu, sigma, self.aggregation)
+                scores["overall"] = float(overall_mu[k])
+                sigma["overall"] = float(overall_log_sigma[k].exp())
             results.append(self._result(item, scores, sigma=sigma))
         return results
-
-
-def _aggregate_sigma(mu: dict[str, float], sigma: dict[str, float], rule: str) -> float:
-    """σ of the aggregated score for independent Gaussians: sum → sqrt(Σσ²), mean →
-    sqrt(Σσ²)/n, min → σ of the dimension with the smallest μ."""
-    if rule == "min":
-        return sigma[min(mu, key=mu.__getitem__)]
-    total = math.sqrt(sum(s * s for s in sigma.values()))
-    return total / len(sigma) if rule == "mean" else total
 
 
 class DualScorer(HeadScorer):
