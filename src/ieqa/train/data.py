@@ -192,11 +192,16 @@ class BatchBuilder:
         template: the resolved prompt template.
         scale: the data's score range (targets are rescaled from it).
         explanation_key: ``sample.meta`` key of critique texts.
+        cache_mb: memory budget (MiB) for processed prompts kept across batches (a sample
+            seen again, in a later epoch or pair, skips image loading and the processor);
+            once full, further prompts are processed each time. 0 disables the cache.
     """
 
     def __init__(self, vlm: Any, stage: StageConfig, template: Any, scale: tuple[float, float],
-                 explanation_key: str = "explanation") -> None:
+                 explanation_key: str = "explanation", cache_mb: float = 0.0) -> None:
         self.vlm = vlm
+        self._cache: dict[tuple[int, str | None], dict[str, Any]] = {}
+        self._cache_left = int(cache_mb * 2**20)
         self.stage = stage
         self.template = template
         self.scale = scale
@@ -244,9 +249,22 @@ class BatchBuilder:
                                data_scale=self.scale, key=self.explanation_key)
 
     # -------------------------------------------------------------------- batches
-    def _collate(self, prompts: Sequence[Any], targets: Sequence[list[int] | None]
+    def encoded(self, sample: EditSample, dimension: str | None = None) -> dict[str, Any]:
+        """The processor's output for ``sample``'s prompt, from the cache when it is there.
+        Keys are the sample object and dimension: the samples of a run live as long as it."""
+        key = (id(sample), dimension)
+        hit = self._cache.get(key)
+        if hit is not None:
+            return hit
+        enc = self.vlm.encode_one(self.prompt(sample, dimension))
+        size = sum(v.nbytes for v in enc.values() if torch.is_tensor(v))
+        if size <= self._cache_left:
+            self._cache[key] = enc
+            self._cache_left -= size
+        return enc
+
+    def _collate(self, encoded: Sequence[dict[str, Any]], targets: Sequence[list[int] | None]
                  ) -> dict[str, Any]:
-        encoded = [self.vlm.encode_one(p) for p in prompts]
         conts = [t or [] for t in targets]
         batch = self.vlm.collate(encoded, conts)
         width = batch["input_ids"].shape[1]
@@ -272,7 +290,7 @@ class BatchBuilder:
         prompts, targets, digits = [], [], []
         for sample in samples:
             for dim in self.dimensions:
-                prompts.append(self.prompt(sample, dim))
+                prompts.append(self.encoded(sample, dim))
                 text = self.target_text(sample, dim)
                 ids = self._tokens(text)
                 targets.append(ids)
@@ -305,7 +323,7 @@ class BatchBuilder:
         on the data scale; ``with_text`` adds the critique as labels (ReasonEdit dual)."""
         prompts, conts = [], []
         for sample in samples:
-            prompts.append(self.prompt(sample))
+            prompts.append(self.encoded(sample))
             text = self.critique(sample) if with_text else None
             conts.append(self._tokens(text) if text else None)
         batch = self._collate(prompts, conts)
@@ -318,7 +336,7 @@ class BatchBuilder:
         """The first ``B`` rows are the pairs' ``a`` candidates, the next ``B`` their
         ``b``; ``outcome`` (0: a>b, 1: b>a, 2: tie) and ``weight`` per pair."""
         rows = [samples[p.a] for p in pairs] + [samples[p.b] for p in pairs]
-        batch = self._collate([self.prompt(s) for s in rows], [None] * len(rows))
+        batch = self._collate([self.encoded(s) for s in rows], [None] * len(rows))
         batch["outcome"] = torch.tensor([{"a>b": 0, "b>a": 1, "tie": 2}[p.label] for p in pairs])
         batch["weight"] = torch.tensor([p.weight for p in pairs], dtype=torch.float32)
         return batch

@@ -103,6 +103,10 @@ class DataConfig(_Strict):
         None, description="data score range; default: the samples' meta score_scale, "
         "else their observed min and max")
     explanation_key: str = "explanation"
+    cache_mb: float = Field(
+        1024, ge=0, description="keep up to this many MiB of processed model inputs (token "
+        "ids, pixel values) in memory, so later epochs skip image decoding and the "
+        "processor; 0 turns the cache off")
 
 
 class OptimConfig(_Strict):
