@@ -1,35 +1,30 @@
-"""Fixtures for training tests: a tiny Qwen2-VL and short prompt templates (the built-in
-templates are hundreds of byte-level tokens long, which makes CPU training slow)."""
+"""Fixtures for training tests: a tiny Qwen2-VL, the same model after a short perception
+training, and the tiny-scale settings of :mod:`ieqa.train.tiny`."""
 
 from __future__ import annotations
+
+import time
+from pathlib import Path
 
 import pytest
 
 from ieqa.testing import build_tiny_vlm
+from ieqa.train import load_recipe, train
+from ieqa.train.tiny import SHORT_TEMPLATES, artifacts_world, tiny_recipe
 
-SHORT_HEAD = {"name": "short-head", "description": "short prompt for tiny-model tests",
-              "reference": "tests", "system": None, "output": "text", "scale": None,
-              "user": "<image:source><image:edited>{instruction} Rate it.",
-              "images": ["source", "edited"]}
-SHORT_LEVELS = {**SHORT_HEAD, "name": "short-levels", "output": "levels", "scale": [1, 5],
-                "user": "<image:source><image:edited>{instruction} Rate the {dimension}.",
-                "answer_prefix": "Level:"}
-SHORT_CROP = {**SHORT_LEVELS, "name": "short-crop", "images": ["crop"],
-              "user": "<image:crop>Rate the {dimension} of this region."}
-SHORT_DIGITS = {**SHORT_HEAD, "name": "short-digits", "output": "digits", "scale": [1, 5],
-                "user": "<image:source><image:edited>{instruction} Rate the {dimension}.",
-                "answer_prefix": "{Dimension} score: "}
-SHORT_BOX = {**SHORT_HEAD, "name": "short-box",
-             "user": "<image:source><image:edited>{instruction} Where was it edited?",
-             "answer_prefix": "Region:"}
-SHORT_CRITIQUE = {**SHORT_HEAD, "name": "short-critique",
-                  "user": "<image:source><image:edited>{instruction} Critique the edit."}
+SHORT_HEAD = SHORT_TEMPLATES["head"]
+SHORT_LEVELS = SHORT_TEMPLATES["levels"]
+SHORT_CROP = SHORT_TEMPLATES["crop"]
+SHORT_DIGITS = SHORT_TEMPLATES["digits"]
+SHORT_BOX = SHORT_TEMPLATES["box"]
+SHORT_CRITIQUE = SHORT_TEMPLATES["critique"]
 
-#: The learnable ShapesEdit world (global noise of uniform severity: visual quality and
-#: overall spread over 1-5) at 112 px (16 image tokens per image).
-ARTIFACT_DATA = {"train": {"shapesedit": {"n": 400, "k": 4, "seed": 1, "size": 112,
-                                          "preset": "artifacts", "photo_fraction": 0.0}},
-                 "max_eval_samples": 80}
+#: The learnable ShapesEdit world at 112 px (16 image tokens per image), 400 edits.
+ARTIFACT_DATA = {"train": artifacts_world(400), "max_eval_samples": 80}
+
+#: Perception training of :func:`seeing_vlm`: steps, and the seed of its ShapesEdit set
+#: (the recipe tests use seed 1, so none of their images is seen here).
+PERCEPTION_STEPS, PERCEPTION_SEED = 600, 7
 
 
 @pytest.fixture(scope="session")
@@ -37,10 +32,32 @@ def tiny_train_vlm(tmp_path_factory: pytest.TempPathFactory) -> str:
     return str(build_tiny_vlm(tmp_path_factory.mktemp("train-vlm") / "qwen2-vl", "qwen2-vl"))
 
 
+@pytest.fixture(scope="session")
+def seeing_vlm(tiny_train_vlm: str, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The tiny VLM after perception training, as a backbone for text readouts.
+
+    A real backbone already sees image quality; a random tiny one needs about 1000 steps
+    before any readout can use what it sees. This trains every weight for
+    ``PERCEPTION_STEPS`` steps to regress visual quality through a throwaway MLP head on
+    a disjoint ShapesEdit set, and returns the exported backbone. The LM head never sees
+    an answer format, so text readouts trained from here start at chance.
+    """
+    base = load_recipe({"name": "perception", "model": {"name": tiny_train_vlm},
+                        "data": {"train": "unused"}, "head": {"kind": "regression"},
+                        "stages": [{"name": "perception", "objective": "pointwise",
+                                    "loss": "mse", "dimensions": ["visual_quality"]}]})
+    recipe = tiny_recipe(base, tiny_train_vlm, steps=PERCEPTION_STEPS, seed=PERCEPTION_SEED)
+    t0 = time.perf_counter()
+    result = train(recipe, output_dir=tmp_path_factory.mktemp("perception"), progress=False)
+    after = result.metrics["perception"]["after"]["srcc"]
+    print(f"perception training: {time.perf_counter() - t0:.1f} s, held-out SRCC {after:.3f}")
+    assert after > 0.6, f"perception training reached SRCC {after:.3f} only"
+    return str(Path(result.evaluator_dir) / "model")
+
+
 def tiny_overrides(model: str, **extra: object) -> dict[str, object]:
-    """Overrides that scale a paper recipe down to the tiny model on CPU: every weight
-    trainable (a random tiny backbone learns far faster than through LoRA), a constant
-    learning rate for seconds-long runs, and the learnable ShapesEdit world."""
+    """Overrides for tests that build recipes field by field (resume, CLI): every weight
+    trainable, a constant learning rate and the learnable ShapesEdit world."""
     return {"model": {"name": model, "device": "cpu"}, "adapter": {"kind": "full"},
             "data": ARTIFACT_DATA,
             "optim": {"lr": 3e-4, "batch_size": 16, "grad_accum": 1, "scheduler": "constant",

@@ -1,113 +1,115 @@
-"""Every built-in recipe learns: a tiny Qwen2-VL trained on ShapesEdit on CPU for a few
-hundred steps beats its untrained self on held-out data (SRCC on the trained dimension,
-pair accuracy for ranking recipes). The recipes are the built-in YAML files with
-tiny-scale overrides (tests/train/conftest.py); the paper hyper-parameters are for 7B
-models on GPUs."""
+"""Every built-in recipe learns: a tiny Qwen2-VL trained on ShapesEdit on CPU, with the
+recipe scaled down by :func:`ieqa.train.tiny.tiny_recipe`, beats its untrained self on
+held-out groups (SRCC on the trained dimension, pair accuracy for ranking recipes), and
+exports an evaluator that loads and scores.
+
+Head recipes (EditReward, ReasonEdit SFT, RE-Reward) start from the random tiny VLM. Text
+readouts (DS-IEQA digits, EPAIQA and EditHF levels and boxes) start from ``seeing_vlm``,
+the same model after a short perception training (see its docstring): a random backbone
+sees too little for a readout to learn in seconds. Their readouts still start at chance.
+The numbers each test reaches are printed (``pytest -s``) and listed in the issue notes.
+"""
 
 from __future__ import annotations
 
 import time
 
 import pytest
-from tests.train.conftest import (
-    SHORT_BOX,
-    SHORT_CRITIQUE,
-    SHORT_CROP,
-    SHORT_DIGITS,
-    SHORT_HEAD,
-    SHORT_LEVELS,
-    tiny_overrides,
-)
 
 from ieqa import load_evaluator
-from ieqa.train import load_recipe, train
+from ieqa.train import train
 from ieqa.train.data import load_training_data
+from ieqa.train.tiny import tiny_recipe
+
+pytestmark = pytest.mark.slow
 
 
-def _run(name, tiny_train_vlm, tmp_path, **overrides):
-    recipe = load_recipe(name, {**tiny_overrides(tiny_train_vlm), **overrides})
+def _run(name, model, tmp_path, steps, **kwargs):
+    recipe = tiny_recipe(name, model, steps=steps, **kwargs)
     t0 = time.perf_counter()
     result = train(recipe, output_dir=tmp_path / name, progress=False)
-    print(f"{name}: {time.perf_counter() - t0:.1f} s", result.metrics)
+    runs = result.children or {"": result}
+    for dim, run in runs.items():
+        print(f"{name} {dim}: {time.perf_counter() - t0:.1f} s", {
+            stage: {when: {k: round(v, 3) for k, v in m.items()} for when, m in ms.items()}
+            for stage, ms in run.metrics.items()})
     return recipe, result
 
 
-def _gain(result, stage, metric, dim=None):
-    key = f"{metric}/{dim}" if dim else metric
-    return result.metrics[stage]["before"][key], result.metrics[stage]["after"][key]
+def _gain(result, stage, metric):
+    return result.metrics[stage]["before"][metric], result.metrics[stage]["after"][metric]
 
 
-@pytest.mark.slow
-def test_edithf_levels_then_mse_then_bt(tiny_train_vlm, tmp_path):
-    _, result = _run("edithf", tiny_train_vlm, tmp_path, **{
-        "head.hidden_features": 64, "head.lr": 3e-3,
-        "stages.0.template": SHORT_LEVELS, "stages.0.max_steps": 60,
-        "stages.1.template": SHORT_HEAD, "stages.1.max_steps": 250,
-        "stages.2.template": SHORT_HEAD, "stages.2.max_steps": 60})
-    before, after = _gain(result, "pointwise", "srcc", "overall")
-    assert after >= 0.5 and after > before + 0.3
-    before, after = _gain(result, "pairwise", "pair_accuracy")
-    assert after >= 0.7
-    assert result.evaluator_dir is not None
+def _scores(recipe, evaluator_dir, n=4):
+    scorer = load_evaluator(evaluator_dir)
+    results = scorer.score(load_training_data(recipe.data, 0).eval[:n])
+    assert all(r.ok for r in results)
+    return scorer, results
 
 
-def _smoke(name, tiny_train_vlm, tmp_path, steps=3, **overrides):
-    """A few steps of every stage: the recipe runs end to end and exports an evaluator
-    that loads and scores (learning is shown by the slow tests)."""
-    small = {"data": {**tiny_overrides(tiny_train_vlm)["data"], "max_eval_samples": 8,
-                      "train": {"shapesedit": {"n": 48, "k": 4, "seed": 1, "size": 112,
-                                               "preset": "artifacts", "photo_fraction": 0.0}}}}
-    recipe = load_recipe(name, {**tiny_overrides(tiny_train_vlm), **small, **overrides,
-                                **{f"stages.{i}.max_steps": steps for i in range(8)
-                                   if f"stages.{i}.template" in overrides}})
-    result = train(recipe, output_dir=tmp_path / name, progress=False)
-    for run in result.children.values() or [result]:
-        assert all(loss == loss for _, loss in run.losses)  # finite, not NaN
-        assert len(run.losses) == steps * len(recipe.stages)
-    return recipe, result
-
-
-def test_editreward_gaussian_uncertainty_runs_and_exports(tiny_train_vlm, tmp_path):
-    recipe, result = _smoke("editreward", tiny_train_vlm, tmp_path, **{
-        "head.hidden_features": 32, "stages.0.template": SHORT_HEAD})
-    scorer = load_evaluator(result.evaluator_dir)
-    held_out = load_training_data(recipe.data, 0).eval[:4]
-    scores = scorer.score(held_out)
-    assert all(r.ok and r.sigma for r in scores)
+def test_editreward_gaussian_uncertainty_ranking_learns(tiny_train_vlm, tmp_path):
+    recipe, result = _run("editreward", tiny_train_vlm, tmp_path, steps=250)
+    before, after = _gain(result, "ranking", "pair_accuracy")
+    assert before < 0.65 and after >= 0.8
+    before, after = _gain(result, "ranking", "srcc/visual_quality")
+    assert abs(before) < 0.2 and after >= 0.45
+    scorer, scores = _scores(recipe, result.evaluator_dir)
+    assert scorer.name == "vlm-gaussian" and all(r.sigma for r in scores)
     assert set(scores[0].scores) == {"instruction_alignment", "visual_quality", "overall"}
 
 
-def test_ds_ieqa_per_dimension_tdrl_runs_and_exports(tiny_train_vlm, tmp_path):
-    recipe, result = _smoke("ds-ieqa", tiny_train_vlm, tmp_path, **{
-        "stages.0.template": SHORT_DIGITS,
-        "stages.0.dimensions": ["visual_quality", "overall"]})
-    assert set(result.children) == {"visual_quality", "overall"}
-    scorer = load_evaluator(result.children["overall"].evaluator_dir)
-    assert scorer.score_dimensions == ("overall",)
-    assert scorer.score(load_training_data(recipe.data, 0).eval[:2])[0].ok
-
-
-def test_reasonedit_dual_phases_run_and_export(tiny_train_vlm, tmp_path):
-    _, result = _smoke("reasonedit-sft", tiny_train_vlm, tmp_path, **{
-        "model": {"name": tiny_train_vlm, "device": "cpu"}, "head.hidden_features": 32,
-        **{f"stages.{i}.template": SHORT_CRITIQUE for i in range(3)}})
+def test_reasonedit_dual_phases_learn(tiny_train_vlm, tmp_path):
+    # at this scale the CE of the critique (~150 byte tokens) swamps the Huber term of the
+    # head; the paper's weights were lost from its tables, so the test sets 0.1
+    weights = {f"stages.{i}.text_weight": 0.1 for i in range(3)}
+    recipe, result = _run("reasonedit-sft", tiny_train_vlm, tmp_path, steps=[100, 100, 100],
+                          overrides=weights)
     assert list(result.metrics) == ["warmup", "mixed", "refresh"]
-    assert load_evaluator(result.evaluator_dir).name == "vlm-dual"
+    # (instruction alignment and content preservation are constant in this world)
+    before = result.metrics["warmup"]["before"]["srcc/visual_quality"]
+    after = result.metrics["refresh"]["after"]["srcc/visual_quality"]
+    assert abs(before) < 0.2 and after >= 0.45
+    scorer, _ = _scores(recipe, result.evaluator_dir, n=2)
+    assert scorer.name == "vlm-dual"
 
 
-def test_epaiqa_grounding_then_levels_on_the_crop(tiny_train_vlm, tmp_path):
-    _, result = _smoke("epaiqa", tiny_train_vlm, tmp_path, **{
-        "stages.0.template": SHORT_BOX, "stages.1.template": SHORT_LEVELS,
-        "stages.1.labels": {"harmony": "visual_quality"},
-        "stages.2.template": SHORT_CROP,
-        "stages.2.labels": {"local_naturalness": "visual_quality"}})
-    assert 0.0 <= result.metrics["grounding"]["after"]["iou"] <= 1.0
-    assert load_evaluator(result.evaluator_dir).name == "vlm-levels"
+def test_re_reward_queue_loss_with_stratified_epochs_learns(tiny_train_vlm, tmp_path):
+    recipe, result = _run("re-reward", tiny_train_vlm, tmp_path, steps=250)
+    before, after = _gain(result, "reward", "srcc")
+    assert abs(before) < 0.3 and after >= 0.45
+    scorer, scores = _scores(recipe, result.evaluator_dir)
+    assert scorer.name == "vlm-head"
+    assert set(scores[0].scores) >= {"logicality", "accuracy", "usefulness"}
 
 
-def test_re_reward_queue_loss_with_stratified_epochs(tiny_train_vlm, tmp_path):
-    _, result = _smoke("re-reward", tiny_train_vlm, tmp_path, **{
-        "head.hidden_features": 32, "stages.0.template": SHORT_HEAD,
-        "stages.0.dimensions": ["visual_quality", "overall"],
-        "stages.0.sampler_args": {"max_pairs_per_source": 2, "max_texts_per_pair": 1}})
-    assert load_evaluator(result.evaluator_dir).name == "vlm-head"
+def test_ds_ieqa_per_dimension_tdrl_learns(seeing_vlm, tmp_path):
+    # one model per dimension; the only one of the recipe's three that varies in this world
+    recipe, result = _run("ds-ieqa", seeing_vlm, tmp_path, steps=150,
+                          dimensions=["visual_quality"])
+    assert set(result.children) == {"visual_quality"}
+    before, after = _gain(result.children["visual_quality"], "tdrl", "srcc")
+    assert before < 0.1 and after >= 0.25 and after > before + 0.3
+    scorer, _ = _scores(recipe, result.children["visual_quality"].evaluator_dir, n=2)
+    assert scorer.name == "vlm-digits" and scorer.score_dimensions == ("visual_quality",)
+
+
+def test_epaiqa_grounding_then_levels_on_the_crop_learn(seeing_vlm, tmp_path):
+    recipe, result = _run("epaiqa", seeing_vlm, tmp_path, steps=[150, 150, 150])
+    before, after = _gain(result, "grounding", "iou")
+    assert before == 0.0 and after > 0.05
+    before, after = _gain(result, "harmony", "srcc")
+    assert before < 0.2 and after >= 0.4
+    # naturalness starts from the level readout harmony trained, on the crop
+    before, after = _gain(result, "naturalness", "srcc")
+    assert after >= 0.4 and after > before
+    scorer, _ = _scores(recipe, result.evaluator_dir, n=2)
+    assert scorer.name == "vlm-levels"
+
+
+def test_edithf_levels_then_mse_then_bt_learns(seeing_vlm, tmp_path):
+    _, result = _run("edithf", seeing_vlm, tmp_path, steps=[50, 100, 50])
+    before, after = _gain(result, "textual", "srcc")
+    assert before < 0.1 and after >= 0.4
+    assert _gain(result, "pointwise", "srcc")[1] >= 0.8
+    assert _gain(result, "pairwise", "pair_accuracy")[1] >= 0.8
+    assert result.evaluator_dir is not None

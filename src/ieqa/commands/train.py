@@ -76,3 +76,29 @@ def command(
             console.print(f"evaluator: [bold]{run.evaluator_dir}[/bold] (ieqa score --checkpoint "
                           f"{run.evaluator_dir} ...)")
     console.print(f"metrics log: {result.output_dir}")
+
+
+def train_demo(out: Path, recipe: str = "editreward", steps: int = 500,
+               progress: bool = True) -> Any:
+    """The training part of ``ieqa demo``: build a tiny random VLM in ``out/tiny-vlm``,
+    train it with ``recipe`` scaled down by :func:`ieqa.train.tiny.tiny_recipe` for
+    ``steps`` steps per stage on a generated ShapesEdit set, print the held-out metrics
+    before and after, and return the :class:`~ieqa.train.TrainResult`."""
+    from ieqa.testing import build_tiny_vlm
+    from ieqa.train import train
+    from ieqa.train.tiny import tiny_recipe
+
+    model = build_tiny_vlm(out / "tiny-vlm", "qwen2-vl", overwrite=True)
+    spec = tiny_recipe(recipe, model, steps=steps, dimensions=["visual_quality", "overall"],
+                       overrides={"output.dir": str(out / "train")})
+    console.print(f"recipe [bold]{spec.name}[/bold] on a tiny random Qwen2-VL ({model}); "
+                  f"{steps} steps per stage on ShapesEdit (artifacts world), CPU")
+    result = train(spec, output_dir=out / "train", on_log=_on_log, progress=progress)
+    for dim, run in (result.children or {"": result}).items():
+        if dim:
+            console.rule(dim)
+        print_metrics(run.metrics)
+        first, last = next(iter(run.metrics.values())), list(run.metrics.values())[-1]
+        console.print(f"held-out SRCC {_fmt(first['before'].get('srcc'))} before training, "
+                      f"{_fmt(last['after'].get('srcc'))} after")
+    return result
