@@ -151,7 +151,7 @@ def demo(
     train_recipe: str = typer.Option("editreward", "--train-recipe", help="Recipe the demo "
                                      "trains a tiny VLM with (ieqa list recipes); 'none' skips training."),
     train_steps: int = typer.Option(500, "--train-steps", min=1, help="Training steps per "
-                                    "stage (500: about two minutes on two CPU cores)."),
+                                    "stage (500: about a minute on two CPU cores)."),
 ) -> None:
     """Run the end-to-end demo: generate a ShapesEdit set, score it with `classic`,
     benchmark the scores against the ground truth and write the HTML report; then train a
