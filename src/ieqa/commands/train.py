@@ -89,8 +89,7 @@ def train_demo(out: Path, recipe: str = "editreward", steps: int = 500,
     from ieqa.train.tiny import tiny_recipe
 
     model = build_tiny_vlm(out / "tiny-vlm", "qwen2-vl", overwrite=True)
-    spec = tiny_recipe(recipe, model, steps=steps, dimensions=["visual_quality", "overall"],
-                       overrides={"output.dir": str(out / "train")})
+    spec = tiny_recipe(recipe, model, steps=steps, dimensions=["visual_quality", "overall"])
     console.print(f"recipe [bold]{spec.name}[/bold] on a tiny random Qwen2-VL ({model}); "
                   f"{steps} steps per stage on ShapesEdit (artifacts world), CPU")
     result = train(spec, output_dir=out / "train", on_log=_on_log, progress=progress)
