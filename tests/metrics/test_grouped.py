@@ -116,9 +116,50 @@ def test_float64_fallback_for_many_distinct_values():
     pred, target, gid = _random_groups(3)
     p = grouped_mod._dense_ranks(pred)
     t = grouped_mod._dense_ranks(target)
-    lay = grouped_mod._layout(gid)
-    big = grouped_mod._pair_counts(p + 2**25, t + 2**26, lay)  # not exact in float32
-    np.testing.assert_array_equal(big, grouped_mod._pair_counts(p, t, lay))
+    big, _ = grouped_mod._pair_counts(p + 2**25, t + 2**26, gid)  # not exact in float32
+    np.testing.assert_array_equal(big, grouped_mod._pair_counts(p, t, gid)[0])
+
+
+@pytest.mark.parametrize(
+    "to_ids",
+    [
+        lambda codes: codes.astype(np.int8) - 60,  # small dtype, negative ids
+        lambda codes: codes * 7 + 3,  # a dense-enough range with unused codes
+        lambda codes: codes.astype(np.int64) * 10**12 - 5,  # sparse: numbered by np.unique
+        lambda codes: codes.astype(np.uint64) + np.uint64(2**63 + 11),  # beyond int64
+    ],
+    ids=["int8", "strided", "sparse", "uint64"],
+)
+def test_integer_group_ids_match_string_ids(to_ids):
+    pred, target, gid = _random_groups(7)
+    distinct, codes = np.unique(gid, return_inverse=True)
+    ids = to_ids(codes)
+    ref_acc = grouped_pair_accuracy(pred, target, gid, pred_ties="half")
+    ref_srcc = grouped_srcc(pred, target, gid)
+    acc = grouped_pair_accuracy(pred, target, ids, pred_ties="half")
+    srcc = grouped_srcc(pred, target, ids)
+    expected_ids = to_ids(np.arange(len(distinct)))
+    for res, ref in ((acc, ref_acc), (srcc, ref_srcc)):
+        np.testing.assert_array_equal(res.group_ids, expected_ids)
+        assert res.group_ids.dtype == ids.dtype
+        np.testing.assert_array_equal(res.per_group, ref.per_group)
+        assert (res.value, res.n_groups, res.n_skipped) == (ref.value, ref.n_groups, ref.n_skipped)
+
+
+def test_lexsort_fallback_when_keys_do_not_pack(monkeypatch):
+    pred, target, gid = _random_groups(8)
+    p, t = grouped_mod._dense_ranks(pred), grouped_mod._dense_ranks(target)
+    packed, grp = grouped_mod._pair_counts(p, t, gid)
+    # codes too wide to pack (group, t, p) into one int64: np.lexsort path
+    wide, grp_wide = grouped_mod._pair_counts(p + 2**40, t + 2**41, gid)
+    np.testing.assert_array_equal(wide, packed)
+    np.testing.assert_array_equal(grp_wide.ids, grp.ids)
+    ref = grouped_srcc(pred, target, gid)
+    monkeypatch.setattr(grouped_mod, "_argsort_bounded",
+                        lambda key, bound: (np.argsort(key, kind="stable"),
+                                            np.sort(key, kind="stable")))
+    np.testing.assert_allclose(grouped_srcc(pred, target, gid).per_group, ref.per_group,
+                               atol=1e-12, equal_nan=True)
 
 
 def test_kendall_path_handles_constant_pred():

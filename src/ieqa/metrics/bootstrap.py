@@ -8,15 +8,14 @@ from collections.abc import Callable
 import numpy as np
 
 from ieqa.metrics._checks import MetricInputError, as_1d, as_1d_float, check_same_length
+from ieqa.metrics.grouped import _layout
 
 
 def _group_layout(groups: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(order, starts, sizes)``: ``order`` sorts items by group; group g's items are
-    ``order[starts[g] : starts[g] + sizes[g]]``."""
-    _, inverse, sizes = np.unique(groups, return_inverse=True, return_counts=True)
-    order = np.argsort(inverse, kind="stable")
-    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
-    return order, starts, sizes
+    """``(order, starts, sizes)``: ``order`` sorts items by group (stable); group g's items
+    are ``order[starts[g] : starts[g] + sizes[g]]``."""
+    lay = _layout(groups)
+    return lay.order, lay.starts, lay.sizes
 
 
 def _resample_groups(rng, order, starts, sizes) -> tuple[np.ndarray, np.ndarray]:

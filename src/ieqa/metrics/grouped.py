@@ -5,12 +5,15 @@
 * :func:`multiway_accuracy` / :func:`full_ranking_accuracy` — a K-candidate group is
   right only if all its K(K-1)/2 relations are right (EditReward-Bench K=2/3/4).
 
-Nothing loops over groups in Python: groups are laid out contiguously by one sort; ranks
-come from one integer sort on (group, value) codes, per-group sums from ``np.bincount``,
-and pair comparisons from
-``(g, k, k)`` broadcasts batched by group size (groups larger than
-``_BROADCAST_MAX_SIZE`` use an O(k log k) Kendall count instead). 1M edits in 44K groups
-(29M pairs) take well under a second on 2 cores (benchmarks/metrics_scale.py).
+Nothing loops over groups in Python. Every sort is one ``np.sort`` of packed int64 keys
+(group code, dense value codes and, where an order is needed, the item index, packed into
+one integer when they fit; ``np.lexsort``/``np.argsort`` otherwise), which is several
+times faster than ``np.argsort``: groups are laid out contiguously by it, average ranks
+come from one sort on (group, value), tie counts from run lengths of sorted keys,
+per-group sums from ``np.bincount``, and concordant pairs from ``(k, k, g)`` broadcasts
+batched by group size (groups larger than ``_BROADCAST_MAX_SIZE`` use an O(k log k)
+Kendall count instead). 1M edits in 44K groups (29M pairs) take 0.15-0.2 s each
+on 2 cores (benchmarks/metrics_scale.py).
 
 Grouped functions return a :class:`GroupedResult`: ``value`` (also ``float(result)``),
 how many groups contributed and how many were skipped, and the per-group values.
@@ -63,17 +66,72 @@ class _Layout(NamedTuple):
     ids: np.ndarray  # distinct group ids, sorted
 
 
+class _GroupCodes(NamedTuple):
+    """Order-preserving int64 codes of group ids: ``codes`` in [0, ``span``); a code
+    decodes to ``offset + code`` (integer ids) or ``distinct[code]`` (any other ids)."""
+
+    codes: np.ndarray
+    span: int
+    offset: object
+    distinct: np.ndarray | None
+    dtype: np.dtype
+
+    def decode(self, codes: np.ndarray) -> np.ndarray:
+        if self.distinct is not None:
+            return self.distinct[codes]
+        return (self.offset + codes.astype(np.asarray(self.offset).dtype)).astype(self.dtype)
+
+
+def _group_codes(group_ids: np.ndarray) -> _GroupCodes:
+    """Integer ids whose range is at most about twice their count are their own codes
+    (shifted to start at 0; unused codes are fine); other ids are numbered by
+    ``np.unique`` (one sort)."""
+    g, dtype = group_ids, group_ids.dtype
+    if g.dtype.kind in "iu" and len(g):
+        if g.dtype.itemsize < 8:
+            g = g.astype(np.int64)
+        lo, hi = g.min(), g.max()
+        span = int(hi) - int(lo) + 1
+        if span <= 2 * len(g) + 1024:
+            return _GroupCodes((g - lo).astype(np.int64), span, lo, None, dtype)
+    distinct, codes = np.unique(g, return_inverse=True)
+    return _GroupCodes(codes.reshape(-1).astype(np.int64), len(distinct), None, distinct,
+                       dtype)
+
+
+def _argsort_bounded(key: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(order, key[order])`` for non-negative integer keys below ``bound``: a stable
+    argsort. When ``bound * len(key)`` fits in int64 the item index is packed under the
+    key and one ``np.sort`` does it (several times faster than ``np.argsort``)."""
+    n = len(key)
+    if float(bound) * n < 2.0**63:
+        packed = key.astype(np.int64) * n + np.arange(n, dtype=np.int64)
+        packed.sort()
+        return packed % n, packed // n
+    order = np.argsort(key, kind="stable")
+    return order, key[order]
+
+
+def _run_starts(*sorted_keys: np.ndarray) -> np.ndarray:
+    """True where any of the equally long ``sorted_keys`` differs from the item before
+    (and at the first item)."""
+    new = np.ones(len(sorted_keys[0]), dtype=bool)
+    if len(new) > 1:
+        new[1:] = sorted_keys[0][1:] != sorted_keys[0][:-1]
+        for k in sorted_keys[1:]:
+            new[1:] |= k[1:] != k[:-1]
+    return new
+
+
 def _layout(group_ids: np.ndarray) -> _Layout:
-    order = np.argsort(group_ids)  # order inside a group is irrelevant to every metric
-    sorted_ids = group_ids[order]
-    new = np.empty(len(order), dtype=bool)
-    new[:1] = True
-    new[1:] = sorted_ids[1:] != sorted_ids[:-1]
+    gc = _group_codes(group_ids)
+    order, sorted_codes = _argsort_bounded(gc.codes, gc.span)
+    new = _run_starts(sorted_codes)
     starts = np.flatnonzero(new)
     sizes = np.diff(np.append(starts, len(order)))
     codes = np.empty(len(order), dtype=np.int64)
     codes[order] = np.cumsum(new) - 1
-    return _Layout(codes, order, starts, sizes, sorted_ids[starts])
+    return _Layout(codes, order, starts, sizes, gc.decode(sorted_codes[starts]))
 
 
 def _prepare(
@@ -83,7 +141,9 @@ def _prepare(
     *,
     nan_policy: str,
     higher_better: bool,
-) -> tuple[np.ndarray, np.ndarray, _Layout]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Validated ``(pred, target, group_ids)``, NaN rows dropped under ``"omit"``, pred
+    negated when lower is better."""
     p = as_1d_float(pred, "pred")
     t = as_1d_float(target, "target")
     g = as_1d(group_ids, "group_ids")
@@ -95,7 +155,7 @@ def _prepare(
         p, t, g = p[keep], t[keep], g[keep]
         if len(p) == 0:
             raise MetricInputError("no items left after dropping NaN pairs")
-    return (p if higher_better else -p), t, _layout(g)
+    return (p if higher_better else -p), t, g
 
 
 def _size_batches(sizes: np.ndarray, min_size: int = 2) -> Iterator[tuple[int, np.ndarray]]:
@@ -120,25 +180,23 @@ def _block(values_sorted: np.ndarray, starts: np.ndarray, k: int, codes: np.ndar
 # ------------------------------------------------------------------------- group SRCC
 
 
-def _centred_group_ranks(dense: np.ndarray, lay: _Layout) -> np.ndarray:
+def _centred_group_ranks(dense: np.ndarray, gc: _GroupCodes, sizes: np.ndarray) -> np.ndarray:
     """Average ranks (ties share their mean) inside each group, minus the group's mean
     rank (k+1)/2 — ready for a per-group Pearson of ranks. ``dense`` holds order-preserving
     integer codes of the values (:func:`_dense_ranks`), so one integer sort on
-    (group, value) does it."""
+    (group, value) does it; ``sizes[c]`` is the number of items with group code c."""
     n = len(dense)
-    key = lay.codes * (int(dense.max()) + 1) + dense
-    order = np.argsort(key)
-    ks, cs = key[order], lay.codes[order]
-    new_run = np.empty(n, dtype=bool)
-    new_run[:1] = True
-    new_run[1:] = ks[1:] != ks[:-1]
+    radix = int(dense.max()) + 1
+    order, ks = _argsort_bounded(gc.codes * radix + dense, gc.span * radix)
+    cs = ks // radix
+    new_run = _run_starts(ks)
     run_first = np.flatnonzero(new_run)
     run_last = np.append(run_first[1:], n) - 1
-    group_first = lay.starts[cs[run_first]]  # groups are contiguous in this order too
-    avg_rank = (run_first + run_last) / 2.0 - group_first + 1.0
+    code_first = np.cumsum(sizes) - sizes  # groups are contiguous in sorted order
+    avg_rank = (run_first + run_last) / 2.0 - code_first[cs[run_first]] + 1.0
     rank_sorted = np.repeat(avg_rank, run_last - run_first + 1)
     out = np.empty(n)
-    out[order] = rank_sorted - (lay.sizes[cs] + 1) / 2.0
+    out[order] = rank_sorted - (sizes[cs] + 1) / 2.0
     return out
 
 
@@ -162,19 +220,21 @@ def grouped_srcc(
     check_choice(average, "average", ("mean", "fisher_z"))
     if min_size < 2:
         raise MetricInputError(f"min_size must be >= 2, got {min_size}")
-    p, t, lay = _prepare(
+    p, t, g = _prepare(
         pred, target, group_ids, nan_policy=nan_policy, higher_better=higher_better
     )
-    rp = _centred_group_ranks(_dense_ranks(p), lay)
-    rt = _centred_group_ranks(_dense_ranks(t), lay)
-    n_groups = len(lay.sizes)
-    sxy = np.bincount(lay.codes, weights=rp * rt, minlength=n_groups)
-    sxx = np.bincount(lay.codes, weights=rp * rp, minlength=n_groups)
-    syy = np.bincount(lay.codes, weights=rt * rt, minlength=n_groups)
-    ok = (lay.sizes >= min_size) & (sxx > 0) & (syy > 0)
-    per_group = np.full(n_groups, np.nan)
+    gc = _group_codes(g)
+    code_sizes = np.bincount(gc.codes, minlength=gc.span)
+    rp = _centred_group_ranks(_dense_ranks(p), gc, code_sizes)
+    rt = _centred_group_ranks(_dense_ranks(t), gc, code_sizes)
+    present = np.flatnonzero(code_sizes)  # integer ids may leave codes unused
+    sxy = np.bincount(gc.codes, weights=rp * rt, minlength=gc.span)[present]
+    sxx = np.bincount(gc.codes, weights=rp * rp, minlength=gc.span)[present]
+    syy = np.bincount(gc.codes, weights=rt * rt, minlength=gc.span)[present]
+    ok = (code_sizes[present] >= min_size) & (sxx > 0) & (syy > 0)
+    per_group = np.full(len(present), np.nan)
     per_group[ok] = np.clip(sxy[ok] / np.sqrt(sxx[ok] * syy[ok]), -1.0, 1.0)
-    return _summarise(per_group, ok, lay.ids, average, "grouped_srcc")
+    return _summarise(per_group, ok, gc.decode(present), average, "grouped_srcc")
 
 
 def _summarise(per_group, ok, ids, average, what) -> GroupedResult:
@@ -191,20 +251,39 @@ def _summarise(per_group, ok, ids, average, what) -> GroupedResult:
 # ----------------------------------------------------------------- group pair accuracy
 
 
-def _concordant_broadcast(p, t, lay, conc) -> None:
+class _Groups(NamedTuple):
+    """Groups laid out contiguously: group i holds positions ``starts[i]`` to
+    ``starts[i] + sizes[i]``; ``ids`` are the distinct group ids, sorted."""
+
+    starts: np.ndarray
+    sizes: np.ndarray
+    ids: np.ndarray
+
+
+def _concordant_broadcast(ps: np.ndarray, ts: np.ndarray, grp: _Groups, conc: np.ndarray) -> None:
     """Fill ``conc[g]`` with the concordant pairs of each group of at most
     ``_BROADCAST_MAX_SIZE`` items: ordered pairs with ``p_i > p_j`` and ``t_i > t_j`` (each
-    concordant unordered pair is exactly one such ordered pair). ``p`` and ``t`` are dense
-    integer ranks, compared as int32 (exact); one boolean pass per comparison."""
-    ps, ts = p[lay.order].astype(np.int32), t[lay.order].astype(np.int32)
+    concordant unordered pair is exactly one such ordered pair). ``ps`` and ``ts`` are dense
+    integer codes laid out group by group, compared as int32 when they fit. A batch of g groups
+    of size k is compared as a ``(k, k, g)`` block when g >= k (the group axis innermost:
+    long contiguous loops) and as ``(g, k, k)`` otherwise."""
+    if max(int(ps.max(initial=0)), int(ts.max(initial=0))) < 2**31:
+        ps, ts = ps.astype(np.int32), ts.astype(np.int32)
 
     def batch(k: int, codes: np.ndarray) -> None:
-        bp, bt = _block(ps, lay.starts, k, codes), _block(ts, lay.starts, k, codes)
-        both = bp[:, :, None] > bp[:, None, :]
-        both &= bt[:, :, None] > bt[:, None, :]
-        conc[codes] = both.view(np.uint8).reshape(len(codes), -1).sum(axis=1, dtype=np.int64)
+        bp, bt = _block(ps, grp.starts, k, codes), _block(ts, grp.starts, k, codes)
+        g = len(codes)
+        if g >= k:
+            bp, bt = np.ascontiguousarray(bp.T), np.ascontiguousarray(bt.T)
+            both = bp[:, None, :] > bp[None, :, :]
+            both &= bt[:, None, :] > bt[None, :, :]
+            conc[codes] = np.add.reduce(both.reshape(k * k, g), axis=0, dtype=np.int64)
+        else:
+            both = bp[:, :, None] > bp[:, None, :]
+            both &= bt[:, :, None] > bt[:, None, :]
+            conc[codes] = both.view(np.uint8).reshape(g, -1).sum(axis=1, dtype=np.int64)
 
-    batches = list(_size_batches(lay.sizes))
+    batches = list(_size_batches(grp.sizes))
     if len(batches) < 8:
         for k, codes in batches:
             batch(k, codes)
@@ -214,31 +293,32 @@ def _concordant_broadcast(p, t, lay, conc) -> None:
         list(pool.map(lambda kc: batch(*kc), batches))
 
 
-def _tied_pairs_per_group(lay: _Layout, *dense: np.ndarray) -> np.ndarray:
-    """Per group, the pairs tied in every one of the integer arrays ``dense`` at once.
-
-    The group code and the values are packed into one int64 key (a lexsort when they do
-    not fit), sorted, and the runs of equal keys counted: O(n log n) for all groups."""
-    radices = [int(d.max(initial=0)) + 1 for d in dense]
-    if len(lay.sizes) * float(np.prod(radices, dtype=float)) < 2.0**62:
-        key = lay.codes.astype(np.int64)
-        for d, r in zip(dense, radices, strict=True):
-            key = key * r + d
-        key.sort()
-        new_run = np.ones(len(key), dtype=bool)
-        new_run[1:] = key[1:] != key[:-1]
-        first = np.flatnonzero(new_run)
-        group = key[first] // int(np.prod(radices))
-    else:
-        order = np.lexsort((*dense[::-1], lay.codes))
-        keys = [lay.codes[order], *(d[order] for d in dense)]
-        new_run = np.ones(len(order), dtype=bool)
-        new_run[1:] = np.any([k[1:] != k[:-1] for k in keys], axis=0)
-        first = np.flatnonzero(new_run)
-        group = keys[0][first]
+def _pairs_in_runs(new_run: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Per group, the pairs inside runs of equal keys in a group-sorted sequence:
+    ``new_run[i]`` is True where a run starts; every group start ``starts[g]`` must start
+    a run (runs never cross a group boundary)."""
+    first = np.flatnonzero(new_run)
     length = np.diff(np.append(first, len(new_run)))
-    return np.bincount(group, weights=length * (length - 1) // 2,
-                       minlength=len(lay.sizes)).astype(np.int64)
+    return np.add.reduceat(length * (length - 1) // 2, np.searchsorted(first, starts))
+
+
+def _sort_codes_and(gc: _GroupCodes, *dense: np.ndarray) -> list[np.ndarray]:
+    """``[codes, *dense]`` reordered by (group code, dense[0], dense[1], ...). One
+    ``np.sort`` of a packed key when they fit in int64, ``np.lexsort`` otherwise."""
+    radices = [int(d.max(initial=0)) + 1 for d in dense]
+    if gc.span * float(np.prod(radices, dtype=float)) < 2.0**62:
+        key = gc.codes.copy()
+        for d, r in zip(dense, radices, strict=True):
+            key *= r
+            key += d
+        key.sort()
+        out = []
+        for r in reversed(radices):
+            key, value = np.divmod(key, r)
+            out.append(value)
+        return [key, *out[::-1]]
+    order = np.lexsort((*dense[::-1], gc.codes))
+    return [gc.codes[order], *(d[order] for d in dense)]
 
 
 def _tied_pairs(*arrays: np.ndarray) -> int:
@@ -263,20 +343,34 @@ def _pair_counts_kendall(p: np.ndarray, t: np.ndarray) -> tuple[int, int, int]:
     return (c_plus_d + c_minus_d) // 2, pred_tied, valid
 
 
-def _pair_counts(p: np.ndarray, t: np.ndarray, lay: _Layout) -> np.ndarray:
+def _pair_counts(p: np.ndarray, t: np.ndarray, group_ids: np.ndarray
+                 ) -> tuple[np.ndarray, _Groups]:
     """``(concordant, pred-tied, untied-target)`` pairs per group (rows of a (3, G) array)
-    from order-preserving integer codes ``p`` and ``t`` (:func:`_dense_ranks`)."""
-    total = lay.sizes * (lay.sizes - 1) // 2
-    t_ties = _tied_pairs_per_group(lay, t)
-    counts = np.zeros((3, len(lay.sizes)), dtype=np.int64)
-    counts[2] = total - t_ties
+    from order-preserving integer codes ``p`` and ``t`` (:func:`_dense_ranks`), and the
+    groups they belong to.
+
+    One sort by (group, t, p) lays the groups out and gives the target ties (runs of
+    equal t), the joint ties (runs of equal (t, p)) and the group-contiguous values the
+    concordance count broadcasts over; a second sort by (group, p) gives the prediction
+    ties, only when some predictions tie."""
+    gc = _group_codes(group_ids)
+    cs, ts, ps = _sort_codes_and(gc, t, p)
+    group_start = _run_starts(cs)
+    starts = np.flatnonzero(group_start)
+    grp = _Groups(starts, np.diff(np.append(starts, len(cs))), gc.decode(cs[starts]))
+    total = grp.sizes * (grp.sizes - 1) // 2
+    counts = np.zeros((3, len(starts)), dtype=np.int64)
+    t_runs = _run_starts(ts) | group_start
+    counts[2] = total - _pairs_in_runs(t_runs, starts)
     if len(p) and int(p.max()) - int(p.min()) + 1 < len(p):  # dense ranks: some predictions tie
-        counts[1] = _tied_pairs_per_group(lay, p) - _tied_pairs_per_group(lay, p, t)
-    _concordant_broadcast(p, t, lay, counts[0])
-    for g in np.flatnonzero(lay.sizes > _BROADCAST_MAX_SIZE):
-        idx = lay.order[lay.starts[g] : lay.starts[g] + lay.sizes[g]]
-        counts[:, g] = _pair_counts_kendall(p[idx], t[idx])
-    return counts
+        cs2, p_only = _sort_codes_and(gc, p)
+        joint = _pairs_in_runs(t_runs | _run_starts(ps), starts)
+        counts[1] = _pairs_in_runs(_run_starts(cs2, p_only), starts) - joint
+    _concordant_broadcast(ps, ts, grp, counts[0])
+    for g in np.flatnonzero(grp.sizes > _BROADCAST_MAX_SIZE):
+        sl = slice(grp.starts[g], grp.starts[g] + grp.sizes[g])
+        counts[:, g] = _pair_counts_kendall(ps[sl], ts[sl])
+    return counts, grp
 
 
 def _dense_ranks(x: np.ndarray) -> np.ndarray:
@@ -303,10 +397,10 @@ def grouped_pair_accuracy(
     """
     check_choice(pred_ties, "pred_ties", ("wrong", "half"))
     check_choice(average, "average", ("pairs", "groups"))
-    p, t, lay = _prepare(
+    p, t, g = _prepare(
         pred, target, group_ids, nan_policy=nan_policy, higher_better=higher_better
     )
-    conc, tied, valid = _pair_counts(_dense_ranks(p), _dense_ranks(t), lay)
+    (conc, tied, valid), grp = _pair_counts(_dense_ranks(p), _dense_ranks(t), g)
     credit = conc + (0.5 * tied if pred_ties == "half" else 0.0)
     ok = valid > 0
     per_group = np.full(len(valid), np.nan)
@@ -314,9 +408,9 @@ def grouped_pair_accuracy(
     if not ok.any():
         raise MetricInputError("grouped_pair_accuracy: no group has a pair with distinct targets")
     if average == "groups":
-        return _summarise(per_group, ok, lay.ids, "mean", "grouped_pair_accuracy")
+        return _summarise(per_group, ok, grp.ids, "mean", "grouped_pair_accuracy")
     value = float(credit[ok].sum() / valid[ok].sum())
-    return GroupedResult(value, int(ok.sum()), int((~ok).sum()), per_group, lay.ids)
+    return GroupedResult(value, int(ok.sum()), int((~ok).sum()), per_group, grp.ids)
 
 
 def grouped_pair_counts(
@@ -324,9 +418,9 @@ def grouped_pair_counts(
 ) -> dict[str, int]:
     """Total within-group pair counts: ``pairs`` (all), ``untied`` (distinct targets),
     ``concordant`` and ``pred_tied`` (of the untied ones). NaN raises."""
-    p, t, lay = _prepare(pred, target, group_ids, nan_policy="raise", higher_better=higher_better)
-    conc, tied, valid = _pair_counts(_dense_ranks(p), _dense_ranks(t), lay)
-    pairs = int((lay.sizes * (lay.sizes - 1) // 2).sum())
+    p, t, g = _prepare(pred, target, group_ids, nan_policy="raise", higher_better=higher_better)
+    (conc, tied, valid), grp = _pair_counts(_dense_ranks(p), _dense_ranks(t), g)
+    pairs = int((grp.sizes * (grp.sizes - 1) // 2).sum())
     return {
         "pairs": pairs,
         "untied": int(valid.sum()),
