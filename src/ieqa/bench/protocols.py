@@ -12,7 +12,8 @@ hand) gets the generic set of its protocol (the ``manifest`` entries).
 :func:`protocol_table` flattens the table into rows (also rendered into the README with
 :func:`protocol_markdown`).
 
-Conventions of the computations (see :mod:`ieqa.bench.run`):
+Conventions of the computations (see :mod:`ieqa.bench.run`, :mod:`ieqa.bench.pointwise`,
+:mod:`ieqa.bench.preferences`, :mod:`ieqa.bench.multiway` and :mod:`ieqa.bench.judge`):
 
 * Pointwise correlations are computed per dimension on the items that have both a
   prediction and a human score. SRCC/KRCC use raw predictions.
@@ -44,7 +45,9 @@ class MetricSpec:
     Attributes:
         name: the metric's id in results (``BenchResult.rows[i].metric``).
         label: a human-readable name.
-        kind: which computation of :mod:`ieqa.bench.run` produces it.
+        kind: which computation produces it (a pointwise kind of
+            :mod:`ieqa.bench.pointwise`, a preference kind of :mod:`ieqa.bench.preferences`,
+            or a judge metric of :mod:`ieqa.bench.judge`).
         per: what one value covers (``"dimension"``, ``"task"``, ``"K"``, ...).
         ties: how human and model ties are treated.
         plcc: the PLCC variant (``"raw"``, ``"logistic4"``) or ``"-"``.
