@@ -3,24 +3,38 @@
 For one (source, edited) pair (the edited image is resized to the source's size when
 they differ):
 
-1. **Edit region** — :func:`~ieqa.scorers.classic.region.estimate_edit_region` finds
-   what changed; the *edit* is taken to be its largest connected component (its tight box
-   is reported as ``region``), grown by ``pad`` (a fraction of the longer side).
+1. **Scope of the request** — :func:`~ieqa.scorers.classic.scope.parse_scope` reads the
+   instruction with a small English lexicon (no model): ``global`` (a photometric
+   operation on the whole image: brighter/darker, contrast, black and white, sepia,
+   posterize, blur), ``background`` (such an operation on the background), ``move`` (an
+   object relocated) or ``local`` (anything else). ``instruction_aware=False`` treats
+   every instruction as ``local`` (an instruction-blind measure).
 
-2. **content_preservation** (``CP``) — a full-reference comparison outside the edit:
-   both images are low-passed (Gaussian, ``sigma`` px, so noise, JPEG and resampling
-   barely count), the per-pixel change is ``d = max over RGB |source - edited|`` (0-1),
-   and the unintended change is ``u = mean over the image of min(1, max(0, d - floor) / 0.3)``
-   counting only pixels outside the edit (inside it counts 0). Then
-   ``CP = 1 + 4 / (1 + u / 0.1)``: 5 when nothing outside the edit changed, 3 when a
-   tenth of the image changed completely (``u = 0.1``), towards 1 as everything changed.
-   This is ShapesEdit's own definition of preservation (:mod:`ieqa.data.shapesedit.truth`)
-   with the requested edit replaced by the estimated region. When the whole image is the
-   edit (a global restyle), nothing lies outside it and ``CP`` only reflects what the
-   estimate left out — a known limit: which change was requested is not knowable without
-   reading the instruction (use a VLM scorer for that).
+2. **Edit region** — :func:`~ieqa.scorers.classic.region.estimate_edit_region` finds
+   what changed; the *edit* is taken to be its largest connected component (the two
+   largest for a ``move``: the place the object left and the place it went), grown by
+   ``pad`` (a fraction of the longer side). The largest component's tight box is
+   reported as ``region``.
 
-3. **visual_quality** (``VQ``) — no-reference artifact measures
+3. **content_preservation** (``CP``) — a full-reference comparison against what was
+   asked: both images are low-passed (Gaussian, ``sigma`` px, so noise, JPEG and
+   resampling barely count) and the per-pixel change is ``d = max over RGB |source -
+   edited|`` (0-1). For ``local`` and ``move`` scopes, changes inside the edit count 0.
+   For ``global`` and ``background`` scopes, ``d`` is instead measured against the
+   requested operation fitted to the pair in the requested direction
+   (:func:`~ieqa.scorers.classic.operations.explain`): a requested brightening is not an
+   unintended change, a darkening when brightening was asked is. The unintended change
+   is ``u = mean over the image of min(1, max(0, d - floor) / 0.3)`` and
+   ``CP = 1 + 4 / (1 + u / 0.1)``: 5 when nothing unrequested changed, 3 when a tenth of
+   the image changed completely (``u = 0.1``), towards 1 as everything changed. This is
+   ShapesEdit's own definition of preservation (:mod:`ieqa.data.shapesedit.truth`) with
+   the requested edit replaced by the estimated region or the fitted operation. Known
+   limits: an edit of the wrong object ("recolour the cup", the plate was recoloured)
+   looks like a correct edit without grounding the object named (use a VLM scorer), and
+   a global instruction outside the lexicon ("make it look like winter") is treated as
+   ``local``.
+
+4. **visual_quality** (``VQ``) — no-reference artifact measures
    (:mod:`ieqa.scorers.classic.quality`) on the edited image, each compared with the same
    measure on the source, the natural baseline of the scene, over the whole image and
    (noise and blocking only, which do not depend on the content) over the edit's crop:
@@ -36,8 +50,9 @@ they differ):
    is better, for reference; NIQE is not part of ``VQ``: it judges the scene's content as
    much as the edit's artifacts, and penalises flat synthetic content).
 
-4. **instruction_alignment** is reported unavailable: no classical measure reads the
-   instruction. Use a VLM scorer (``ieqa list scorers``).
+5. **instruction_alignment** is reported unavailable: the scope lexicon says where a
+   request applies, not whether the right thing was done to the right object. Use a VLM
+   scorer (``ieqa list scorers``).
 """
 
 from __future__ import annotations
@@ -50,13 +65,16 @@ from scipy import ndimage as ndi
 
 from ieqa.data.schema import BBox, EditSample
 from ieqa.scorers.base import Scorer, ScorerError, ScoreResult
+from ieqa.scorers.classic.operations import explain
+from ieqa.scorers.classic.patches import pasted_patches, undo_patches
 from ieqa.scorers.classic.quality import blockiness, detail_energy, grey, noise_sigma
 from ieqa.scorers.classic.region import estimate_edit_region
+from ieqa.scorers.classic.scope import EditScope, parse_scope
 
 __all__ = ["ALIGNMENT_UNAVAILABLE", "ClassicScorer", "preservation_score", "quality_evidence"]
 
-ALIGNMENT_UNAVAILABLE = ("classical measures cannot read the instruction; use a VLM scorer "
-                         "for instruction_alignment (ieqa list scorers)")
+ALIGNMENT_UNAVAILABLE = ("classical measures cannot judge whether the instruction was followed; "
+                         "use a VLM scorer for instruction_alignment (ieqa list scorers)")
 CHANGE_SCALE = 0.3
 PRESERVATION_HALF = 0.1
 NOISE_FULL = 0.05
@@ -64,6 +82,9 @@ BLUR_FULL = 2.5
 BLOCK_FULL = 1.5
 DETAIL_FULL = 3.0
 _MIN_CROP = 16
+#: Gaussian blurs (px) of the reference tried before measuring preservation (blur of the
+#: whole edited image is a quality defect, not a change of content).
+ARTIFACT_BLUR_SIGMAS = (1.0, 2.0, 3.0, 4.0)
 # Inside the edit the content itself changed, so detail energy there says nothing about
 # blur or halos; noise level and JPEG blocking do not depend on the content.
 _LOCAL_TERMS = ("noise", "blocking")
@@ -91,6 +112,27 @@ def quality_evidence(src_grey: np.ndarray, edt_grey: np.ndarray,
     return ev
 
 
+def _rounded_box(ys: slice, xs: slice, w: int, h: int) -> list[float]:
+    """EPAIQA ``[x, y, w, h]`` (normalised centre and size) of a pixel box, 4 decimals."""
+    b = BBox.from_xyxy(xs.start, ys.start, xs.stop, ys.stop, w, h)
+    return [round(v, 4) for v in (b.x, b.y, b.w, b.h)]
+
+
+def _tolerate_blur(reference: np.ndarray, edited_lp: np.ndarray, d: np.ndarray, sigma: float
+                   ) -> tuple[np.ndarray, np.ndarray, float]:
+    """Blur is a visual-quality defect, not a change of content: compare with the
+    reference blurred as much as the edited image looks blurred (Gaussian sigma from
+    :data:`ARTIFACT_BLUR_SIGMAS` px, the one with the smallest mean change; 0 keeps it)."""
+    best = (float(d.mean()), d, 0.0)
+    for b in ARTIFACT_BLUR_SIGMAS:  # blur then low-pass = one Gaussian of sigma hypot(b, sigma)
+        s = float(np.hypot(b, sigma))
+        cand = np.abs(edited_lp - ndi.gaussian_filter(reference, (s, s, 0))).max(axis=2)
+        if float(cand.mean()) < best[0]:
+            best = (float(cand.mean()), cand, b)
+    _, d, b = best
+    return d, (ndi.gaussian_filter(reference, (b, b, 0)) if b else reference), b
+
+
 def preservation_score(unintended: float) -> float:
     """``CP = 1 + 4 / (1 + u / 0.1)`` for an unintended change ``u`` in [0, 1]."""
     return 1.0 + 4.0 / (1.0 + unintended / PRESERVATION_HALF)
@@ -107,10 +149,13 @@ class ClassicScorer(Scorer):
             [0, 0.5].
         niqe: also compute NIQE of both images into ``raw`` (off by default: it costs about
             50 ms per 512x384 image and is not part of the scores).
+        instruction_aware: read the instruction's scope (global / background / move /
+            local) to decide which change was requested; ``False`` treats every edit as
+            local (instruction-blind).
     """
 
     def __init__(self, sigma: float = 2.0, floor: float = 0.04, pad: float = 0.06,
-                 niqe: bool = False) -> None:
+                 niqe: bool = False, instruction_aware: bool = True) -> None:
         if not sigma > 0:
             raise ScorerError(f"sigma must be > 0 pixels, got {sigma}")
         if not 0 <= floor < 1:
@@ -118,42 +163,73 @@ class ClassicScorer(Scorer):
         if not 0 <= pad <= 0.5:
             raise ScorerError(f"pad must be in [0, 0.5], got {pad}")
         self.sigma, self.floor, self.pad, self.niqe = float(sigma), float(floor), float(pad), niqe
+        self.instruction_aware = bool(instruction_aware)
         from ieqa.scorers.catalog import scorer_info
 
         self.info = scorer_info("classic")
 
     def config(self) -> dict[str, Any]:
-        return {"sigma": self.sigma, "floor": self.floor, "pad": self.pad, "niqe": self.niqe}
+        return {"sigma": self.sigma, "floor": self.floor, "pad": self.pad, "niqe": self.niqe,
+                "instruction_aware": self.instruction_aware}
 
-    def _edit_box(self, mask: np.ndarray
+    def _edit_box(self, mask: np.ndarray, parts: int = 1
                   ) -> tuple[np.ndarray, tuple[slice, slice] | None, BBox | None]:
-        """The largest changed component: its grown box (bool mask and slices) and its
-        tight box (normalised), or an empty mask and ``None`` when nothing changed."""
+        """The ``parts`` largest changed components: their grown boxes (one bool mask),
+        the slices of the largest one's grown box and its tight box (normalised), or an
+        empty mask and ``None`` when nothing changed."""
         labels, n = ndi.label(mask)
         box = np.zeros(mask.shape, dtype=bool)
         if n == 0:
             return box, None, None
         sizes = ndi.sum(mask, labels, range(1, n + 1))
-        sl = ndi.find_objects(labels)[int(np.argmax(sizes))]
+        objects = ndi.find_objects(labels)
         h, w = mask.shape
         grow = int(round(self.pad * max(h, w)))
-        ys = slice(max(0, sl[0].start - grow), min(h, sl[0].stop + grow))
-        xs = slice(max(0, sl[1].start - grow), min(w, sl[1].stop + grow))
-        box[ys, xs] = True
+        grown = []
+        for i in np.argsort(sizes)[::-1][:parts]:
+            sl = objects[int(i)]
+            ys = slice(max(0, sl[0].start - grow), min(h, sl[0].stop + grow))
+            xs = slice(max(0, sl[1].start - grow), min(w, sl[1].stop + grow))
+            box[ys, xs] = True
+            grown.append((sl, (ys, xs)))
+        sl, slices = grown[0]
         tight = BBox.from_xyxy(sl[1].start, sl[0].start, sl[1].stop, sl[0].stop, w, h)
-        return box, (ys, xs), tight
+        return box, slices, tight
 
     def score_sample(self, sample: EditSample) -> ScoreResult:
         src, edt, resized = self.load_pair(sample.source, sample.edited)
         h, w = src.shape[:2]
-        region = estimate_edit_region(src, edt)
-        box, slices, bbox = self._edit_box(region.mask)
-
-        s = ndi.gaussian_filter(src.astype(np.float32) / 255.0, (self.sigma, self.sigma, 0))
-        e = ndi.gaussian_filter(edt.astype(np.float32) / 255.0, (self.sigma, self.sigma, 0))
+        scope = parse_scope(sample.instruction) if self.instruction_aware else EditScope("local")
+        raw_src = src.astype(np.float32) / 255.0
+        raw_edt = edt.astype(np.float32) / 255.0
+        s = ndi.gaussian_filter(raw_src, (self.sigma, self.sigma, 0))
+        e = ndi.gaussian_filter(raw_edt, (self.sigma, self.sigma, 0))
         d = np.abs(s - e).max(axis=2)
+        fit: dict[str, Any] | None = None
+        reference = raw_src
+        if scope.operation is not None:
+            d, reference, fit = explain(raw_src, raw_edt, scope.operation, sigma=self.sigma,
+                                        background=scope.kind == "background",
+                                        changed=d > self.floor)
+        blur_sigma = 0.0
+        if scope.operation != "blur":
+            d, reference, blur_sigma = _tolerate_blur(reference, e, d, self.sigma)
+        region = estimate_edit_region(src, edt)
+        patches = pasted_patches(reference, raw_edt, d > self.floor)
+        mask = region.mask
+        if patches:  # inside a patch, only what changed beyond its colour offset is an edit
+            undone = undo_patches(reference, raw_edt, d, patches, sigma=self.sigma)
+            in_patch = np.zeros(d.shape, dtype=bool)
+            for ys, xs in (box for box, _ in patches):
+                in_patch[max(0, ys.start - 5):ys.stop + 5, max(0, xs.start - 5):xs.stop + 5] = True
+            if scope.operation is None and not (mask & ~in_patch).any():
+                patches = []  # nothing changed outside: the box is the edit (an added box)
+            else:
+                d, mask = undone, mask & ~(in_patch & (undone <= self.floor))
+        box, slices, bbox = self._edit_box(mask, parts=2 if scope.kind == "move" else 1)
         change = np.minimum(1.0, np.maximum(0.0, d - self.floor) / CHANGE_SCALE)
-        change[box] = 0.0
+        if scope.operation is None:
+            change[box] = 0.0
         unintended = float(change.mean())
 
         gs, ge = grey(src), grey(edt)
@@ -165,11 +241,17 @@ class ClassicScorer(Scorer):
         severity = max(evidence.values())
         raw: dict[str, Any] = {
             "unintended_change": round(unintended, 6),
+            "scope": scope.as_dict(),
+            "patch_artifacts": [_rounded_box(ys, xs, w, h) for (ys, xs), _ in patches],
             "changed_fraction": round(region.changed_fraction, 6),
             "is_global": region.is_global,
             "severity": round(severity, 6),
             "evidence": {k: round(v, 6) for k, v in evidence.items()},
         }
+        if fit is not None:
+            raw["operation_fit"] = fit
+        if blur_sigma:
+            raw["reference_blur_sigma"] = blur_sigma
         if resized:
             raw["resized"] = True
         if self.niqe and min(h, w) >= 96:

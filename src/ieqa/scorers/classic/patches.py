@@ -1,0 +1,137 @@
+"""Pasted-patch artifacts: rectangles whose content was shifted by one colour offset.
+
+Editors that composite or inpaint a box can leave its rectangle visible: everything in
+it — objects and background alike — brighter, darker or tinted by the same amount, often
+with a seam along its border. That is a visual-quality defect, not a change of content:
+the objects are all still there. :func:`pasted_patches` finds such rectangles in a pair,
+so that ``classic`` neither takes one for the edit nor counts it as unrequested change.
+
+A changed region (8-connected) is a patch when all of these hold:
+
+* it is a rectangle part of the image: it fills its bounding box (``min_fill``), which
+  covers between ``min_area`` and ``max_area`` of the image (a cast over the whole
+  image is a global change, not a patch);
+* inside it (``inset`` px in from its outline, clear of any seam line and of the fringe
+  that low-pass filtering adds around a changed object), ``edited - reference`` is
+  one colour offset: over the values the offset did not push into black or white, the
+  per-channel median absolute deviation from the median offset is at most
+  ``max_spread`` (0-1 scale), while the offset itself is clearly non-zero;
+* it is not an object: either the reference inside it is not flat (per-channel
+  standard deviation of at least ``min_content``: a constant offset over varied content
+  is what a recoloured object cannot produce), or the reference has no edge along the
+  box border (the median contrast across it, from 6 px out to 10 px in, is at most
+  ``max_border_contrast``: a recoloured plain square's outline is an edge of the scene,
+  a pasted box's border is not).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import ndimage as ndi
+
+__all__ = ["pasted_patches", "undo_patches"]
+
+
+def pasted_patches(reference: np.ndarray, edited: np.ndarray, changed: np.ndarray, *,
+                   min_area: float = 0.01, max_area: float = 0.5, min_fill: float = 0.85,
+                   max_spread: float = 0.025,
+                   min_offset: float = 0.04, min_content: float = 0.04,
+                   max_border_contrast: float = 0.05, inset: int = 7) -> list[tuple[tuple[slice, slice], np.ndarray]]:
+    """The pasted patches among ``changed``: ``(box, offset)`` pairs, the box as row and
+    column slices, the offset as the (3,) colour shift ``edited - reference`` inside it.
+
+    Args:
+        reference: float RGB (H, W, 3) in [0, 1], what the image should look like (the
+            source, or the source with the requested global operation applied).
+        edited: float RGB (H, W, 3) in [0, 1], the same size.
+        changed: (H, W) bool, the pixels that changed.
+        min_area, max_area: smallest and largest bounding box of a patch, as fractions
+            of the image, in (0, 1].
+        min_fill: smallest share of its bounding box a patch fills, in (0, 1].
+        max_spread: largest median absolute deviation of the offset (per channel).
+        min_offset: smallest size of the offset (largest channel), 0-1.
+        min_content: per-channel standard deviation of the reference inside above which
+            the content counts as varied.
+        max_border_contrast: median contrast across the box border (max over channels,
+            0-1) below which the reference has no edge there.
+        inset: pixels left out along the inside of the region for the offset and content
+            statistics (the seam line, and the fringe that low-pass filtering adds around
+            a changed object).
+    """
+    h, w = changed.shape
+    labels, n = ndi.label(changed, structure=np.ones((3, 3), bool))
+    found = []
+    for i, sl in enumerate(ndi.find_objects(labels), start=1):
+        if sl is None:
+            continue
+        comp = labels[sl] == i
+        if not min_area * h * w <= comp.size <= max_area * h * w or comp.mean() < min_fill:
+            continue
+        inner = ndi.binary_erosion(comp, iterations=inset)
+        if inner.sum() < 64:
+            continue
+        e, r = edited[sl][inner], reference[sl][inner]
+        unclipped = (e > 0.02) & (e < 0.98)  # an offset saturates at black and white
+        if unclipped.sum(axis=0).min() < 64:
+            continue
+        diff = e - r
+        offset = np.array([np.median(diff[unclipped[:, c], c]) for c in range(3)])
+        spread = np.array([np.median(np.abs(diff[unclipped[:, c], c] - offset[c]))
+                           for c in range(3)])
+        if np.abs(offset).max() < min_offset or spread.max() > max_spread:
+            continue
+        if (r.std(axis=0).max() < min_content
+                and _border_contrast(reference, sl) > max_border_contrast):
+            continue
+        found.append((sl, offset.astype(np.float32)))
+    return found
+
+
+def _border_contrast(image: np.ndarray, box: tuple[slice, slice], outside: int = 6,
+                     inside: int = 10) -> float:
+    """Median over the box border of the contrast across it: at each border position, the
+    range (max - min, largest channel) of ``image`` along the normal from ``outside`` px
+    out to ``inside`` px in (a changed region found on low-passed images reaches a few
+    pixels beyond the object that changed, so the band must reach into it). Sides on the
+    image border are skipped; inf when all are."""
+    ys, xs = box
+    h, w = image.shape[:2]
+    spans = []
+    if ys.start - outside >= 0:
+        spans.append(image[ys.start - outside:ys.start + inside, xs])
+    if ys.stop + outside <= h:
+        spans.append(image[ys.stop - inside:ys.stop + outside, xs])
+    if xs.start - outside >= 0:
+        spans.append(image[ys, xs.start - outside:xs.start + inside].swapaxes(0, 1))
+    if xs.stop + outside <= w:
+        spans.append(image[ys, xs.stop - inside:xs.stop + outside].swapaxes(0, 1))
+    if not spans:
+        return float("inf")
+    contrast = np.concatenate([(b.max(axis=0) - b.min(axis=0)).max(axis=-1) for b in spans])
+    return float(np.median(contrast))
+
+
+def undo_patches(reference: np.ndarray, edited: np.ndarray, residual: np.ndarray,
+                 patches: list[tuple[tuple[slice, slice], np.ndarray]], *, sigma: float,
+                 seam: int = 5) -> np.ndarray:
+    """``residual`` with each patch's colour offset taken out: inside a patch box the
+    per-pixel change (max over channels, low-passed by ``sigma``) is measured against
+    ``reference`` shifted by the patch's offset, so a real change inside the patch still
+    counts; a band of ``seam`` pixels along the box border (the seam line) counts 0."""
+    if not patches:
+        return residual
+    shifted = reference.astype(np.float32, copy=True)
+    band = np.zeros(residual.shape, dtype=bool)
+    for (ys, xs), offset in patches:
+        shifted[ys, xs] = np.clip(shifted[ys, xs] + offset, 0.0, 1.0)
+        outer = (slice(max(0, ys.start - seam), ys.stop + seam),
+                 slice(max(0, xs.start - seam), xs.stop + seam))
+        band[outer] = True
+        band[ys.start + seam:ys.stop - seam, xs.start + seam:xs.stop - seam] = False
+    lowpass = (lambda x: ndi.gaussian_filter(x, (sigma, sigma, 0))) if sigma > 0 else (lambda x: x)
+    corrected = np.abs(lowpass(edited) - lowpass(shifted)).max(axis=2)
+    out = residual.copy()
+    for (ys, xs), _ in patches:
+        out[ys, xs] = corrected[ys, xs]
+    out[band] = 0.0
+    return out
