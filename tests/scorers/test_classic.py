@@ -70,6 +70,50 @@ def test_unrequested_second_change_lowers_preservation(classic) -> None:
         preservation_score(r2.raw["unintended_change"]))
 
 
+def _as_uint8(img: np.ndarray) -> np.ndarray:
+    return np.clip(np.round(img * 255), 0, 255).astype(np.uint8)
+
+
+def test_requested_global_operation_is_preserving_and_the_wrong_one_is_not(classic) -> None:
+    src = _scene()
+    brighter = _as_uint8(src / 255 * 1.3)
+    asked = classic(src, brighter, "Make the image brighter.")
+    assert asked.raw["scope"] == {"kind": "global", "operation": "brighten", "matched": "brighter"}
+    assert asked.raw["operation_fit"]["applied"]
+    assert asked.scores["content_preservation"] > 4.9
+    opposite = classic(src, brighter, "Make the image darker.")
+    assert not opposite.raw["operation_fit"]["applied"]
+    assert opposite.scores["content_preservation"] < 3.0
+    # instruction-blind: the same change is only an estimated region, not a request
+    blind = create_scorer("classic", instruction_aware=False)(src, brighter, "Make the image brighter.")
+    assert blind.raw["scope"]["kind"] == "local" and "operation_fit" not in blind.raw
+    grey = _as_uint8(np.repeat((src / 255 @ np.array([0.299, 0.587, 0.114]))[..., None], 3, 2))
+    assert classic(src, grey, "Turn the photo black and white").scores["content_preservation"] > 4.9
+    assert classic(src, grey, "Give it a sepia look").scores["content_preservation"] < 3.5
+
+
+def test_a_move_changes_two_places(classic) -> None:
+    src = _scene()
+    moved = src.copy()
+    moved[80:110, 70:120] = src[80:110, 10:60]  # the blue box leaves: background shows ...
+    moved[20:50, 70:120] = src[80:110, 70:120]  # ... and it appears higher up
+    r = classic(src, moved, "Move the blue box to the top right.")
+    assert r.raw["scope"]["kind"] == "move"
+    assert r.scores["content_preservation"] > 4.8
+    as_local = classic(src, moved, "Change the blue box.")
+    assert as_local.scores["content_preservation"] < r.scores["content_preservation"] - 0.3
+
+
+def test_pasted_patch_is_not_an_unrequested_change(classic) -> None:
+    src = _scene(seed=2)
+    edited = _recolour(src, slice(80, 110), slice(70, 120), (-10, 110, -150))  # the edit
+    edited = _recolour(edited, slice(5, 60), slice(5, 60), (30, 30, 30))  # a brighter box
+    r = classic(src, edited, "make the blue box green")
+    assert len(r.raw["patch_artifacts"]) == 1
+    assert r.region.x == pytest.approx(95 / 128, abs=0.03)  # the edit, not the patch
+    assert r.scores["content_preservation"] > 4.8
+
+
 @pytest.mark.parametrize("artifact", ["noise", "blur", "jpeg"])
 def test_artifacts_lower_visual_quality(classic, artifact: str) -> None:
     from ieqa.data.shapesedit import artifacts
@@ -94,16 +138,22 @@ def test_missing_source_is_a_recorded_error(classic) -> None:
 
 
 def test_agrees_with_shapesedit_ground_truth(classic) -> None:
-    """Measured on a seed never used while designing the scorer (design used seed 7):
-    seed 11, 400 edits gave SRCC 0.535 (visual quality) and 0.449 (preservation)."""
-    cfg = ShapesEditConfig(n=200, k=4, seed=11, size=256)
+    """The acceptance numbers, on a seed never used while designing the scorer (design used
+    seeds 7 and 42; see the README for the seeds and sizes measured): SRCC against the
+    ground truth >= 0.5 for visual quality and >= 0.7 for preservation, and the
+    instruction-blind variant stays well below on preservation."""
+    cfg = ShapesEditConfig(n=600, k=4, seed=5, size=256)
     samples = [s for g in iter_groups(cfg) for s in g.samples]
     results = classic.score(samples)
     assert all(r.ok for r in results)
     srcc = {d: spearmanr([r.scores[d] for r in results], [s.scores[d] for s in samples])[0]
             for d in ("visual_quality", "content_preservation")}
     assert srcc["visual_quality"] >= 0.5, srcc
-    assert srcc["content_preservation"] >= 0.35, srcc
+    assert srcc["content_preservation"] >= 0.7, srcc
+    blind = create_scorer("classic", instruction_aware=False).score(samples[:200])
+    blind_srcc = spearmanr([r.scores["content_preservation"] for r in blind],
+                           [s.scores["content_preservation"] for s in samples[:200]])[0]
+    assert blind_srcc < srcc["content_preservation"] - 0.1, (blind_srcc, srcc)
 
 
 def _shared_data() -> Path:

@@ -39,8 +39,9 @@ def _nr(name: str, description: str, *, higher_better: bool, units: str,
 SCORER_TABLE: tuple[ScorerInfo, ...] = (
     ScorerInfo(
         "classic",
-        "Weight-free default: preservation outside the estimated edit region, NR quality plus "
-        "local naturalness; alignment unavailable (use a VLM scorer)",
+        "Weight-free default: preservation of what the instruction did not ask to change "
+        "(scope read from the instruction: edit region, or the requested global operation "
+        "fitted), NR quality plus local naturalness; alignment unavailable (use a VLM scorer)",
         "composite",
         ("visual_quality", "content_preservation", "instruction_alignment"),
         higher_better=True, needs_source=True, factory="ieqa.scorers.classic.composite:ClassicScorer",

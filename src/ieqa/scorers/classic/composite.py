@@ -65,6 +65,7 @@ from scipy import ndimage as ndi
 
 from ieqa.data.schema import BBox, EditSample
 from ieqa.scorers.base import Scorer, ScorerError, ScoreResult
+from ieqa.scorers.classic._filters import channel_max_abs_diff, lowpass
 from ieqa.scorers.classic.operations import explain
 from ieqa.scorers.classic.patches import pasted_patches, undo_patches
 from ieqa.scorers.classic.quality import blockiness, detail_energy, grey, noise_sigma
@@ -122,15 +123,16 @@ def _tolerate_blur(reference: np.ndarray, edited_lp: np.ndarray, d: np.ndarray, 
                    ) -> tuple[np.ndarray, np.ndarray, float]:
     """Blur is a visual-quality defect, not a change of content: compare with the
     reference blurred as much as the edited image looks blurred (Gaussian sigma from
-    :data:`ARTIFACT_BLUR_SIGMAS` px, the one with the smallest mean change; 0 keeps it)."""
+    :data:`ARTIFACT_BLUR_SIGMAS` px, the one with the smallest mean change; 0 keeps it).
+    Only tried when the edited image lost fine detail (blur evidence above 0)."""
     best = (float(d.mean()), d, 0.0)
     for b in ARTIFACT_BLUR_SIGMAS:  # blur then low-pass = one Gaussian of sigma hypot(b, sigma)
         s = float(np.hypot(b, sigma))
-        cand = np.abs(edited_lp - ndi.gaussian_filter(reference, (s, s, 0))).max(axis=2)
+        cand = channel_max_abs_diff(edited_lp, lowpass(reference, s))
         if float(cand.mean()) < best[0]:
             best = (float(cand.mean()), cand, b)
     _, d, b = best
-    return d, (ndi.gaussian_filter(reference, (b, b, 0)) if b else reference), b
+    return d, lowpass(reference, b), b
 
 
 def preservation_score(unintended: float) -> float:
@@ -202,17 +204,18 @@ class ClassicScorer(Scorer):
         scope = parse_scope(sample.instruction) if self.instruction_aware else EditScope("local")
         raw_src = src.astype(np.float32) / 255.0
         raw_edt = edt.astype(np.float32) / 255.0
-        s = ndi.gaussian_filter(raw_src, (self.sigma, self.sigma, 0))
-        e = ndi.gaussian_filter(raw_edt, (self.sigma, self.sigma, 0))
-        d = np.abs(s - e).max(axis=2)
+        s, e = lowpass(raw_src, self.sigma), lowpass(raw_edt, self.sigma)
+        d = channel_max_abs_diff(s, e)
         fit: dict[str, Any] | None = None
         reference = raw_src
         if scope.operation is not None:
             d, reference, fit = explain(raw_src, raw_edt, scope.operation, sigma=self.sigma,
                                         background=scope.kind == "background",
                                         changed=d > self.floor)
+        gs, ge = grey(src), grey(edt)
+        global_evidence = quality_evidence(gs, ge)
         blur_sigma = 0.0
-        if scope.operation != "blur":
+        if scope.operation != "blur" and global_evidence["blur"] > 0:  # fine detail was lost
             d, reference, blur_sigma = _tolerate_blur(reference, e, d, self.sigma)
         region = estimate_edit_region(src, edt)
         patches = pasted_patches(reference, raw_edt, d > self.floor)
@@ -232,8 +235,7 @@ class ClassicScorer(Scorer):
             change[box] = 0.0
         unintended = float(change.mean())
 
-        gs, ge = grey(src), grey(edt)
-        evidence = {f"global_{k}": v for k, v in quality_evidence(gs, ge).items()}
+        evidence = {f"global_{k}": v for k, v in global_evidence.items()}
         if slices is not None and min(slices[0].stop - slices[0].start,
                                       slices[1].stop - slices[1].start) >= _MIN_CROP:
             local = quality_evidence(gs[slices], ge[slices], (slices[0].start, slices[1].start))

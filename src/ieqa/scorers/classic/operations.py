@@ -43,6 +43,8 @@ from typing import Any, NamedTuple
 import numpy as np
 from scipy import ndimage as ndi
 
+from ieqa.scorers.classic._filters import channel_max_abs_diff, lowpass
+
 __all__ = ["LUMA", "Explanation", "explain"]
 
 #: BT.601 luma weights (MATLAB ``rgb2gray``), the monochrome and sepia base.
@@ -127,10 +129,6 @@ def _posterize(src, edt, ok) -> tuple[np.ndarray | None, dict[str, Any]]:
     return best[1], best[2]
 
 
-def _lowpass(img: np.ndarray, sigma: float) -> np.ndarray:
-    return ndi.gaussian_filter(img, (sigma, sigma, 0)) if sigma > 0 else img
-
-
 class Explanation(NamedTuple):
     """What :func:`explain` found.
 
@@ -160,13 +158,13 @@ def explain(source: np.ndarray, edited: np.ndarray, operation: str, *, sigma: fl
         changed: (H, W) bool, the pixels that changed (the fitting set and the regions
             for ``background``); ``None`` means every pixel.
     """
-    s_lp, e_lp = _lowpass(source, sigma), _lowpass(edited, sigma)
-    unchanged = np.abs(e_lp - s_lp).max(axis=2)
+    s_lp, e_lp = lowpass(source, sigma), lowpass(edited, sigma)
+    unchanged = channel_max_abs_diff(e_lp, s_lp)
     region = (_border_regions(np.ones(unchanged.shape, bool) if changed is None else changed)
               if background else None)
 
     def explained(fitted: np.ndarray, fitted_lp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        d = np.abs(e_lp - fitted_lp).max(axis=2)
+        d = channel_max_abs_diff(e_lp, fitted_lp)
         if region is None:
             return d, fitted
         keep = region & (d < unchanged)
@@ -175,7 +173,7 @@ def explain(source: np.ndarray, edited: np.ndarray, operation: str, *, sigma: fl
     if operation == "blur":
         best = Explanation(unchanged, source, {"blur_sigma": 0.0, "applied": False})
         for b in _BLUR_SIGMAS:
-            d, ref = explained(_lowpass(source, b), _lowpass(source, float(np.hypot(b, sigma))))
+            d, ref = explained(lowpass(source, b), lowpass(source, float(np.hypot(b, sigma))))
             if float(d.mean()) < float(best.residual.mean()):
                 best = Explanation(d, ref, {"blur_sigma": b, "applied": True})
         b = best.params["blur_sigma"]
@@ -196,7 +194,7 @@ def explain(source: np.ndarray, edited: np.ndarray, operation: str, *, sigma: fl
         raise ValueError(f"unknown operation {operation!r}")
     if fitted is None:
         return Explanation(unchanged, source, params)
-    d, ref = explained(fitted, _lowpass(fitted, sigma))
+    d, ref = explained(fitted, lowpass(fitted, sigma))
     return Explanation(d, ref, params)
 
 

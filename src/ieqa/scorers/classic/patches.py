@@ -19,15 +19,17 @@ A changed region (8-connected) is a patch when all of these hold:
 * it is not an object: either the reference inside it is not flat (per-channel
   standard deviation of at least ``min_content``: a constant offset over varied content
   is what a recoloured object cannot produce), or the reference has no edge along the
-  box border (the median contrast across it, from 6 px out to 10 px in, is at most
-  ``max_border_contrast``: a recoloured plain square's outline is an edge of the scene,
-  a pasted box's border is not).
+  box border (the median step across it, the mean 6-10 px in against the mean 2-6 px
+  out, is at most ``max_border_contrast``: a recoloured plain square's outline is an
+  edge of the scene, a pasted box's border is not).
 """
 
 from __future__ import annotations
 
 import numpy as np
 from scipy import ndimage as ndi
+
+from ieqa.scorers.classic._filters import channel_max_abs_diff, lowpass
 
 __all__ = ["pasted_patches", "undo_patches"]
 
@@ -52,8 +54,8 @@ def pasted_patches(reference: np.ndarray, edited: np.ndarray, changed: np.ndarra
         min_offset: smallest size of the offset (largest channel), 0-1.
         min_content: per-channel standard deviation of the reference inside above which
             the content counts as varied.
-        max_border_contrast: median contrast across the box border (max over channels,
-            0-1) below which the reference has no edge there.
+        max_border_contrast: median step across the box border (max over channels, 0-1)
+            below which the reference has no edge there.
         inset: pixels left out along the inside of the region for the offset and content
             statistics (the seam line, and the fringe that low-pass filtering adds around
             a changed object).
@@ -87,28 +89,33 @@ def pasted_patches(reference: np.ndarray, edited: np.ndarray, changed: np.ndarra
     return found
 
 
-def _border_contrast(image: np.ndarray, box: tuple[slice, slice], outside: int = 6,
-                     inside: int = 10) -> float:
-    """Median over the box border of the contrast across it: at each border position, the
-    range (max - min, largest channel) of ``image`` along the normal from ``outside`` px
-    out to ``inside`` px in (a changed region found on low-passed images reaches a few
-    pixels beyond the object that changed, so the band must reach into it). Sides on the
-    image border are skipped; inf when all are."""
+def _border_contrast(image: np.ndarray, box: tuple[slice, slice], outside: tuple[int, int] = (2, 6),
+                     inside: tuple[int, int] = (6, 10)) -> float:
+    """Median over the box border of the step across it: at each border position, the
+    largest channel's difference between the mean of ``image`` from ``inside[0]`` to
+    ``inside[1]`` px in and from ``outside[0]`` to ``outside[1]`` px out. (A changed
+    region found on low-passed images reaches a few pixels beyond the object that changed,
+    so "in" starts well inside.) Sides too close to the image border are skipped; inf when
+    all are."""
     ys, xs = box
     h, w = image.shape[:2]
-    spans = []
-    if ys.start - outside >= 0:
-        spans.append(image[ys.start - outside:ys.start + inside, xs])
-    if ys.stop + outside <= h:
-        spans.append(image[ys.stop - inside:ys.stop + outside, xs])
-    if xs.start - outside >= 0:
-        spans.append(image[ys, xs.start - outside:xs.start + inside].swapaxes(0, 1))
-    if xs.stop + outside <= w:
-        spans.append(image[ys, xs.stop - inside:xs.stop + outside].swapaxes(0, 1))
-    if not spans:
+    (o0, o1), (i0, i1) = outside, inside
+    steps = []
+    if ys.start - o1 >= 0:
+        steps.append(image[ys.start + i0:ys.start + i1, xs].mean(0)
+                     - image[ys.start - o1:ys.start - o0, xs].mean(0))
+    if ys.stop + o1 <= h:
+        steps.append(image[ys.stop - i1:ys.stop - i0, xs].mean(0)
+                     - image[ys.stop + o0:ys.stop + o1, xs].mean(0))
+    if xs.start - o1 >= 0:
+        steps.append(image[ys, xs.start + i0:xs.start + i1].mean(1)
+                     - image[ys, xs.start - o1:xs.start - o0].mean(1))
+    if xs.stop + o1 <= w:
+        steps.append(image[ys, xs.stop - i1:xs.stop - i0].mean(1)
+                     - image[ys, xs.stop + o0:xs.stop + o1].mean(1))
+    if not steps:
         return float("inf")
-    contrast = np.concatenate([(b.max(axis=0) - b.min(axis=0)).max(axis=-1) for b in spans])
-    return float(np.median(contrast))
+    return float(np.median(np.concatenate([np.abs(st).max(axis=-1) for st in steps])))
 
 
 def undo_patches(reference: np.ndarray, edited: np.ndarray, residual: np.ndarray,
@@ -128,8 +135,7 @@ def undo_patches(reference: np.ndarray, edited: np.ndarray, residual: np.ndarray
                  slice(max(0, xs.start - seam), xs.stop + seam))
         band[outer] = True
         band[ys.start + seam:ys.stop - seam, xs.start + seam:xs.stop - seam] = False
-    lowpass = (lambda x: ndi.gaussian_filter(x, (sigma, sigma, 0))) if sigma > 0 else (lambda x: x)
-    corrected = np.abs(lowpass(edited) - lowpass(shifted)).max(axis=2)
+    corrected = channel_max_abs_diff(lowpass(edited, sigma), lowpass(shifted, sigma))
     out = residual.copy()
     for (ys, xs), _ in patches:
         out[ys, xs] = corrected[ys, xs]
