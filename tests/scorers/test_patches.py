@@ -32,7 +32,9 @@ def test_offset_rectangle_is_a_patch_and_undoing_it_keeps_real_changes() -> None
     assert (box[1].start, box[1].stop) == pytest.approx((40, 100), abs=3)
     np.testing.assert_allclose(offset, [0.12, -0.08, 0.1], atol=0.01)
     d = np.abs(ndi.gaussian_filter(edt - src, (2, 2, 0))).max(2)
-    undone = undo_patches(src, edt, d, [(box, offset)], sigma=2.0)
+    undone, covered = undo_patches(src, ndi.gaussian_filter(edt, (2, 2, 0)), d, [(box, offset)],
+                                   sigma=2.0)
+    assert covered[25:85, 35:105].all() and not covered[:20].any()
     assert undone[40:45, 80:90].max() < 0.01  # the offset is gone
     assert undone[53:57, 63:67].min() > 0.3  # the real change inside the patch is not
 

@@ -198,12 +198,11 @@ class ClassicScorer(Scorer):
         tight = BBox.from_xyxy(sl[1].start, sl[0].start, sl[1].stop, sl[0].stop, w, h)
         return box, slices, tight
 
-    def score_sample(self, sample: EditSample) -> ScoreResult:
-        src, edt, resized = self.load_pair(sample.source, sample.edited)
-        h, w = src.shape[:2]
-        scope = parse_scope(sample.instruction) if self.instruction_aware else EditScope("local")
-        raw_src = src.astype(np.float32) / 255.0
-        raw_edt = edt.astype(np.float32) / 255.0
+    def _unintended(self, scope: EditScope, raw_src: np.ndarray, raw_edt: np.ndarray,
+                    region_mask: np.ndarray, detail_lost: bool) -> dict[str, Any]:
+        """Content preservation's ``u`` and what it rests on (module docstring, step 3):
+        ``unintended``, the edit ``box``/``slices``/``bbox`` (``_edit_box``), ``patches``,
+        the operation ``fit`` and the reference ``blur_sigma``."""
         s, e = lowpass(raw_src, self.sigma), lowpass(raw_edt, self.sigma)
         d = channel_max_abs_diff(s, e)
         fit: dict[str, Any] | None = None
@@ -211,29 +210,37 @@ class ClassicScorer(Scorer):
         if scope.operation is not None:
             d, reference, fit = explain(raw_src, raw_edt, scope.operation, sigma=self.sigma,
                                         background=scope.kind == "background",
-                                        changed=d > self.floor)
-        gs, ge = grey(src), grey(edt)
-        global_evidence = quality_evidence(gs, ge)
+                                        changed=d > self.floor, lowpassed=(s, e))
         blur_sigma = 0.0
-        if scope.operation != "blur" and global_evidence["blur"] > 0:  # fine detail was lost
+        if scope.operation != "blur" and detail_lost:
             d, reference, blur_sigma = _tolerate_blur(reference, e, d, self.sigma)
-        region = estimate_edit_region(src, edt)
         patches = pasted_patches(reference, raw_edt, d > self.floor)
-        mask = region.mask
+        mask = region_mask
         if patches:  # inside a patch, only what changed beyond its colour offset is an edit
-            undone = undo_patches(reference, raw_edt, d, patches, sigma=self.sigma)
-            in_patch = np.zeros(d.shape, dtype=bool)
-            for ys, xs in (box for box, _ in patches):
-                in_patch[max(0, ys.start - 5):ys.stop + 5, max(0, xs.start - 5):xs.stop + 5] = True
-            if scope.operation is None and not (mask & ~in_patch).any():
+            undone, covered = undo_patches(reference, e, d, patches, sigma=self.sigma)
+            if scope.operation is None and not (mask & ~covered).any():
                 patches = []  # nothing changed outside: the box is the edit (an added box)
             else:
-                d, mask = undone, mask & ~(in_patch & (undone <= self.floor))
+                d, mask = undone, mask & ~(covered & (undone <= self.floor))
         box, slices, bbox = self._edit_box(mask, parts=2 if scope.kind == "move" else 1)
         change = np.minimum(1.0, np.maximum(0.0, d - self.floor) / CHANGE_SCALE)
         if scope.operation is None:
             change[box] = 0.0
-        unintended = float(change.mean())
+        return {"unintended": float(change.mean()), "slices": slices, "bbox": bbox,
+                "patches": patches, "fit": fit, "blur_sigma": blur_sigma}
+
+    def score_sample(self, sample: EditSample) -> ScoreResult:
+        src, edt, resized = self.load_pair(sample.source, sample.edited)
+        h, w = src.shape[:2]
+        scope = parse_scope(sample.instruction) if self.instruction_aware else EditScope("local")
+        gs, ge = grey(src), grey(edt)
+        global_evidence = quality_evidence(gs, ge)
+        region = estimate_edit_region(src, edt)
+        cp = self._unintended(scope, src.astype(np.float32) / 255.0,
+                              edt.astype(np.float32) / 255.0, region.mask,
+                              detail_lost=global_evidence["blur"] > 0)
+        unintended, slices, bbox = cp["unintended"], cp["slices"], cp["bbox"]
+        patches, fit, blur_sigma = cp["patches"], cp["fit"], cp["blur_sigma"]
 
         evidence = {f"global_{k}": v for k, v in global_evidence.items()}
         if slices is not None and min(slices[0].stop - slices[0].start,

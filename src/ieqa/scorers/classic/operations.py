@@ -146,7 +146,8 @@ class Explanation(NamedTuple):
 
 
 def explain(source: np.ndarray, edited: np.ndarray, operation: str, *, sigma: float,
-            background: bool = False, changed: np.ndarray | None = None) -> Explanation:
+            background: bool = False, changed: np.ndarray | None = None,
+            lowpassed: tuple[np.ndarray, np.ndarray] | None = None) -> Explanation:
     """Fit ``operation`` to the pair: what part of the change does it explain?
 
     Args:
@@ -157,8 +158,10 @@ def explain(source: np.ndarray, edited: np.ndarray, operation: str, *, sigma: fl
             inside the changed regions that touch the image border.
         changed: (H, W) bool, the pixels that changed (the fitting set and the regions
             for ``background``); ``None`` means every pixel.
+        lowpassed: ``source`` and ``edited`` already low-passed by ``sigma``, when the
+            caller has them.
     """
-    s_lp, e_lp = lowpass(source, sigma), lowpass(edited, sigma)
+    s_lp, e_lp = lowpassed or (lowpass(source, sigma), lowpass(edited, sigma))
     unchanged = channel_max_abs_diff(e_lp, s_lp)
     region = (_border_regions(np.ones(unchanged.shape, bool) if changed is None else changed)
               if background else None)

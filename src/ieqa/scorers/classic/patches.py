@@ -118,26 +118,28 @@ def _border_contrast(image: np.ndarray, box: tuple[slice, slice], outside: tuple
     return float(np.median(np.concatenate([np.abs(st).max(axis=-1) for st in steps])))
 
 
-def undo_patches(reference: np.ndarray, edited: np.ndarray, residual: np.ndarray,
+def undo_patches(reference: np.ndarray, edited_lp: np.ndarray, residual: np.ndarray,
                  patches: list[tuple[tuple[slice, slice], np.ndarray]], *, sigma: float,
-                 seam: int = 5) -> np.ndarray:
-    """``residual`` with each patch's colour offset taken out: inside a patch box the
-    per-pixel change (max over channels, low-passed by ``sigma``) is measured against
-    ``reference`` shifted by the patch's offset, so a real change inside the patch still
+                 seam: int = 5) -> tuple[np.ndarray, np.ndarray]:
+    """``residual`` with each patch's colour offset taken out, and the (H, W) bool area the
+    patches cover (their boxes grown by ``seam`` px).
+
+    Inside a patch box the per-pixel change (max over channels) is measured between
+    ``edited_lp`` (the edited image low-passed by ``sigma``) and ``reference`` shifted by
+    the patch's offset and low-passed alike, so a real change inside the patch still
     counts; a band of ``seam`` pixels along the box border (the seam line) counts 0."""
+    covered = np.zeros(residual.shape, dtype=bool)
     if not patches:
-        return residual
+        return residual, covered
     shifted = reference.astype(np.float32, copy=True)
-    band = np.zeros(residual.shape, dtype=bool)
+    inner = np.zeros(residual.shape, dtype=bool)
     for (ys, xs), offset in patches:
         shifted[ys, xs] = np.clip(shifted[ys, xs] + offset, 0.0, 1.0)
-        outer = (slice(max(0, ys.start - seam), ys.stop + seam),
-                 slice(max(0, xs.start - seam), xs.stop + seam))
-        band[outer] = True
-        band[ys.start + seam:ys.stop - seam, xs.start + seam:xs.stop - seam] = False
-    corrected = channel_max_abs_diff(lowpass(edited, sigma), lowpass(shifted, sigma))
+        covered[max(0, ys.start - seam):ys.stop + seam, max(0, xs.start - seam):xs.stop + seam] = True
+        inner[ys.start + seam:ys.stop - seam, xs.start + seam:xs.stop - seam] = True
+    corrected = channel_max_abs_diff(edited_lp, lowpass(shifted, sigma))
     out = residual.copy()
     for (ys, xs), _ in patches:
         out[ys, xs] = corrected[ys, xs]
-    out[band] = 0.0
-    return out
+    out[covered & ~inner] = 0.0
+    return out, covered
