@@ -166,24 +166,30 @@ def explain(source: np.ndarray, edited: np.ndarray, operation: str, *, sigma: fl
     region = (_border_regions(np.ones(unchanged.shape, bool) if changed is None else changed)
               if background else None)
 
-    def explained(fitted: np.ndarray, fitted_lp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def residual(fitted_lp: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """The unexplained change, and where the operation is kept (``background``)."""
         d = channel_max_abs_diff(e_lp, fitted_lp)
         if region is None:
-            return d, fitted
+            return d, None
         keep = region & (d < unchanged)
-        return np.where(keep, d, unchanged), np.where(keep[..., None], fitted, source)
+        return np.where(keep, d, unchanged), keep
+
+    def reference(fitted: np.ndarray, keep: np.ndarray | None) -> np.ndarray:
+        return fitted if keep is None else np.where(keep[..., None], fitted, source)
 
     if operation == "blur":
-        best = Explanation(unchanged, source, {"blur_sigma": 0.0, "applied": False})
+        best = (float(unchanged.mean()), unchanged, None, 0.0)
         for b in _BLUR_SIGMAS:
-            d, ref = explained(lowpass(source, b), lowpass(source, float(np.hypot(b, sigma))))
-            if float(d.mean()) < float(best.residual.mean()):
-                best = Explanation(d, ref, {"blur_sigma": b, "applied": True})
-        b = best.params["blur_sigma"]
-        if background and b:  # the blurred background bleeds into a band around objects
-            size = 2 * int(np.ceil(2 * b)) + 1
-            best = best._replace(residual=ndi.minimum_filter(best.residual, size=size))
-        return best
+            d, keep = residual(lowpass(source, float(np.hypot(b, sigma))))
+            if float(d.mean()) < best[0]:
+                best = (float(d.mean()), d, keep, b)
+        _, d, keep, b = best
+        if not b:
+            return Explanation(unchanged, source, {"blur_sigma": 0.0, "applied": False})
+        if background:  # the blurred background bleeds into a band around objects
+            d = ndi.minimum_filter(d, size=2 * int(np.ceil(2 * b)) + 1)
+        return Explanation(d, reference(lowpass(source, b), keep),
+                           {"blur_sigma": b, "applied": True})
     ok = _valid(edited, changed if background else None)
     if operation in ("brighten", "darken", "contrast_up", "contrast_down"):
         fitted, params = _affine(source, edited, ok, operation)
@@ -197,8 +203,8 @@ def explain(source: np.ndarray, edited: np.ndarray, operation: str, *, sigma: fl
         raise ValueError(f"unknown operation {operation!r}")
     if fitted is None:
         return Explanation(unchanged, source, params)
-    d, ref = explained(fitted, lowpass(fitted, sigma))
-    return Explanation(d, ref, params)
+    d, keep = residual(lowpass(fitted, sigma))
+    return Explanation(d, reference(fitted, keep), params)
 
 
 def _border_regions(mask: np.ndarray) -> np.ndarray:
