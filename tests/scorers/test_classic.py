@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from PIL import Image
 from scipy.stats import spearmanr
 
 from ieqa.data.schema import EditSample
@@ -180,3 +181,14 @@ def test_aurora_ground_truth_preserves_more_than_a_mismatched_image(classic) -> 
     wins = np.mean([a.scores["content_preservation"] > b.scores["content_preservation"]
                     for a, b in zip(truth, mismatched, strict=True)])
     assert wins >= 0.9, wins
+    assert all(not r.flags for r in truth), [(r.id, r.flags) for r in truth if r.flags]
+    # degenerate outputs of every real source: floored below the real edit, and flagged
+    rgba = np.zeros((64, 64, 4), dtype=np.uint8)
+    rgba[:8, :8] = 255  # 98 % transparent
+    outputs = {"blank": Image.new("RGB", (256, 256)), "blank ": Image.new("RGB", (256, 256), "white"),
+               "transparent": Image.fromarray(rgba, "RGBA"), "tiny": Image.new("RGB", (1, 1), "grey")}
+    for flag, image in outputs.items():
+        results = classic.score([(s.source, image, s.instruction) for s in samples])
+        assert all(flag.strip() in r.flags for r in results), flag
+        assert all(r.scores["content_preservation"] < t.scores["content_preservation"]
+                   for r, t in zip(results, truth, strict=True)), flag

@@ -28,7 +28,9 @@ Conversion to RGB, by PIL mode
     * ``L``, ``1``: the grey value is copied to all three channels.
     * ``P`` (palette): looked up in the palette.
     * ``RGBA``, ``LA``, ``PA``, ``La``, ``RGBa``: alpha-composited over ``background``
-      (default white). A colour-key transparency (``"transparency"`` in ``info``, e.g.
+      (default white); the fraction of pixels with alpha below 128 is kept in the
+      result's ``info["ieqa.transparent_fraction"]`` (read by
+      :func:`ieqa.scorers.flags.detect_flags`). A colour-key transparency (``"transparency"`` in ``info``, e.g.
       PNG ``tRNS``) on ``1``/``L``/``P``/``RGB`` images, or a palette with alpha, is
       composited the same way.
     * ``CMYK``: Pillow's standard CMYK -> RGB conversion. Embedded ICC profiles are not
@@ -86,6 +88,9 @@ from ieqa.progress import progress_bar
 DEFAULT_MAX_PIXELS: int = 8192 * 8192
 
 _WHITE = (255, 255, 255)
+#: ``PIL.Image.info`` key holding the fraction of pixels (0-1) that were transparent (alpha
+#: below 128) in an image composited over the background
+TRANSPARENT_INFO_KEY = "ieqa.transparent_fraction"
 _MEMORY = "<memory>"
 _BYTES = "<bytes>"
 _LFS_MAGIC = b"version https://git-lfs"
@@ -264,8 +269,9 @@ def _check_pixels(size: tuple[int, int], max_pixels: int | None, label: str) -> 
         raise ImageTooLargeError(
             label,
             f"{width}x{height} image has {width * height:,} pixels, more than the limit of "
-            f"{max_pixels:,}; pass max_pixels=None to disable the check, or a larger "
-            "max_pixels if you trust the source",
+            f"{max_pixels:,} that guards against decompression bombs; downscale the image, or "
+            "if you trust the file load it with ieqa.data.images.load_image(path, "
+            "max_pixels=None) and pass the decoded image instead of the path",
         )
 
 
@@ -369,7 +375,10 @@ def _has_transparency(im: Image.Image) -> bool:
 def _composite(im: Image.Image, background: tuple[int, int, int]) -> Image.Image:
     rgba = (im.convert("LA") if im.mode == "La" else im).convert("RGBA")  # Pillow has no La -> RGBA
     base = Image.new("RGBA", im.size, (*background, 255))
-    return Image.alpha_composite(base, rgba).convert("RGB")
+    out = Image.alpha_composite(base, rgba).convert("RGB")
+    alpha = np.asarray(rgba.getchannel("A"))
+    out.info[TRANSPARENT_INFO_KEY] = float((alpha < 128).mean()) if alpha.size else 0.0
+    return out
 
 
 def _from_16bit(values: np.ndarray) -> np.ndarray:

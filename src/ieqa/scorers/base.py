@@ -12,16 +12,24 @@ instruction) into one :class:`ScoreResult` each, in input order. A result carrie
 * ``explanation`` — optional text; ``region`` — optional edit region
   (:class:`~ieqa.data.schema.BBox`); ``raw`` — JSON-serialisable extras (sub-scores,
   parsed judge output, ...);
+* ``flags`` — degenerate outputs (``blank``, ``transparent``, ``tiny``, ``no_op``,
+  ``unrelated``; :mod:`ieqa.scorers.flags`), detected for every scorer;
 * ``error`` — set instead of scores when this sample could not be scored (an image that
   does not load, a missing source image, ...). :meth:`Scorer.score` records such
   failures per sample rather than aborting the batch.
+
+:meth:`Scorer.score` is the one entry point: it accepts :class:`EditSample` objects,
+``(source, edited[, instruction])`` tuples or dicts of EditSample fields (ids ``"0"``,
+``"1"``, ... assigned in input order when absent), decodes every image once, attaches the
+flags and hands the decoded samples to :meth:`Scorer.score_batch`, which subclasses
+override to batch (a VLM does) or leave to call :meth:`Scorer.score_sample` per sample.
 """
 
 from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -33,8 +41,10 @@ from ieqa.data.dimensions import canonical_dimension
 from ieqa.data.images import load_image
 from ieqa.data.schema import BBox, EditSample, ImageRef
 from ieqa.errors import IeqaError
+from ieqa.scorers.flags import detect_flags
 
-__all__ = ["Scorer", "ScoreResult", "ScorerInfo", "ScorerError", "ScorerKind"]
+__all__ = ["SampleLike", "Scorer", "ScoreResult", "ScorerInfo", "ScorerError", "ScorerKind",
+           "as_sample"]
 
 ScorerKind = Literal["full-reference", "no-reference", "composite", "vlm", "learned"]
 
@@ -101,6 +111,7 @@ class ScoreResult:
     region: BBox | None = None
     raw: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
+    flags: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -122,6 +133,38 @@ class ScoreResult:
         self.scores = {canonical_dimension(k): float(v) for k, v in self.scores.items()}
         self.sigma = {canonical_dimension(k): float(v) for k, v in self.sigma.items()}
         self.unavailable = {canonical_dimension(k): str(v) for k, v in self.unavailable.items()}
+
+
+#: what :meth:`Scorer.score` accepts for one edit
+SampleLike = EditSample | tuple | Mapping[str, Any]
+
+
+def as_sample(item: SampleLike, index: int) -> EditSample:
+    """An :class:`EditSample` from an EditSample, a ``(source, edited[, instruction])``
+    tuple or a dict of EditSample fields; ``index`` (0-based) gives the id ``str(index)``
+    when the item has none. Paths may be ``str`` or ``Path``.
+
+    Raises:
+        ScorerError: the item is none of these, or its fields are invalid.
+    """
+    if isinstance(item, EditSample):
+        return item
+    if isinstance(item, tuple):
+        if len(item) not in (2, 3):
+            raise ScorerError(f"item {index}: a tuple must be (source, edited) or (source, edited, "
+                              f"instruction), got {len(item)} values")
+        data: dict[str, Any] = {"source": item[0], "edited": item[1],
+                                "instruction": item[2] if len(item) == 3 else ""}
+    elif isinstance(item, Mapping):
+        data = dict(item)
+    else:
+        raise ScorerError(f"item {index}: expected an EditSample, a (source, edited, instruction) "
+                          f"tuple or a dict, got {type(item).__name__}")
+    data.setdefault("id", str(index))
+    try:
+        return EditSample.model_validate(data)
+    except ValueError as exc:
+        raise ScorerError(f"item {index}: {exc}") from None
 
 
 def _as_array(image: Image.Image) -> np.ndarray:
@@ -167,9 +210,49 @@ class Scorer(ABC):
     def score_sample(self, sample: EditSample) -> ScoreResult:
         """Score one sample; raise on failure (:meth:`score` turns it into a recorded error)."""
 
-    def score(self, samples: Sequence[EditSample]) -> list[ScoreResult]:
-        """One :class:`ScoreResult` per sample, in input order; a sample that fails gets a
-        result with ``error`` set instead of stopping the batch."""
+    def score(self, samples: Iterable[SampleLike]) -> list[ScoreResult]:
+        """One :class:`ScoreResult` per item, in input order.
+
+        Items are :class:`EditSample` objects, ``(source, edited[, instruction])`` tuples
+        or dicts (see :func:`as_sample`). Each image is decoded once; a sample whose
+        images do not load, or that the scorer fails on, gets a result with ``error`` set
+        instead of stopping the batch. Every result carries the degenerate-output
+        ``flags`` of :func:`ieqa.scorers.flags.detect_flags`.
+        """
+        items = [as_sample(item, i) for i, item in enumerate(samples)]
+        results: list[ScoreResult | None] = [None] * len(items)
+        flags: list[list[str]] = [[] for _ in items]
+        decoded: list[tuple[int, EditSample]] = []
+        for i, sample in enumerate(items):
+            try:
+                source = load_image(sample.source) if sample.source is not None else None
+                edited = load_image(sample.edited)
+            except Exception as exc:  # noqa: BLE001 - recorded per sample, by contract
+                results[i] = ScoreResult.failed(sample.id, exc)
+                continue
+            flags[i] = detect_flags(source, edited)
+            update: dict[str, Any] = {"edited": edited}
+            if source is not None:
+                update["source"] = source
+            decoded.append((i, sample.model_copy(update=update)))
+        if decoded:
+            scored = self.score_batch([s for _, s in decoded])
+            if len(scored) != len(decoded):
+                raise ScorerError(f"scorer {self.name!r} returned {len(scored)} results for "
+                                  f"{len(decoded)} samples")
+            for (i, _), result in zip(decoded, scored, strict=True):
+                results[i] = result
+        out: list[ScoreResult] = []
+        for i, result in enumerate(results):
+            assert result is not None
+            result.flags = [f for f in dict.fromkeys([*result.flags, *flags[i]])]
+            out.append(result)
+        return out
+
+    def score_batch(self, samples: Sequence[EditSample]) -> list[ScoreResult]:
+        """Score decoded samples (their images are RGB ``PIL.Image`` objects); one result
+        each, in order. The default calls :meth:`score_sample` per sample and records a
+        failure per sample; batching scorers override it. Call :meth:`score` instead."""
         out: list[ScoreResult] = []
         for sample in samples:
             try:

@@ -89,7 +89,7 @@ class EnsembleScorer(Scorer):
     def score_sample(self, sample: EditSample) -> ScoreResult:
         return self.score([sample])[0]
 
-    def score(self, samples: Sequence[EditSample]) -> list[ScoreResult]:
+    def score_batch(self, samples: Sequence[EditSample]) -> list[ScoreResult]:
         per_member = [m.score(samples) for m in self.members]
         out = []
         for k, sample in enumerate(samples):

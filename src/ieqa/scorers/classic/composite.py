@@ -50,7 +50,14 @@ they differ):
    is better, for reference; NIQE is not part of ``VQ``: it judges the scene's content as
    much as the edit's artifacts, and penalises flat synthetic content).
 
-5. **instruction_alignment** is reported unavailable: the scope lexicon says where a
+5. **Degenerate outputs** — a ``blank``, ``transparent``, ``tiny`` or ``unrelated``
+   edited image (:mod:`ieqa.scorers.flags`) is not an edit: both scores are 1, the floor
+   of the scale, with ``raw["floored"]`` naming the flags. A ``no_op`` keeps its scores
+   (nothing was lost, so preservation is high) and carries the flag: an editor that
+   returns its input must be judged on instruction_alignment, which ``classic`` cannot
+   measure.
+
+6. **instruction_alignment** is reported unavailable: the scope lexicon says where a
    request applies, not whether the right thing was done to the right object. Use a VLM
    scorer (``ieqa list scorers``).
 """
@@ -63,6 +70,7 @@ from typing import Any
 import numpy as np
 from scipy import ndimage as ndi
 
+from ieqa.data.images import load_image
 from ieqa.data.schema import BBox, EditSample
 from ieqa.scorers.base import Scorer, ScorerError, ScoreResult
 from ieqa.scorers.classic._filters import channel_max_abs_diff, lowpass
@@ -71,6 +79,7 @@ from ieqa.scorers.classic.patches import pasted_patches, undo_patches
 from ieqa.scorers.classic.quality import blockiness, detail_energy, grey, noise_sigma
 from ieqa.scorers.classic.region import estimate_edit_region
 from ieqa.scorers.classic.scope import EditScope, parse_scope
+from ieqa.scorers.flags import FLOOR_FLAGS, detect_flags
 
 __all__ = ["ALIGNMENT_UNAVAILABLE", "ClassicScorer", "preservation_score", "quality_evidence"]
 
@@ -230,7 +239,15 @@ class ClassicScorer(Scorer):
                 "patches": patches, "fit": fit, "blur_sigma": blur_sigma}
 
     def score_sample(self, sample: EditSample) -> ScoreResult:
-        src, edt, resized = self.load_pair(sample.source, sample.edited)
+        source, edited = load_image(sample.source), load_image(sample.edited)
+        flags = detect_flags(source, edited)
+        floored = [f for f in flags if f in FLOOR_FLAGS]
+        if floored:  # not an edit at all: the floor of the scale, before any measurement
+            return ScoreResult(
+                sample.id, scores={"visual_quality": 1.0, "content_preservation": 1.0},
+                unavailable={"instruction_alignment": ALIGNMENT_UNAVAILABLE},
+                raw={"floored": floored}, flags=flags)
+        src, edt, resized = self.load_pair(source, edited)
         h, w = src.shape[:2]
         scope = parse_scope(sample.instruction) if self.instruction_aware else EditScope("local")
         gs, ge = grey(src), grey(edt)
@@ -273,4 +290,4 @@ class ClassicScorer(Scorer):
             scores={"visual_quality": 1.0 + 4.0 * (1.0 - severity),
                     "content_preservation": preservation_score(unintended)},
             unavailable={"instruction_alignment": ALIGNMENT_UNAVAILABLE},
-            region=bbox, raw=raw)
+            region=bbox, raw=raw, flags=flags)

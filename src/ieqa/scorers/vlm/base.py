@@ -188,7 +188,7 @@ class VLMScorer(Scorer):
     def score_sample(self, sample: EditSample) -> ScoreResult:
         return self.score([sample])[0]
 
-    def score(self, samples: Sequence[EditSample]) -> list[ScoreResult]:
+    def score_batch(self, samples: Sequence[EditSample]) -> list[ScoreResult]:
         """One result per sample in input order; a sample whose images do not load, or a
         batch the model fails on, gets a recorded error."""
         results: dict[int, ScoreResult] = {}

@@ -92,7 +92,7 @@ class PairwiseJudge(VLMScorer):
     def checkpoint_args(self) -> dict[str, Any]:
         return self.readout_config()
 
-    def score(self, samples: Sequence[EditSample]) -> list[ScoreResult]:
+    def score_batch(self, samples: Sequence[EditSample]) -> list[ScoreResult]:
         raise ScorerError("vlm-pairwise compares two edits; call .compare([(a, b), ...]) "
                           "instead of scoring single edits")
 
