@@ -216,9 +216,9 @@ def main() -> None:
     """Entry point of the ``ieqa`` console script."""
     try:
         app()
-    except ieqa.IeqaError as exc:
-        err_console.print(f"[red]error:[/red] {exc}")
-        raise SystemExit(2) from None
+    except ieqa.IeqaError as exc:  # a run that could not be done: exit 1 (2 is a usage error)
+        err_console.print(f"[red]error:[/red] {escape(str(exc))}")
+        raise SystemExit(1) from None
 
 
 if __name__ == "__main__":

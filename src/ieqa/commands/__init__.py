@@ -2,4 +2,5 @@
 function whose parameters use ``typer.Option`` / ``typer.Argument``) and ``NAME`` (the
 command's name); :mod:`ieqa.cli` registers the modules listed in ``COMMAND_MODULES``."""
 
-COMMAND_MODULES: tuple[str, ...] = ("score", "bench", "mos", "rank_editors", "tiny_vlm", "train")
+COMMAND_MODULES: tuple[str, ...] = ("score", "manifest", "bench", "mos", "rank_editors", "tiny_vlm",
+                                     "train")

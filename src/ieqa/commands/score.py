@@ -2,7 +2,8 @@
 
 Forms::
 
-    ieqa score MANIFEST -o OUT.parquet            # a manifest (.jsonl, .jsonl.gz, .parquet)
+    ieqa score FOLDER -o OUT.parquet              # a folder of edits (source/, edited/, instructions.csv)
+    ieqa score MANIFEST -o OUT.parquet            # a manifest (.jsonl, .jsonl.gz, .parquet, .csv)
     ieqa score BENCHMARK_PATH -o OUT.parquet      # a benchmark download ieqa recognises
     ieqa score NAME --root PATH -o OUT.parquet    # a registered benchmark name
     ieqa score SOURCE EDITED "instruction"        # one triplet, printed as a table
@@ -10,8 +11,13 @@ Forms::
 
 ``--scorer`` picks the scorer (default ``classic``; ``ieqa list scorers``) and
 ``--option key=value`` passes it arguments. Long runs stream the input, decode images on
-threads, show a progress bar and can be resumed: run the same command again after an
-interruption and only the unfinished rows are scored (see :mod:`ieqa.scorers.run`).
+threads, show progress and can be re-run: the same command keeps the rows already scored
+whose inputs did not change and scores the rest, errored rows included (see
+:mod:`ieqa.scorers.run`).
+
+Exit status: 0 when every row was scored; :data:`EXIT_ROW_ERRORS` (3) when the output
+was written but some rows have errors (``--allow-errors`` makes that 0); 2 for a usage
+error; 1 when the run could not be done (the message says why).
 """
 
 from __future__ import annotations
@@ -19,9 +25,10 @@ from __future__ import annotations
 import gzip
 import json
 import math
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import typer
 from rich.console import Console
@@ -32,43 +39,89 @@ from ieqa.commands._inputs import (
     CHECKPOINT_OPT,
     MODEL_OPT,
     OPTION_OPT,
-    benchmark_input_id,
     load_benchmark_arg,
     make_scorer,
-    manifest_input_id,
 )
-from ieqa.data.manifest import first_row_keys, iter_manifest
-from ieqa.data.schema import EditSample
+from ieqa.data.inputs import BadRow, InputItem, is_edit_folder, iter_folder
+from ieqa.data.manifest import first_row_keys, iter_manifest_items
+from ieqa.errors import IeqaError, ManifestError
 from ieqa.registry import BENCHMARKS
 from ieqa.scorers.base import Scorer, ScoreResult
 from ieqa.scorers.run import ScoreRunSummary, score_to_file
 
 NAME = "score"
 console = Console()
-_MANIFEST_SUFFIXES = (".jsonl", ".jsonl.gz", ".parquet")
-
-
-def _is_manifest(path: Path) -> bool:
-    """A file whose rows are EditSample rows (they have an ``edited`` image)."""
-    keys = first_row_keys(path) if path.is_file() else None
-    return keys is not None and "edited" in keys
+#: the exit status of a run whose output was written with some rows in error
+EXIT_ROW_ERRORS = 3
+_MANIFEST_SUFFIXES = (".jsonl", ".jsonl.gz", ".parquet", ".csv")
+_MAX_LISTED = 20
 
 
 def _count_rows(path: Path) -> int:
     if path.name.endswith(".parquet"):
         return pq.ParquetFile(path).metadata.num_rows
     opener = gzip.open if path.name.endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8") as fh:
-        return sum(1 for line in fh if line.strip())
+    with opener(path, "rt", encoding="utf-8-sig") as fh:
+        n = sum(1 for line in fh if line.strip())
+    return n - 1 if path.name.endswith(".csv") else n
 
 
-def _manifest_input(path: Path) -> tuple[Iterator[EditSample], int, str]:
-    return iter_manifest(path), _count_rows(path), manifest_input_id(path)
+def _is_manifest_file(path: Path) -> bool:
+    return path.is_file() and path.name.lower().endswith(_MANIFEST_SUFFIXES)
 
 
-def _benchmark_input(target: str, root: Path | None) -> tuple[list[EditSample], int, str]:
+def _manifest_or_none(path: Path) -> tuple[Iterator[InputItem], int, str] | None:
+    """The rows of a manifest file, None when the file is a benchmark's own format; an
+    empty or unreadable file is an error of its own."""
+    if path.name.endswith(".parquet"):
+        try:
+            pq.read_schema(path)
+        except (OSError, pa.ArrowException) as exc:
+            raise IeqaError(f"{path} is not a readable Parquet file ({exc}); re-export it, or "
+                            "give a .jsonl or .csv manifest") from None
+    keys = first_row_keys(path)
+    if keys is None and _count_rows(path) <= 0:
+        raise IeqaError(f"{path} is empty: a manifest needs one row per edit (see the manifest "
+                        "spec in the docs, or write one with ieqa manifest FOLDER -o ...)")
+    if keys is None and not path.name.endswith(".csv"):
+        return None
+    if keys is not None and "edited" not in keys:
+        return None
+    return iter_manifest_items(path), _count_rows(path), f"manifest:{path.resolve()}"
+
+
+def resolve_input(target: str, root: Path | None) -> tuple[Iterable[InputItem], int, str]:
+    """``(items, total, description)`` of a FOLDER, MANIFEST or benchmark argument."""
+    path = Path(target)
+    if root is None and is_edit_folder(path):
+        items = list(iter_folder(path))
+        return items, len(items), f"folder:{path.resolve()}"
+    if root is None and _is_manifest_file(path):
+        found = _manifest_or_none(path)
+        if found is not None:
+            return found
+    if root is None and not path.exists() and target not in BENCHMARKS.names():
+        raise typer.BadParameter(
+            f"{target} does not exist; give a folder of edits, a manifest, a benchmark path or a "
+            "registered benchmark name (ieqa list benchmarks)", param_hint="INPUT...")
+    if root is None and path.is_dir() and not any(path.iterdir()):
+        raise IeqaError(f"{path} is an empty folder; a folder of edits has source/, edited/ and "
+                        "instructions.csv (see ieqa manifest --help)")
     bench = load_benchmark_arg(target, root)
-    return bench.samples, len(bench.samples), benchmark_input_id(bench, target, root)
+    return bench.samples, len(bench.samples), f"benchmark:{bench.name}:{target}"
+
+
+def strict_check(items: Iterable[InputItem]) -> list[InputItem]:
+    """All items, or :class:`IeqaError` listing every bad row when there is any."""
+    items = list(items)
+    bad = [i for i in items if isinstance(i, BadRow)]
+    if bad:
+        lines = "\n".join(f"  {b.error}" for b in bad[:_MAX_LISTED])
+        more = f"\n  ... and {len(bad) - _MAX_LISTED} more" if len(bad) > _MAX_LISTED else ""
+        raise IeqaError(f"--strict: {len(bad)} of {len(items)} input rows are malformed; nothing "
+                        f"was scored:\n{lines}{more}\nfix them, or drop --strict to score the "
+                        "others and record these as error rows")
+    return items
 
 
 def _fmt(x: float) -> str:
@@ -105,14 +158,21 @@ def print_result(result: ScoreResult, scorer: Scorer) -> None:
 
 
 def print_run(summary: ScoreRunSummary) -> None:
-    """The end-of-run report: counts, time, the first errors and per-dimension statistics."""
-    resumed = f", {summary.n_resumed} from an earlier run" if summary.n_resumed else ""
+    """The end-of-run report: counts, time, the first errors, flags and per-dimension statistics."""
+    resumed = f", {summary.n_resumed} kept from an earlier run" if summary.n_resumed else ""
+    retried = f", {summary.n_retried} errored rows retried" if summary.n_retried else ""
     rate = summary.n_scored / summary.seconds if summary.seconds > 0 else float("nan")
-    console.print(f"wrote [bold]{summary.out}[/bold]: {summary.n_rows} rows ({summary.n_scored} "
-                  f"scored in {summary.seconds:.1f} s, {rate:.1f}/s{resumed}); "
-                  f"{summary.n_errors} with errors")
+    console.print(f"wrote [bold]{escape(str(summary.out))}[/bold]: {summary.n_rows} rows "
+                  f"({summary.n_scored} scored in {summary.seconds:.1f} s, {rate:.1f}/s{resumed}"
+                  f"{retried}); {summary.n_errors} with errors")
     for ident, err in summary.errors:
         console.print(f"[yellow]error[/yellow] {escape(ident)}: {escape(err)}")
+    if summary.n_errors > len(summary.errors):
+        console.print(f"... and {summary.n_errors - len(summary.errors)} more errors (the output's "
+                      "error column has them all)")
+    if summary.flags:
+        listed = ", ".join(f"{n} {f}" for f, n in sorted(summary.flags.items()))
+        console.print(f"[yellow]flagged outputs:[/yellow] {listed} (see the flags column)")
     table = Table(title="scores", title_justify="left")
     for c in ("dimension", "n", "mean", "min", "max", "unavailable"):
         table.add_column(c, justify="left" if c == "dimension" else "right")
@@ -125,15 +185,16 @@ def print_run(summary: ScoreRunSummary) -> None:
 def command(
     inputs: list[str] = typer.Argument(
         ..., metavar="INPUT...",
-        help="MANIFEST, a benchmark path or name, SOURCE EDITED [INSTRUCTION], or one IMAGE"),
+        help="FOLDER of edits, MANIFEST, a benchmark path or name, SOURCE EDITED [INSTRUCTION], "
+             "or one IMAGE"),
     scorer_name: str = typer.Option("classic", "--scorer", "-s",
                                     help="registered scorer (ieqa list scorers)"),
     option: list[str] | None = OPTION_OPT,
     model: str | None = MODEL_OPT,
     checkpoint: Path | None = CHECKPOINT_OPT,
     out: Path | None = typer.Option(None, "--out", "-o",
-                                    help="output file (.parquet or .jsonl) for a manifest or "
-                                         "benchmark"),
+                                    help="output file (.parquet or .jsonl) for a folder, manifest "
+                                         "or benchmark"),
     root: Path | None = typer.Option(None, "--root", exists=True,
                                      help="with a registered benchmark name: your download"),
     batch_size: int = typer.Option(8, "--batch-size", min=1,
@@ -141,24 +202,38 @@ def command(
     workers: int | None = typer.Option(None, "--workers", min=1,
                                        help="image-decoding threads (default: min(8, CPUs))"),
     overwrite: bool = typer.Option(False, "--overwrite",
-                                   help="discard an existing output or unfinished run"),
+                                   help="discard an existing output or unfinished run (needed "
+                                        "only when the scorer configuration changed)"),
+    no_retry: bool = typer.Option(False, "--no-retry",
+                                  help="on a re-run, keep the rows that errored instead of "
+                                       "scoring them again"),
+    strict: bool = typer.Option(False, "--strict",
+                                help="check the whole input first and stop, listing every "
+                                     "malformed row, before scoring anything"),
+    allow_errors: bool = typer.Option(False, "--allow-errors",
+                                      help="exit 0 even when some rows have errors"),
     fail_fast: bool = typer.Option(False, "--fail-fast",
                                    help="stop at the first row that cannot be scored"),
     as_json: bool = typer.Option(False, "--json", help="one triplet: print the result as JSON"),
 ) -> None:
-    """Score edits: a manifest or benchmark into a file, or one triplet to the screen."""
+    """Score edits: a folder, manifest or benchmark into a file, or one triplet to the screen.
+
+    Exit status: 0 when every row was scored, 3 when the output was written but some rows
+    have errors (0 with --allow-errors), 2 for a usage error, 1 when the run failed.
+    """
     scorer = make_scorer(scorer_name, option, model, checkpoint)
     first = Path(inputs[0])
     single = len(inputs) in (2, 3) or (
-        len(inputs) == 1 and first.is_file() and not _is_manifest(first)
+        len(inputs) == 1 and first.is_file() and not _is_manifest_file(first)
         and inputs[0] not in BENCHMARKS.names() and _looks_like_image(first))
     if len(inputs) > 3:
-        raise typer.BadParameter("give one MANIFEST/benchmark, or SOURCE EDITED [INSTRUCTION]",
-                                 param_hint="INPUT...")
+        raise typer.BadParameter("give one FOLDER/MANIFEST/benchmark, or SOURCE EDITED "
+                                 "[INSTRUCTION]", param_hint="INPUT...")
     if single:
         if out is not None:
-            raise typer.BadParameter("-o is for manifests and benchmarks; one triplet is printed "
-                                     "(add --json for machine-readable output)", param_hint="--out")
+            raise typer.BadParameter("-o is for folders, manifests and benchmarks; one triplet is "
+                                     "printed (add --json for machine-readable output)",
+                                     param_hint="--out")
         source, edited = (None, first) if len(inputs) == 1 else (first, Path(inputs[1]))
         instruction = inputs[2] if len(inputs) == 3 else ""
         result = scorer(source, edited, instruction)
@@ -170,17 +245,24 @@ def command(
     if out is None:
         raise typer.BadParameter("pass -o OUT.parquet (or .jsonl) for the scores",
                                  param_hint="--out")
-    if _is_manifest(first):
-        if root is not None:
-            raise typer.BadParameter("--root goes with a registered benchmark name",
-                                     param_hint="--root")
-        samples, total, input_id = _manifest_input(first)
-    else:
-        samples, total, input_id = _benchmark_input(inputs[0], root)
-    summary = score_to_file(scorer, samples, out, input_id=input_id, total=total,
+    items, total, description = resolve_input(inputs[0], root)
+    if strict:
+        items = strict_check(items)
+    summary = score_to_file(scorer, items, out, input_id=description, total=total,
                             batch_size=batch_size, workers=workers, overwrite=overwrite,
-                            fail_fast=fail_fast)
+                            retry_errors=not no_retry, fail_fast=fail_fast)
     print_run(summary)
+    exit_for(summary, allow_errors)
+
+
+def exit_for(summary: ScoreRunSummary, allow_errors: bool) -> None:
+    """Exit with :data:`EXIT_ROW_ERRORS` when rows errored (unless ``allow_errors``)."""
+    if summary.n_errors and not allow_errors:
+        console.print(f"[red]{summary.n_errors} of {summary.n_rows} rows have errors[/red]: fix "
+                      "their cause and run the same command again (only those rows are scored "
+                      "again), or pass --allow-errors to accept them (exit status "
+                      f"{EXIT_ROW_ERRORS})")
+        raise typer.Exit(EXIT_ROW_ERRORS)
 
 
 _IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".webp", ".tif", ".tiff", ".gif")
@@ -194,4 +276,4 @@ def _result_dict(result: ScoreResult) -> dict:
     return {"id": result.id, "scores": result.scores, "unavailable": result.unavailable,
             "sigma": result.sigma, "explanation": result.explanation,
             "region": None if result.region is None else result.region.model_dump(),
-            "raw": result.raw, "error": result.error}
+            "raw": result.raw, "flags": result.flags, "error": result.error}

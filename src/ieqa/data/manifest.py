@@ -6,6 +6,13 @@ A manifest is one file, one sample per row, in either format:
   UTF-8; blank lines are ignored.
 * **Parquet** (``.parquet``): one fixed Arrow schema (:data:`SAMPLE_SCHEMA`), written in
   row groups of at most ``row_group_size`` rows.
+* **CSV** (``.csv``, read only): a header row and one sample per row, columns
+  ``source,edited,instruction`` and optionally ``id`` (default: the ``edited`` path),
+  ``instruction_kind``, ``task``, ``editor``, ``group_id``, ``mask``; a column named like a
+  dimension (``visual_quality``, ``SC``, ...) holds scores, any other column goes to
+  ``meta``; an empty cell is a missing value.
+
+JSONL and CSV may start with a UTF-8 byte-order mark.
 
 The format comes from the file suffix, or from an explicit ``format="jsonl" | "parquet"``.
 
@@ -50,6 +57,7 @@ Reading streams: :func:`iter_manifest` holds one line (JSONL) or one record batc
 
 from __future__ import annotations
 
+import csv
 import gzip
 import hashlib
 import io
@@ -67,24 +75,27 @@ import pyarrow.parquet as pq
 from PIL import Image
 from pydantic import ValidationError
 
+from ieqa.data.inputs import BadRow, bad_row_key
 from ieqa.data.schema import EditSample, ImageRef, Preference
+from ieqa.data.dimensions import canonical_dimension
 from ieqa.errors import ManifestError, UnknownDimensionError
 
 __all__ = [
     "ImageStore", "ManifestWriter", "PREFERENCE_SCHEMA", "SAMPLE_SCHEMA", "iter_manifest",
-    "first_row_keys", "iter_preferences", "read_manifest", "read_preferences", "row_to_sample",
+    "first_row_keys", "iter_manifest_items", "iter_preferences", "read_manifest", "read_preferences", "row_to_sample",
     "sample_to_row", "write_manifest", "write_preferences",
 ]
 
 logger = logging.getLogger("ieqa")
 
-Format = Literal["jsonl", "parquet"]
+Format = Literal["jsonl", "parquet", "csv"]
 #: Saves an in-memory image and returns the path of the file it wrote.
 ImageSaver = Callable[[ImageRef], Path]
 T = TypeVar("T")
 _W = TypeVar("_W", bound="_RowWriter")
 
-_SUFFIXES: dict[str, Format] = {".jsonl": "jsonl", ".jsonl.gz": "jsonl", ".parquet": "parquet"}
+_SUFFIXES: dict[str, Format] = {".jsonl": "jsonl", ".jsonl.gz": "jsonl", ".parquet": "parquet",
+                                ".csv": "csv"}
 
 # --------------------------------------------------------------------------- Arrow schema
 
@@ -130,8 +141,8 @@ _PREFERENCE_KEYS = frozenset(("a", "b", "label", "dimension", "rater", "meta"))
 
 def _detect_format(path: Path, format: str | None) -> Format:
     if format is not None:
-        if format not in ("jsonl", "parquet"):
-            raise ManifestError(f"format must be 'jsonl' or 'parquet', got {format!r}")
+        if format not in ("jsonl", "parquet", "csv"):
+            raise ManifestError(f"format must be 'jsonl', 'parquet' or 'csv', got {format!r}")
         return format  # type: ignore[return-value]
     for suffix, fmt in _SUFFIXES.items():
         if path.name.endswith(suffix):
@@ -165,8 +176,12 @@ def first_row_keys(path: str | os.PathLike[str]) -> set[str] | None:
         fmt = _detect_format(p, None)
         if fmt == "parquet":
             return set(pq.read_schema(p).names)
+        if fmt == "csv":
+            with open(p, encoding="utf-8-sig", newline="") as fh:
+                header = next(csv.reader(fh), None)
+            return set(header) if header else None
         opener = gzip.open if _is_gzip(p) else open
-        with opener(p, "rt", encoding="utf-8") as fh:
+        with opener(p, "rt", encoding="utf-8-sig") as fh:
             for line in fh:
                 if line.strip():
                     row = json.loads(line)
@@ -410,10 +425,19 @@ def _raw_rows(path: Path, fmt: Format, batch_size: int) -> Iterator[tuple[int, A
     """``(1-based number, raw row)``: a line of text (JSONL) or a column dict (Parquet)."""
     if fmt == "jsonl":
         opener = gzip.open if _is_gzip(path) else open
-        with opener(path, "rt", encoding="utf-8") as f:
+        with opener(path, "rt", encoding="utf-8-sig") as f:  # a UTF-8 BOM is accepted
             for lineno, line in enumerate(f, 1):
                 if line.strip():
                     yield lineno, line
+        return
+    if fmt == "csv":
+        with open(path, encoding="utf-8-sig", newline="") as f:
+            reader = csv.DictReader(f)
+            for row in reader:
+                if None in row:
+                    row = {"__extra_cells__": row.pop(None), **row}
+                if any(v not in (None, "") for v in row.values()):
+                    yield reader.line_num, {"__csv__": True, **row}
         return
     try:
         # Single-threaded, unbuffered decoding keeps the reader's footprint at about one
@@ -428,7 +452,39 @@ def _raw_rows(path: Path, fmt: Format, batch_size: int) -> Iterator[tuple[int, A
         raise ManifestError(f"{path}: cannot read as Parquet ({e})") from e
 
 
+def _csv_row(row: dict[str, Any]) -> dict[str, Any]:
+    """A CSV manifest row as a manifest row: empty cells are absent, a column named like a
+    dimension is a score, any other unknown column goes to ``meta``; the id defaults to
+    the edited path."""
+    if "__extra_cells__" in row:
+        raise ManifestError("more cells than header columns")
+    out: dict[str, Any] = {}
+    scores: dict[str, Any] = {}
+    meta: dict[str, Any] = {}
+    for key, value in row.items():
+        if value in (None, ""):
+            continue
+        if key in _SAMPLE_KEYS - {"scores", "ratings", "meta", "bbox"}:
+            out[key] = value
+            continue
+        try:
+            scores[canonical_dimension(key)] = float(value)
+        except UnknownDimensionError:
+            meta[key] = value
+        except ValueError:
+            raise ManifestError(f"column {key!r} is a score and {value!r} is not a number") from None
+    if scores:
+        out["scores"] = scores
+    if meta:
+        out["meta"] = meta
+    if "edited" in out:
+        out.setdefault("id", out["edited"])
+    return out
+
+
 def _load_row(raw: Any, decode: Callable[[dict[str, Any]], dict[str, Any]]) -> Any:
+    if isinstance(raw, dict) and raw.get("__csv__"):
+        return _csv_row({k: v for k, v in raw.items() if k != "__csv__"})
     if not isinstance(raw, str):
         return decode(raw)
     try:
@@ -489,6 +545,47 @@ def iter_manifest(
                          format=format, batch_size=batch_size, strict=strict)
 
 
+def iter_manifest_items(path: str | os.PathLike[str], *, format: str | None = None,
+                        batch_size: int = 4096) -> Iterator[EditSample | BadRow]:
+    """Like :func:`iter_manifest`, but a malformed row becomes a
+    :class:`~ieqa.data.inputs.BadRow` (its id when readable, the file and 1-based line or
+    row number, and the reason) in the stream instead of an exception, so a scoring run
+    records it and goes on. Format problems and a missing file still raise at call time.
+    """
+    path = Path(path)
+    fmt = _detect_format(path, format)
+    if not path.is_file():
+        raise FileNotFoundError(f"manifest {path} does not exist (or is not a file)")
+    base_dir = os.path.dirname(os.path.abspath(path))
+    unit = "row" if fmt == "parquet" else "line"
+
+    def items() -> Iterator[EditSample | BadRow]:
+        for number, raw in _raw_rows(path, fmt, batch_size):
+            where = f"{path.name}:{number}"
+            try:
+                row = _load_row(raw, _decode_sample_row)
+                yield row_to_sample(row, base_dir)
+            except ManifestError as e:
+                text = raw if isinstance(raw, str) else json.dumps(raw, sort_keys=True, default=str)
+                fields = {}
+                if isinstance(raw, str):
+                    try:
+                        loaded = json.loads(raw)
+                        fields = loaded if isinstance(loaded, dict) else {}
+                    except ValueError:
+                        pass
+                else:
+                    fields = {k: v for k, v in raw.items() if k != "__csv__"}
+                ident = fields.get("id") or fields.get("edited")
+                keep = {k: fields.get(k) for k in ("source", "edited", "instruction", "editor",
+                                                   "task", "group_id")
+                        if isinstance(fields.get(k), str)}
+                yield BadRow(str(ident) if isinstance(ident, str) and ident else where,
+                             f"{path}, {unit} {number}: {e}", bad_row_key(where, text), keep)
+
+    return items()
+
+
 def read_manifest(path: str | os.PathLike[str], **kw: Any) -> list[EditSample]:
     """All samples of a manifest as a list (see :func:`iter_manifest` for the options)."""
     return list(iter_manifest(path, **kw))
@@ -524,6 +621,9 @@ class _RowWriter:
             raise ValueError(f"row_group_size must be >= 1, got {row_group_size}")
         self.path = Path(path)
         self.format: Format = _detect_format(self.path, format)
+        if self.format == "csv":
+            raise ManifestError(f"{self.path}: ieqa reads CSV manifests but writes JSONL or Parquet; "
+                                "name the output .jsonl or .parquet")
         self.row_group_size = row_group_size
         self.rows_written = 0
         self.path.parent.mkdir(parents=True, exist_ok=True)

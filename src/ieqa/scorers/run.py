@@ -1,32 +1,55 @@
-"""Score a stream of samples into an output file: streaming, parallel decoding, resumable.
+"""Score a stream of samples into a score file: streaming, parallel decoding, resumable.
 
 :func:`score_to_file` is what ``ieqa score`` runs. Images are decoded on a thread pool
 ahead of the scorer; the scorer gets batches of ``batch_size`` samples. Every finished
 batch is written atomically as one Parquet part file in ``<out>.parts/``, so a run that is
-killed loses at most the batch in flight. Running the same command again skips the rows
-already in the parts and, once every row is done, writes ``<out>`` (rows in input order)
-and removes the parts folder; the result is the same as that of one uninterrupted run.
-A row that cannot be scored (an image that does not load, a sample the scorer rejects)
-is written with its ``error`` and no scores, never dropped and never given a score.
+killed loses at most the batch in flight. When the input is done, ``<out>`` is written
+(rows in input order) and the parts folder removed.
+
+**Re-running the same command** keeps every row already scored whose inputs did not
+change and scores the rest: rows are matched by their content key
+(:func:`ieqa.data.inputs.input_key`: fields, image files' size and mtime), not by their
+position, so a re-run after an interruption, after a manifest line was fixed, or after
+rows were added, removed or reordered scores only what is new or changed. Rows that
+errored (server down, HTTP errors, a bad image) are scored again unless
+``retry_errors=False``. Only a different scorer configuration needs ``overwrite=True``.
+While a run writes ``<out>``, it holds ``<out>.lock``; a second run on the same output
+stops at once with the holder's PID.
+
+A row that cannot be scored (a malformed manifest line, an image that does not load, a
+sample the scorer rejects) is written with its ``error`` and no scores, never dropped
+and never given a score.
 
 Output columns (Parquet, or one JSON object per line for ``.jsonl``)::
 
     id            str
-    <dimension>   float64 | null   one column per dimension of the scorer, in its units
+    source        str | null        the inputs, so a score file stands alone
+    edited        str | null        (image paths; null for in-memory images)
+    instruction   str | null
+    editor        str | null
+    task          str | null
+    group_id      str | null
+    <dimension>   float64 | null    one column per dimension of the scorer, in its units
+    flags         [str]             degenerate output: blank, transparent, tiny, no_op,
+                                    unrelated (:mod:`ieqa.scorers.flags`)
     sigma         JSON object | null        per-dimension uncertainty, when given
     unavailable   JSON object | null        dimension -> why it is missing, what to use
     explanation   str | null
     region        {x, y, w, h} | null       normalised centre/size box of the edit
     raw           JSON object | null        scorer-specific extras
     error         str | null                why the row has no scores
+    input_key     str                       content key of the row's inputs (for re-runs)
 
 In JSONL the JSON-object columns are inline objects. The Parquet file's metadata holds
-the scorer (name, configuration, info) under ``ieqa.scorer``. Such a file can be given
-to ``ieqa bench --predictions`` as is.
+the scorer (name, configuration, info) under ``ieqa.scorer`` and the run under
+``ieqa.run``; a JSONL output keeps the run in ``<out>.run.json`` beside it. Such a file
+can be given to ``ieqa bench --predictions`` and ``ieqa rank-editors`` as is.
 """
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import json
 import os
 import shutil
@@ -44,18 +67,27 @@ import pyarrow.parquet as pq
 
 import ieqa
 from ieqa.data.images import iter_load_images
+from ieqa.data.inputs import BadRow, InputItem, input_key
 from ieqa.data.schema import EditSample
 from ieqa.progress import progress_bar
 from ieqa.scorers.base import Scorer, ScorerError, ScoreResult
 
-__all__ = ["OUTPUT_SUFFIXES", "ScoreRunSummary", "output_schema", "read_scores", "score_to_file",
-           "results_to_rows"]
+__all__ = ["INPUT_COLUMNS", "OUTPUT_SUFFIXES", "OutputLockedError", "ScoreRunSummary",
+           "output_schema", "read_scores", "results_to_rows", "score_to_file"]
 
 OUTPUT_SUFFIXES = (".parquet", ".jsonl")
+#: the input columns every score file carries next to the scores
+INPUT_COLUMNS = ("source", "edited", "instruction", "editor", "task", "group_id")
 _REGION = pa.struct([("x", pa.float64()), ("y", pa.float64()), ("w", pa.float64()),
                      ("h", pa.float64())])
+_JSON_COLUMNS = ("sigma", "unavailable", "raw")
 _STATE = "state.json"
 _INDEX = "_index"
+_MAX_LISTED_ERRORS = 5
+
+
+class OutputLockedError(ScorerError):
+    """Another process is writing the same output."""
 
 
 @dataclass
@@ -65,11 +97,15 @@ class ScoreRunSummary:
     Attributes:
         out: the output file (complete when the call returned).
         n_rows: rows in the output.
-        n_scored: rows scored by this call.
-        n_resumed: rows taken from an earlier, interrupted run.
-        n_errors: rows with an ``error`` (in the whole output).
+        n_scored: rows scored by this call (retried ones included).
+        n_resumed: rows kept from an earlier run (their inputs did not change).
+        n_retried: rows that had an error in an earlier run and were scored again.
+        n_errors: rows with an ``error`` in the whole output.
+        n_input_errors: of those, rows that could not be read from the input (a malformed
+            manifest line, an edited image with no source or instruction).
         seconds: wall time of this call.
         errors: the first few ``(id, error)`` pairs, to show the user.
+        flags: rows per degenerate-output flag, over the whole output.
         stats: per dimension of the scorer, over the whole output: ``n`` scored,
             ``mean``/``min``/``max`` (None when ``n`` is 0) and ``unavailable`` (rows that
             report the dimension unavailable).
@@ -79,16 +115,34 @@ class ScoreRunSummary:
     n_rows: int = 0
     n_scored: int = 0
     n_resumed: int = 0
+    n_retried: int = 0
     n_errors: int = 0
+    n_input_errors: int = 0
     seconds: float = 0.0
     errors: list[tuple[str, str]] = field(default_factory=list)
+    flags: dict[str, int] = field(default_factory=dict)
     stats: dict[str, dict[str, float | int | None]] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        """True when every row was scored."""
+        return self.n_errors == 0
 
 
 def _fill_totals(summary: ScoreRunSummary, table: pa.Table, dims: Iterable[str]) -> None:
-    """Row, error and per-dimension counts of a finished output table."""
+    """Row, error, flag and per-dimension counts of a finished output table."""
     summary.n_rows = table.num_rows
-    summary.n_errors = table.num_rows - table.column("error").null_count
+    errors = table.column("error")
+    summary.n_errors = table.num_rows - errors.null_count
+    summary.errors = []
+    if summary.n_errors:
+        failed = table.filter(pc.is_valid(errors)).slice(0, _MAX_LISTED_ERRORS)
+        summary.errors = list(zip(failed.column("id").to_pylist(),
+                                  failed.column("error").to_pylist(), strict=True))
+    summary.flags = {}
+    for flags in table.column("flags").to_pylist():
+        for f in flags or ():
+            summary.flags[f] = summary.flags.get(f, 0) + 1
     unavailable = [json.loads(u) for u in table.column("unavailable").drop_null().to_pylist()]
     for dim in dims:
         col = table.column(dim)
@@ -102,10 +156,13 @@ def _fill_totals(summary: ScoreRunSummary, table: pa.Table, dims: Iterable[str])
 def output_schema(dimensions: Iterable[str]) -> pa.Schema:
     """The Arrow schema of an output file for a scorer with these dimensions."""
     fields = [pa.field("id", pa.string(), nullable=False)]
+    fields += [pa.field(c, pa.string()) for c in INPUT_COLUMNS]
     fields += [pa.field(d, pa.float64()) for d in dimensions]
-    fields += [pa.field("sigma", pa.string()), pa.field("unavailable", pa.string()),
+    fields += [pa.field("flags", pa.list_(pa.string())),
+               pa.field("sigma", pa.string()), pa.field("unavailable", pa.string()),
                pa.field("explanation", pa.string()), pa.field("region", _REGION),
-               pa.field("raw", pa.string()), pa.field("error", pa.string())]
+               pa.field("raw", pa.string()), pa.field("error", pa.string()),
+               pa.field("input_key", pa.string())]
     return pa.schema(fields)
 
 
@@ -113,33 +170,102 @@ def _json_or_none(d: dict[str, Any]) -> str | None:
     return json.dumps(d, sort_keys=True, allow_nan=True) if d else None
 
 
-def results_to_rows(results: Iterable[ScoreResult], dimensions: Iterable[str]) -> list[dict[str, Any]]:
-    """Flat output rows (the Parquet layout: JSON-object columns as strings)."""
+def _ref_text(ref: Any) -> str | None:
+    return str(ref) if isinstance(ref, (str, os.PathLike)) else None
+
+
+def _input_fields(item: InputItem | None) -> dict[str, Any]:
+    if item is None:
+        return dict.fromkeys(INPUT_COLUMNS)
+    if isinstance(item, BadRow):
+        return {c: item.fields.get(c) for c in INPUT_COLUMNS}
+    return {"source": _ref_text(item.source), "edited": _ref_text(item.edited),
+            "instruction": item.instruction, "editor": item.editor, "task": item.task,
+            "group_id": item.group_id}
+
+
+def results_to_rows(results: Iterable[ScoreResult], dimensions: Iterable[str],
+                    inputs: Iterable[InputItem | None] | None = None,
+                    keys: Iterable[str | None] | None = None) -> list[dict[str, Any]]:
+    """Flat output rows (the Parquet layout: JSON-object columns as strings); ``inputs``
+    (the samples, in the same order) fill the input columns, ``keys`` the input keys."""
     dims = list(dimensions)
+    results = list(results)
+    inputs = list(inputs) if inputs is not None else [None] * len(results)
+    keys = list(keys) if keys is not None else [None] * len(results)
     rows = []
-    for r in results:
-        row: dict[str, Any] = {"id": r.id}
+    for r, item, key in zip(results, inputs, keys, strict=True):
+        row: dict[str, Any] = {"id": r.id, **_input_fields(item)}
         for d in dims:
             row[d] = r.scores.get(d)
         extra = sorted(set(r.scores) - set(dims))
         raw = dict(r.raw)
         if extra:  # a scorer returned a dimension it does not declare: keep it visible
             raw["undeclared_scores"] = {d: r.scores[d] for d in extra}
+        row["flags"] = list(r.flags)
         row["sigma"] = _json_or_none(r.sigma)
         row["unavailable"] = _json_or_none(r.unavailable)
         row["explanation"] = r.explanation
         row["region"] = None if r.region is None else r.region.model_dump()
         row["raw"] = _json_or_none(raw)
         row["error"] = r.error
+        row["input_key"] = key
         rows.append(row)
     return rows
 
 
+class _Lock:
+    """``<out>.lock``: an exclusive ``flock`` held for the whole run (released by the
+    kernel if the process dies), holding the holder's PID."""
+
+    def __init__(self, out: Path) -> None:
+        self.path = out.with_name(out.name + ".lock")
+        self.fd: int | None = None
+
+    def acquire(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        while True:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as exc:
+                os.close(fd)
+                if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                    raise
+                try:
+                    holder = self.path.read_text(encoding="utf-8").strip() or "unknown"
+                except OSError:
+                    holder = "unknown"
+                raise OutputLockedError(
+                    f"another ieqa process (PID {holder}) is writing {self.path.name[:-5]}; wait "
+                    f"for it to finish or stop it (kill {holder}), or write to another output "
+                    "with -o") from None
+            try:  # the file we locked must still be the one at the path (not unlinked)
+                if os.fstat(fd).st_ino != os.stat(self.path).st_ino:
+                    os.close(fd)
+                    continue
+            except FileNotFoundError:
+                os.close(fd)
+                continue
+            os.ftruncate(fd, 0)
+            os.write(fd, str(os.getpid()).encode())
+            self.fd = fd
+            return
+
+    def release(self) -> None:
+        if self.fd is not None:
+            self.path.unlink(missing_ok=True)
+            os.close(self.fd)
+            self.fd = None
+
+
 class _Parts:
-    """The ``<out>.parts`` folder of an unfinished run."""
+    """The ``<out>.parts`` folder of an unfinished run: part files of every run that
+    worked on it (``part-<run>-<first index>.parquet``)."""
 
     def __init__(self, out: Path) -> None:
         self.dir = out.with_name(out.name + ".parts")
+        self.run = f"{time.time_ns():020d}"
 
     def exists(self) -> bool:
         return self.dir.is_dir()
@@ -152,34 +278,37 @@ class _Parts:
         self.dir.mkdir(parents=True, exist_ok=True)
         _atomic_write_bytes(self.dir / _STATE, json.dumps(state, indent=1, sort_keys=True).encode())
 
-    def files(self) -> list[Path]:
-        return sorted(self.dir.glob("part-*.parquet"))
-
-    def done(self) -> dict[int, str]:
-        """``{input index: id}`` of the rows already written."""
-        out: dict[int, str] = {}
-        for f in self.files():
-            t = pq.read_table(f, columns=[_INDEX, "id"])
-            out.update(zip(t.column(_INDEX).to_pylist(), t.column("id").to_pylist(), strict=True))
-        return out
+    def files(self, run: str | None = None) -> list[Path]:
+        return sorted(self.dir.glob(f"part-{run or '*'}-*.parquet"))
 
     def write(self, rows: list[dict[str, Any]], indices: list[int], schema: pa.Schema) -> None:
         table = pa.Table.from_pylist(rows, schema=schema)
         table = table.append_column(_INDEX, pa.array(indices, pa.int64()))
-        name = f"part-{indices[0]:012d}.parquet"
+        name = f"part-{self.run}-{indices[0]:012d}.parquet"
         tmp = self.dir / f".{name}.{uuid.uuid4().hex}.tmp"
         pq.write_table(table, tmp)
         os.replace(tmp, self.dir / name)
 
-    def read_all(self, schema: pa.Schema) -> pa.Table:
-        files = self.files()
+    def read(self, schema: pa.Schema, run: str | None = None) -> pa.Table:
+        files = self.files(run)
         if not files:
             return schema.empty_table().append_column(_INDEX, pa.array([], pa.int64()))
-        table = pa.concat_tables([pq.read_table(f) for f in files])
-        return table.sort_by(_INDEX)
+        return pa.concat_tables([_conform(pq.read_table(f), schema, extra=(_INDEX,))
+                                 for f in files])
 
     def remove(self) -> None:
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _conform(table: pa.Table, schema: pa.Schema, extra: tuple[str, ...] = ()) -> pa.Table:
+    """``table`` with ``schema``'s columns (missing ones null) plus the ``extra`` ones."""
+    cols = [table.column(f.name).cast(f.type) if f.name in table.column_names
+            else pa.nulls(table.num_rows, f.type) for f in schema]
+    names = [f.name for f in schema]
+    for name in extra:
+        cols.append(table.column(name))
+        names.append(name)
+    return pa.Table.from_arrays(cols, names=names)
 
 
 def _atomic_write_bytes(path: Path, data: bytes) -> None:
@@ -195,6 +324,10 @@ def _check_out(out: Path) -> str:
     raise ScorerError(f"{out}: the output must end in {' or '.join(OUTPUT_SUFFIXES)}")
 
 
+def _sidecar(out: Path) -> Path:
+    return out.with_name(out.name + ".run.json")
+
+
 def _write_output(table: pa.Table, out: Path, suffix: str, metadata: dict[str, str]) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.{uuid.uuid4().hex}.tmp")
@@ -203,9 +336,11 @@ def _write_output(table: pa.Table, out: Path, suffix: str, metadata: dict[str, s
             table = table.replace_schema_metadata({**(table.schema.metadata or {}), **metadata})
             pq.write_table(table, tmp)
         else:
+            _atomic_write_bytes(_sidecar(out), json.dumps(
+                {k: json.loads(v) for k, v in metadata.items()}, indent=1).encode())
             with open(tmp, "w", encoding="utf-8") as fh:
                 for row in table.to_pylist():
-                    for key in ("sigma", "unavailable", "raw"):
+                    for key in _JSON_COLUMNS:
                         if row[key] is not None:
                             row[key] = json.loads(row[key])
                     fh.write(json.dumps(row, allow_nan=True) + "\n")
@@ -214,143 +349,238 @@ def _write_output(table: pa.Table, out: Path, suffix: str, metadata: dict[str, s
         tmp.unlink(missing_ok=True)
 
 
-def _existing_state(out: Path, suffix: str) -> dict[str, Any] | None:
-    if suffix != ".parquet":
-        return None
+def _read_output(out: Path, suffix: str, schema: pa.Schema) -> tuple[dict[str, Any] | None, pa.Table | None]:
+    """``(run state, table)`` of an existing output; ``(None, None)`` when it is not an
+    ieqa score file (no run state or unreadable)."""
     try:
-        meta = pq.read_schema(out).metadata or {}
-    except (OSError, pa.ArrowInvalid):
-        return None
-    raw = meta.get(b"ieqa.run")
-    return json.loads(raw) if raw else None
+        if suffix == ".parquet":
+            table = pq.read_table(out)
+            raw = (table.schema.metadata or {}).get(b"ieqa.run")
+            state = json.loads(raw) if raw else None
+        else:
+            side = _sidecar(out)
+            state = json.loads(side.read_text(encoding="utf-8")).get("ieqa.run") if side.is_file() else None
+            rows = []
+            with open(out, encoding="utf-8") as fh:
+                for line in fh:
+                    if line.strip():
+                        row = json.loads(line)
+                        for key in _JSON_COLUMNS:
+                            if isinstance(row.get(key), dict):
+                                row[key] = json.dumps(row[key], sort_keys=True, allow_nan=True)
+                        rows.append(row)
+            table = pa.Table.from_pylist(rows) if rows else schema.empty_table()
+    except (OSError, ValueError, pa.ArrowException):
+        return None, None
+    if state is None or "input_key" not in table.column_names:
+        return None, None
+    return state, _conform(table, schema)
 
 
-def _load(samples: Iterator[tuple[int, EditSample]], workers: int | None
-          ) -> Iterator[tuple[int, EditSample, str | None]]:
-    """``(index, sample with decoded images, load error)`` in input order, decoding ahead."""
-    queue: deque[tuple[int, EditSample]] = deque()
+def _load(items: Iterator[tuple[int, InputItem]], workers: int | None
+          ) -> Iterator[tuple[int, InputItem, EditSample | None, str | None]]:
+    """``(index, item, sample with decoded images, load error)`` in input order, decoding
+    ahead on threads; a :class:`BadRow` passes through with ``None`` for the sample."""
+    queue: deque[tuple[int, InputItem]] = deque()
 
     def refs() -> Iterator[object]:
-        for item in samples:
-            queue.append(item)
-            if item[1].source is not None:
-                yield item[1].source
-            yield item[1].edited
+        for entry in items:
+            queue.append(entry)
+            item = entry[1]
+            if isinstance(item, BadRow):
+                yield item  # not an image: costs a quick "bad type" result, ignored
+                continue
+            if item.source is not None:
+                yield item.source
+            yield item.edited
 
     loaded = iter_load_images(refs(), workers=workers)
     try:
         for result in loaded:
-            index, sample = queue.popleft()
+            index, item = queue.popleft()
+            if isinstance(item, BadRow):
+                yield index, item, None, None
+                continue
             source = None
-            if sample.source is not None:
+            if item.source is not None:
                 source, result = result, next(loaded)
             bad = next((r for r in (source, result) if r is not None and not r.ok), None)
             if bad is not None:
-                yield index, sample, f"{type(bad.error).__name__}: {bad.error}"
+                yield index, item, None, f"{type(bad.error).__name__}: {bad.error}"
                 continue
             update = {"edited": result.image}
             if source is not None:
                 update["source"] = source.image
-            yield index, sample.model_copy(update=update), None
+            yield index, item, item.model_copy(update=update), None
     finally:
         loaded.close()
 
 
+def _item_key(item: InputItem) -> str:
+    return item.key if isinstance(item, BadRow) else input_key(item)
+
+
 def score_to_file(
     scorer: Scorer,
-    samples: Iterable[EditSample],
+    samples: Iterable[InputItem],
     out: str | os.PathLike[str],
     *,
-    input_id: str,
     total: int | None = None,
     batch_size: int = 8,
     workers: int | None = None,
     overwrite: bool = False,
+    retry_errors: bool = True,
     progress: bool = True,
     fail_fast: bool = False,
+    input_id: str | None = None,
 ) -> ScoreRunSummary:
     """Score ``samples`` with ``scorer`` into ``out`` (``.parquet`` or ``.jsonl``).
 
     Args:
         scorer: any :class:`~ieqa.scorers.base.Scorer`.
-        samples: the samples, streamed once in order (ids must be unique).
-        out: the output file; ``<out>.parts/`` holds the progress of an unfinished run.
-        input_id: identifies the input (e.g. manifest path, size and mtime); a resumed
-            run must have the same input and scorer configuration as the interrupted one.
+        samples: the samples, streamed once in order (ids must be unique); a
+            :class:`~ieqa.data.inputs.BadRow` in the stream becomes an error row.
+        out: the output file; ``<out>.parts/`` holds the progress of an unfinished run
+            and ``<out>.lock`` marks a run in progress.
         total: number of samples, for the progress bar (None: unknown).
         batch_size: samples per call to ``scorer.score`` and per part file (>= 1).
         workers: image-decoding threads (default ``min(8, cpu_count)``).
-        overwrite: discard an existing output or unfinished run and start again.
-        progress: draw a progress bar on stderr.
+        overwrite: discard an existing output or unfinished run and start again (needed
+            only when the scorer or its configuration changed).
+        retry_errors: score again the rows that errored in an earlier run (default);
+            False keeps their errors.
+        progress: draw a progress bar on stderr (a periodic line when not a terminal).
         fail_fast: raise :class:`ScorerError` at the first row that fails instead of
             recording it.
+        input_id: a description of the input, recorded in the run state (informational).
 
     Raises:
-        ScorerError: bad arguments, duplicate ids, or an unfinished run (or a finished
-            output) made from another input or scorer configuration (pass
-            ``overwrite=True``).
+        OutputLockedError: another process is writing ``out``.
+        ScorerError: bad arguments, duplicate ids, or an output (or unfinished run) made
+            with another scorer configuration (pass ``overwrite=True``).
     """
     if batch_size < 1:
         raise ScorerError(f"batch_size must be >= 1, got {batch_size}")
     out = Path(out)
     suffix = _check_out(out)
-    t0 = time.perf_counter()
-    state = {"input": input_id, "scorer": scorer.name, "config": scorer.config(),
-             "dimensions": list(scorer.dimensions), "ieqa": ieqa.__version__}
-    state = json.loads(json.dumps(state, default=str))  # what reading it back gives
-    summary = ScoreRunSummary(out)
-    parts = _Parts(out)
+    lock = _Lock(out)
+    lock.acquire()
+    try:
+        return _run(scorer, samples, out, suffix, total=total, batch_size=batch_size,
+                    workers=workers, overwrite=overwrite, retry_errors=retry_errors,
+                    progress=progress, fail_fast=fail_fast, input_id=input_id)
+    finally:
+        lock.release()
+
+
+def _scorer_state(scorer: Scorer) -> dict[str, Any]:
+    state = {"scorer": scorer.name, "config": scorer.config(),
+             "dimensions": list(scorer.dimensions)}
+    return json.loads(json.dumps(state, default=str))  # what reading it back gives
+
+
+def _same_scorer(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    return all(a.get(k) == b.get(k) for k in ("scorer", "config", "dimensions"))
+
+
+def _previous_rows(out: Path, suffix: str, parts: _Parts, state: dict[str, Any],
+                   schema: pa.Schema, overwrite: bool) -> pa.Table:
+    """The rows of earlier runs of this scorer configuration on ``out`` (finished output
+    first, then the parts of unfinished runs, oldest first)."""
     if overwrite:
         parts.remove()
         out.unlink(missing_ok=True)
-    elif parts.exists():
-        if parts.state() not in (None, state):
-            raise ScorerError(f"{parts.dir} holds an unfinished run of another input or scorer "
-                              f"configuration ({parts.state()}); pass --overwrite to start again")
-    elif out.exists():
-        previous = _existing_state(out, suffix)
-        if previous is not None and _same_run(previous, state):
-            dims = list(scorer.dimensions)
-            _fill_totals(summary, pq.read_table(out, columns=[*dims, "unavailable", "error"]), dims)
-            summary.n_resumed = summary.n_rows
-            summary.seconds = time.perf_counter() - t0
-            return summary
-        raise ScorerError(f"{out} exists; pass --overwrite to replace it")
-    parts.start(state)
-    done = parts.done()
+        _sidecar(out).unlink(missing_ok=True)
+    tables = []
+    if out.exists():
+        previous, table = _read_output(out, suffix, schema)
+        if previous is None:
+            raise ScorerError(f"{out} exists and is not an ieqa score file of this version (no run "
+                              "record or no input_key column); pass --overwrite to replace it, or "
+                              "choose another output with -o")
+        if not _same_scorer(previous, state):
+            raise ScorerError(
+                f"{out} was written by another scorer configuration ({previous.get('scorer')} "
+                f"{previous.get('config')}, now {state['scorer']} {state['config']}); pass "
+                "--overwrite to replace it, or choose another output with -o")
+        tables.append(table)
+    if parts.exists():
+        previous = parts.state()
+        if previous is not None and not _same_scorer(previous, state):
+            raise ScorerError(
+                f"{parts.dir} holds an unfinished run of another scorer configuration "
+                f"({previous.get('scorer')} {previous.get('config')}); pass --overwrite to "
+                "discard it, or choose another output with -o")
+        tables.append(parts.read(schema).drop_columns([_INDEX]))
+    if not tables:
+        return schema.empty_table()
+    return pa.concat_tables(tables)
+
+
+def _run(scorer: Scorer, samples: Iterable[InputItem], out: Path, suffix: str, *,
+         total: int | None, batch_size: int, workers: int | None, overwrite: bool,
+         retry_errors: bool, progress: bool, fail_fast: bool, input_id: str | None
+         ) -> ScoreRunSummary:
+    t0 = time.perf_counter()
+    state = {**_scorer_state(scorer), "input": input_id, "ieqa": ieqa.__version__}
+    summary = ScoreRunSummary(out)
+    parts = _Parts(out)
     schema = output_schema(scorer.dimensions)
+    previous = _previous_rows(out, suffix, parts, state, schema, overwrite)
+    # the latest row per key: kept when it has scores (or errors, without retry)
+    keep: dict[str, int] = {}
+    errored: set[str] = set()
+    for i, (key, err) in enumerate(zip(previous.column("input_key").to_pylist(),
+                                       previous.column("error").to_pylist(), strict=True)):
+        if key is None:
+            continue
+        if err is None or not retry_errors:
+            keep[key] = i
+            errored.discard(key)
+        else:
+            keep.pop(key, None)
+            errored.add(key)
+    parts.start(state)
+    reused: list[tuple[int, int]] = []  # (input index, row of `previous`)
     seen: set[str] = set()
 
-    def todo() -> Iterator[tuple[int, EditSample]]:
-        for i, s in enumerate(samples):
-            if s.id in seen:
-                raise ScorerError(f"sample id {s.id!r} occurs twice in the input; ids must be unique")
-            seen.add(s.id)
-            if i in done:
-                if done[i] != s.id:
-                    raise ScorerError(f"{parts.dir}: row {i} was {done[i]!r} in the interrupted run "
-                                      f"and is {s.id!r} now; the input changed: pass --overwrite")
+    def todo() -> Iterator[tuple[int, InputItem]]:
+        for i, item in enumerate(samples):
+            if item.id in seen:
+                raise ScorerError(f"sample id {item.id!r} occurs twice in the input; ids must be "
+                                  "unique (give each row its own id)")
+            seen.add(item.id)
+            key = _item_key(item)
+            keys[i] = key
+            if key in keep and not isinstance(item, BadRow):
+                reused.append((i, keep[key]))
                 summary.n_resumed += 1
                 advance(1)
                 continue
-            yield i, s
+            if key in errored:
+                summary.n_retried += 1
+            yield i, item
 
+    keys: dict[int, str] = {}
     dims = scorer.dimensions
     with progress_bar(f"Scoring with {scorer.name}", total, enabled=progress) as advance:
-        batch: list[tuple[int, EditSample, str | None]] = []
-        for item in _load(todo(), workers):
-            batch.append(item)
+        batch: list[tuple[int, InputItem, EditSample | None, str | None]] = []
+        for entry in _load(todo(), workers):
+            batch.append(entry)
             if len(batch) >= batch_size:
-                _score_batch(scorer, batch, parts, schema, dims, summary, fail_fast)
+                _score_batch(scorer, batch, keys, parts, schema, dims, summary, fail_fast)
                 advance(len(batch))
                 batch = []
         if batch:
-            _score_batch(scorer, batch, parts, schema, dims, summary, fail_fast)
+            _score_batch(scorer, batch, keys, parts, schema, dims, summary, fail_fast)
             advance(len(batch))
-    if done and max(done) >= len(seen):
-        raise ScorerError(f"{parts.dir} holds rows beyond the end of the input (the input "
-                          "changed): pass --overwrite")
-    table = parts.read_all(schema).drop_columns([_INDEX])
+    new = parts.read(schema, parts.run)
+    if reused:
+        idx, rows = zip(*reused, strict=True)
+        old = previous.take(pa.array(rows, pa.int64())).append_column(
+            _INDEX, pa.array(idx, pa.int64()))
+        new = pa.concat_tables([new, old])
+    table = new.sort_by(_INDEX).drop_columns([_INDEX])
     _fill_totals(summary, table, dims)
     meta = {"ieqa.run": json.dumps(state), "ieqa.scorer": json.dumps(scorer.info.to_dict())}
     _write_output(table, out, suffix, meta)
@@ -359,30 +589,30 @@ def score_to_file(
     return summary
 
 
-def _same_run(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    keys = ("input", "scorer", "config", "dimensions")
-    return all(a.get(k) == b.get(k) for k in keys)
-
-
-def _score_batch(scorer: Scorer, batch: list[tuple[int, EditSample, str | None]], parts: _Parts,
-                 schema: pa.Schema, dims: tuple[str, ...], summary: ScoreRunSummary,
-                 fail_fast: bool) -> None:
-    good = [s for _, s, err in batch if err is None]
+def _score_batch(scorer: Scorer, batch: list[tuple[int, InputItem, EditSample | None, str | None]],
+                 keys: dict[int, str], parts: _Parts, schema: pa.Schema, dims: tuple[str, ...],
+                 summary: ScoreRunSummary, fail_fast: bool) -> None:
+    good = [s for _, _, s, _ in batch if s is not None]
     scored = iter(scorer.score(good) if good else [])
     results = []
-    for _, s, err in batch:
-        r = ScoreResult.failed(s.id, err) if err is not None else next(scored)
-        if r.id != s.id:
+    for _, item, sample, err in batch:
+        if isinstance(item, BadRow):
+            r = ScoreResult.failed(item.id, item.error)
+            summary.n_input_errors += 1
+        elif sample is None:
+            r = ScoreResult.failed(item.id, err or "could not load the images")
+        else:
+            r = next(scored)
+        if r.id != item.id:
             raise ScorerError(f"scorer {scorer.name!r} returned results out of order "
-                              f"({r.id!r} for {s.id!r})")
-        if r.error is not None:
-            if fail_fast:
-                raise ScorerError(f"sample {s.id!r}: {r.error}")
-            if len(summary.errors) < 5:
-                summary.errors.append((s.id, r.error))
+                              f"({r.id!r} for {item.id!r})")
+        if r.error is not None and fail_fast:
+            raise ScorerError(f"sample {item.id!r}: {r.error}")
         results.append(r)
-    parts.write(results_to_rows(results, dims), [i for i, _, _ in batch], schema)
-    summary.n_scored += len(batch)
+    rows = results_to_rows(results, dims, [item for _, item, _, _ in batch],
+                           [keys[i] for i, _, _, _ in batch])
+    parts.write(rows, [i for i, _, _, _ in batch], schema)
+    summary.n_scored += sum(1 for _, item, _, _ in batch if not isinstance(item, BadRow))
 
 
 def read_scores(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
@@ -394,7 +624,7 @@ def read_scores(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
             return [json.loads(line) for line in fh if line.strip()]
     rows = pq.read_table(path).to_pylist()
     for row in rows:
-        for key in ("sigma", "unavailable", "raw"):
+        for key in _JSON_COLUMNS:
             if row.get(key) is not None:
                 row[key] = json.loads(row[key])
     return rows
