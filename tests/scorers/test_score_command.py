@@ -78,7 +78,7 @@ def test_manifest_run_and_bench(tmp_path: Path, shapes: Path) -> None:
     assert "48 rows" in _flat(res.output) and "0 with errors" in _flat(res.output)
     assert pq.read_table(out).num_rows == 48
     res = runner.invoke(app, ["bench", "-b", str(shapes.parent), "-p", str(out)])
-    assert res.exit_code == 0 and "srcc" in _flat(res.output), res.output
+    assert res.exit_code == 0 and "srcc" in _flat(res.output), (res.output, res.exception)
     bench_out = tmp_path / "bench"
     res = runner.invoke(app, ["bench", "-b", str(shapes.parent), "--scorer", "gmsd",
                               "-o", str(bench_out)])

@@ -37,6 +37,8 @@ class _Settings:
     dimension: str | None
     higher_better: bool
     notes: list[str] = field(default_factory=list)
+    #: ``{id: reason}`` of rows of the predictions file that failed to score
+    failed: dict[str, str] = field(default_factory=dict)
 
 
 def _settings(missing: str, eps: float, n_boot: int, seed: int, ci: float, dimension: str | None,
@@ -98,10 +100,18 @@ def _row(st: _Settings, spec_name: str, dimension: str,
     return MetricRow(dimension, spec_name, float(value), lo, hi, int(n), note, subset, unit)
 
 
-def _missing_error(what: str, missing: Sequence[str], total: int, bench: str) -> BenchError:
+def _missing_error(what: str, missing: Sequence[str], total: int, bench: str,
+                   failed: Mapping[str, str] | None = None) -> BenchError:
+    failed = failed or {}
+    n_failed = sum(1 for m in missing if m in failed)
     first = ", ".join(repr(m) for m in missing[:5])
+    why = ""
+    if n_failed:
+        example = next(m for m in missing if m in failed)
+        why = (f"; {n_failed} of them failed to score (e.g. {example!r}: {failed[example]}) — "
+               "re-run ieqa score to retry them")
     return BenchError(
-        f"{len(missing)} of {total} {what} of {bench} have no prediction (first: {first}); "
+        f"{len(missing)} of {total} {what} of {bench} have no prediction (first: {first}){why}; "
         "pass missing='drop' (ieqa bench --missing drop) to evaluate the others, or add them")
 
 

@@ -88,10 +88,7 @@ def write_bench_outputs(result: BenchResult, out_dir: str | os.PathLike[str]) ->
                               **r.to_dict()} for r in result.rows], _CSV_COLUMNS)
     report = HtmlReport(f"{result.benchmark}: {result.protocol} benchmark")
     cov = result.coverage
-    report.add_paragraph(f"{cov.n_predicted} of {cov.n_items} items have predictions"
-                         + (f"; {cov.n_missing} missing" if cov.n_missing else "")
-                         + (f"; {cov.n_unused} predictions unused" if cov.n_unused else "")
-                         + ". Accuracies are in %, correlations in [-1, 1].")
+    report.add_paragraph(cov.describe() + ". Accuracies are in %, correlations in [-1, 1].")
     report.add_table(display_rows(result), DISPLAY_COLUMNS)
     report.add_heading("Protocol")
     report.add_table([[s.name, s.label, s.per, s.ties, s.plcc, s.needs, s.source]

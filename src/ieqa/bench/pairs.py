@@ -82,7 +82,7 @@ def _select_preferences(bench: BenchmarkData, preds: Predictions, st: _Settings)
                      if s.id in preds and _pred_dim(p, st) not in preds[s.id]})
     if st.missing == "raise" and (lost or no_dim):
         if lost:
-            raise _missing_error("candidates", lost, len(sample_ids), bench.name)
+            raise _missing_error("candidates", lost, len(sample_ids), bench.name, st.failed)
         need = sorted({_pred_dim(p, st) for p in prefs})
         raise BenchError(f"{len(no_dim)} candidates of {bench.name} have a prediction but not on "
                          f"the preference dimension(s) {need} (first: {no_dim[:5]}); choose the "
@@ -108,7 +108,7 @@ def _select_preferences(bench: BenchmarkData, preds: Predictions, st: _Settings)
     if unused:
         st.notes.append(f"{unused} predictions match no candidate of {bench.name} and are ignored")
     coverage = Coverage(len(sample_ids), len(sample_ids) - len(lost), lost[:_MAX_MISSING_LISTED],
-                        len(lost), unused)
+                        len(lost), unused, sum(1 for i in lost if i in st.failed))
     return kept, kept_idx, coverage
 
 

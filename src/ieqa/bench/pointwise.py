@@ -99,12 +99,15 @@ def _evaluate_pointwise(bench: BenchmarkData, preds: Predictions, specs: Sequenc
     if lost and len(lost) == len(ids):
         raise _no_match_error(bench, preds)
     if lost and st.missing == "raise":
-        raise _missing_error("samples", lost, len(ids), bench.name)
+        raise _missing_error("samples", lost, len(ids), bench.name, st.failed)
     kept = [s for s in bench.samples if s.id in preds]
     unused = len(set(preds) - set(ids))
-    coverage = Coverage(len(ids), len(kept), lost[:_MAX_MISSING_LISTED], len(lost), unused)
+    n_failed = sum(1 for i in lost if i in st.failed)
+    coverage = Coverage(len(ids), len(kept), lost[:_MAX_MISSING_LISTED], len(lost), unused,
+                        n_failed)
     if lost:
-        st.notes.append(f"{len(lost)} of {len(ids)} samples have no prediction and are left out")
+        st.notes.append(f"{len(lost)} of {len(ids)} samples have no prediction and are left out"
+                        + (f" ({n_failed} failed to score)" if n_failed else ""))
     if unused:
         st.notes.append(f"{unused} predictions match no sample of {bench.name} and are ignored")
     rows: list[MetricRow] = []

@@ -11,9 +11,12 @@ Formats (by suffix):
 Dimension names are canonicalised (``"SC"`` -> ``instruction_alignment``). The keys
 ``editor``, ``group_id``, ``task``, ``instruction``, ``explanation``, ``meta`` and the
 other columns of ``ieqa score`` output (``sigma``, ``unavailable``, ``region``, ``raw``,
-``error``) are allowed and ignored (they are not scores). A missing score (empty CSV cell, JSON
-``null``) means "no score for that dimension"; ``NaN`` or infinite values are errors,
-as are a missing or duplicate id, an unknown dimension and a non-numeric value —
+``error``, ``flags``, ``source``, ``edited``, ``input_key``) are allowed and ignored (they
+are not scores). A missing score (empty CSV cell, JSON ``null``) means "no score for that
+dimension". A row whose ``error`` is set (it failed to score) and a row with a ``NaN`` or
+infinite score are *failed*: they are not predictions, and :attr:`Predictions.failed`
+lists them with the reason, so a benchmark counts them as missing and says so. A missing
+or duplicate id, an unknown dimension and a non-numeric value are errors —
 each :class:`~ieqa.bench.errors.PredictionsError` names the file and the 1-based line
 (JSONL) or row (CSV, header = row 1).
 """
@@ -39,11 +42,22 @@ from ieqa.data.dimensions import canonical_dimension
 from ieqa.data.manifest import first_row_keys
 from ieqa.errors import UnknownDimensionError
 
-__all__ = ["IGNORED_KEYS", "is_predictions_file", "read_predictions"]
+__all__ = ["IGNORED_KEYS", "Predictions", "is_predictions_file", "read_predictions"]
 
 #: Keys of a predictions row that are neither the id nor a score.
 IGNORED_KEYS = frozenset(("editor", "group_id", "task", "instruction", "explanation", "meta",
-                          "sigma", "unavailable", "region", "raw", "error"))
+                          "sigma", "unavailable", "region", "raw", "error", "flags", "source",
+                          "edited", "input_key", "instruction_kind"))
+
+
+class Predictions(dict):
+    """``{edit id: {canonical dimension: score}}`` read from a file, with ``failed``:
+    ``{edit id: reason}`` of the rows that are in the file but are not predictions (their
+    scoring failed, or a score is NaN or infinite)."""
+
+    def __init__(self, *args: Any, failed: dict[str, str] | None = None, **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        self.failed: dict[str, str] = dict(failed or {})
 _SUFFIXES = (".jsonl", ".jsonl.gz", ".csv", ".parquet")
 
 
@@ -70,6 +84,8 @@ def is_predictions_file(path: str | os.PathLike[str]) -> bool:
     if p.name.endswith(".csv"):
         return True
     keys = first_row_keys(p)
+    if keys is not None and "input_key" in keys:  # an ieqa score output (it lists its inputs)
+        return True
     if keys is None or "edited" in keys:
         return False
     return "id" in keys or not p.name.endswith(".parquet")
@@ -117,15 +133,13 @@ def _parquet_rows(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
 
 
 def _score(value: Any, key: str, where: str) -> float:
+    """The float of a score cell (NaN and infinities pass; the caller fails the row)."""
     if isinstance(value, bool):
         raise PredictionsError(f"{where}: {key}={value!r} is not a number")
     try:
-        out = float(value)
+        return float(value)
     except (TypeError, ValueError):
         raise PredictionsError(f"{where}: {key}={value!r} is not a number") from None
-    if not math.isfinite(out):
-        raise PredictionsError(f"{where}: {key}={value!r} is not finite (leave the score out instead)")
-    return out
 
 
 def _parse_row(row: dict[str, Any], where: str, canon: dict[str, str]) -> tuple[str, dict[str, float]]:
@@ -148,18 +162,19 @@ def _parse_row(row: dict[str, Any], where: str, canon: dict[str, str]) -> tuple[
     return str(ident), scores
 
 
-def read_predictions(path: str | os.PathLike[str]) -> dict[str, dict[str, float]]:
+def read_predictions(path: str | os.PathLike[str]) -> Predictions:
     """Read a predictions file into ``{edit id: {canonical dimension: score}}``.
 
-    Scores keep the file's scale. Raises :class:`~ieqa.bench.errors.PredictionsError`
-    naming the file and row for malformed content (see the module docstring), and when
-    the file holds no rows.
+    Scores keep the file's scale. Rows that failed to score or hold a NaN/infinite score
+    are left out of the mapping and listed in ``.failed`` (module docstring). Raises
+    :class:`~ieqa.bench.errors.PredictionsError` naming the file and row for malformed
+    content, and when the file holds no rows.
     """
     p = Path(path)
     kind = _kind(p)
     if not p.is_file():
         raise PredictionsError(f"{p}: no such file")
-    out: dict[str, dict[str, float]] = {}
+    out = Predictions()
     canon: dict[str, str] = {}
     with contextlib.ExitStack() as stack:
         if kind == "parquet":
@@ -169,9 +184,15 @@ def read_predictions(path: str | os.PathLike[str]) -> dict[str, dict[str, float]
             rows = (_csv_rows if kind == "csv" else _jsonl_rows)(fh, p)
         for where, row in rows:
             ident, scores = _parse_row(row, where, canon)
-            if ident in out:
+            if ident in out or ident in out.failed:
                 raise PredictionsError(f"{where}: duplicate id {ident!r}")
-            out[ident] = scores
-    if not out:
+            bad = sorted(d for d, v in scores.items() if not math.isfinite(v))
+            if row.get("error"):
+                out.failed[ident] = f"failed to score: {row['error']}"
+            elif bad:
+                out.failed[ident] = f"non-finite prediction for {', '.join(bad)}"
+            else:
+                out[ident] = scores
+    if not out and not out.failed:
         raise PredictionsError(f"{p}: no predictions in the file")
     return out

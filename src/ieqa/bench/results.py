@@ -58,10 +58,23 @@ class Coverage:
     missing_ids: list[str] = field(default_factory=list)
     n_missing: int = 0
     n_unused: int = 0
+    n_failed: int = 0
 
     @property
     def fraction(self) -> float:
         return self.n_predicted / self.n_items if self.n_items else float("nan")
+
+    def describe(self) -> str:
+        """e.g. ``"160 of 200 items have predictions; 40 failed to score"``."""
+        text = f"{self.n_predicted} of {self.n_items} items have predictions"
+        if self.n_failed:
+            text += f"; {self.n_failed} failed to score (error or NaN in the scores file)"
+        other = self.n_missing - self.n_failed
+        if other > 0:
+            text += f"; {other} missing"
+        if self.n_unused:
+            text += f"; {self.n_unused} predictions unused"
+        return text
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "fraction": self.fraction}

@@ -111,6 +111,7 @@ def evaluate_predictions(
     if not isinstance(predictions, Mapping):
         raise BenchError(f"predictions must map sample ids to {{dimension: score}}, got "
                          f"{type(predictions).__name__}")
+    st.failed = dict(getattr(predictions, "failed", {}) or {})
     predictions = _canonical_predictions(predictions)
     specs, generic = protocol_for(bench.name, bench.protocol)
     if generic:

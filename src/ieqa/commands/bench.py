@@ -93,7 +93,7 @@ def _score_benchmark(bench: BenchmarkData, scorer: Scorer, benchmark: str, root:
 def print_bench_result(result: BenchResult, source: str) -> None:
     cov = result.coverage
     console.print(f"[bold]{escape(result.benchmark)}[/bold] ({result.protocol}) — "
-                  f"{escape(source)}: {cov.n_predicted} of {cov.n_items} items have predictions")
+                  f"{escape(source)}: {escape(cov.describe())}")
     table = Table(title=f"{result.benchmark} metrics", title_justify="left")
     for c in DISPLAY_COLUMNS:
         table.add_column(c, justify="right" if c in ("value", "CI", "n") else "left",

@@ -47,7 +47,7 @@ def command(
     items = list(iter_folder(folder))
     bad = [i for i in items if isinstance(i, BadRow)]
     samples = [i for i in items if not isinstance(i, BadRow)]
-    write_manifest(out, samples)
+    write_manifest(samples, out)
     editors = sorted({s.editor or "-" for s in samples})
     console.print(f"wrote [bold]{escape(str(out))}[/bold]: {len(samples)} edits of "
                   f"{len({s.group_id for s in samples})} sources by {len(editors)} editor(s) "

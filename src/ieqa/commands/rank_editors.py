@@ -5,6 +5,13 @@ manifest) or a predictions file (``id`` + one column per dimension, see
 :mod:`ieqa.bench.predictions`), which takes editor, group and task from the ``--human``
 manifest. With ``--human`` the predicted editor ranking is compared with the human one
 (SRCC/KRCC over editors, per dimension), on the edits both files score.
+
+A score file of ``ieqa score`` (it carries ``editor``, ``group_id`` and ``task`` next to
+the scores) ranks editors on its predicted scores alone, without ``--human``; its rows
+that failed to score are left out and counted in the notes. When the scores lack
+``instruction_alignment`` (``classic``), the overall column rests on the other dimensions
+and the notes say so: an editor that returns its input unchanged then ranks high on
+preservation, so read the ``no_op`` flags before trusting such a ranking.
 """
 
 from __future__ import annotations
@@ -56,13 +63,64 @@ def _shared_ids(pred: ScoreTable, human: ScoreTable, notes: list[str]) -> tuple[
     return pred, human
 
 
+def _score_file_table(path: Path, notes: list[str]) -> ScoreTable:
+    """The scored edits of an ``ieqa score`` output (editor, group and task from the file)."""
+    from ieqa.scorers.run import read_scores
+
+    rows = read_scores(path)
+    failed = [r for r in rows if r.get("error")]
+    rows = [r for r in rows if not r.get("error")]
+    if failed:
+        notes.append(f"{len(failed)} of {len(rows) + len(failed)} edits failed to score and are "
+                     "left out (see the error column of the scores file)")
+    no_editor = sum(1 for r in rows if not r.get("editor"))
+    if not rows or no_editor == len(rows):
+        raise IeqaError(f"{path} has no editor names: score a folder with edited/<editor>/ "
+                        "sub-folders or a manifest with an editor field, or pass --human MANIFEST "
+                        "to take editors from it")
+    if no_editor:
+        notes.append(f"{no_editor} edits have no editor name and are left out")
+        rows = [r for r in rows if r.get("editor")]
+    flagged: dict[str, int] = {}
+    for r in rows:
+        for f in r.get("flags") or ():
+            flagged[f] = flagged.get(f, 0) + 1
+    if flagged:
+        notes.append("flagged outputs among the ranked edits: "
+                     + ", ".join(f"{n} {f}" for f, n in sorted(flagged.items())))
+    ignored = {"id", "editor", "group_id", "task", "flags", "sigma", "unavailable", "explanation",
+               "region", "raw", "error", "input_key", "source", "edited", "instruction"}
+    dims = [k for k in rows[0] if k not in ignored]
+    columns: dict[str, Any] = {"id": [r["id"] for r in rows],
+                               "editor": [r["editor"] for r in rows]}
+    if all(r.get("group_id") for r in rows):
+        columns["group_id"] = [r["group_id"] for r in rows]
+    if all(r.get("task") for r in rows):
+        columns["task"] = [r["task"] for r in rows]
+    for d in dims:
+        values = [np.nan if r.get(d) is None else float(r[d]) for r in rows]
+        if not all(np.isnan(values)):
+            columns[d] = values
+    return score_table(columns)
+
+
+def _is_score_file(path: Path) -> bool:
+    from ieqa.data.manifest import first_row_keys
+
+    keys = first_row_keys(path) if path.name.endswith((".parquet", ".jsonl")) else None
+    return keys is not None and {"input_key", "editor"} <= keys
+
+
 def load_tables(scores: Path, human: Path | None, notes: list[str]) -> tuple[ScoreTable, ScoreTable | None]:
     """The scored edits of ``scores`` and, with ``human``, of the human manifest, restricted
-    to the edits both have. A predictions file needs ``human`` for editors and groups."""
+    to the edits both have. A predictions file without editor names needs ``human``."""
+    if human is None and _is_score_file(scores):
+        return _score_file_table(scores, notes), None
     if is_predictions_file(scores):
         if human is None:
             raise typer.BadParameter(
-                "a predictions file has no editor names: pass --human MANIFEST to join on the edit id",
+                "a predictions file without editor names: pass --human MANIFEST to join on the "
+                "edit id (an ieqa score output of a folder or manifest with editors needs none)",
                 param_hint="SCORES",
             )
         human_table = _manifest_table(human)
@@ -274,6 +332,10 @@ def command(
     pred_table, human_table = load_tables(scores, human, notes)
     opts = {"weights": w, "by_task": by_task, "common_groups_only": common_groups_only, "n_boot": n_boot}
     lb = editor_leaderboard(pred_table, **opts)
+    if "instruction_alignment" not in pred_table.dimensions:
+        notes.append("the scores have no instruction_alignment: the overall column rests on "
+                     f"{', '.join(d for d in pred_table.dimensions if d != 'overall')} alone, so an "
+                     "editor that changes little ranks high; use a VLM scorer for alignment")
     human_lb = None if human_table is None else editor_leaderboard(human_table, **opts)
     comparisons = {} if human_lb is None else _comparisons(lb, human_lb, notes)
     console.print(_summary_line(lb))

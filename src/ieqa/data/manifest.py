@@ -516,7 +516,9 @@ def _iter_records(
                 where = f"{unit} {number}"
                 if strict:
                     raise ManifestError(
-                        f"{path}, {where}: {e} (fix the row, or pass strict=False to skip bad rows)"
+                        f"{path}, {where}: {e} (fix the row; ieqa score records such rows as "
+                        "errors and goes on, and in Python iter_manifest(path, strict=False) "
+                        "skips them)"
                     ) from e
                 logger.warning("%s, %s: skipping malformed row: %s", path, where, e)
                 continue
