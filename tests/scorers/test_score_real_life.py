@@ -13,10 +13,10 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from chat_server import FakeServer, _make_handler
 from PIL import Image
 from typer.testing import CliRunner
 
+from chat_server import FakeServer, _make_handler
 from ieqa.cli import app
 from ieqa.data.shapesedit import ShapesEditConfig, generate
 from ieqa.scorers.run import OutputLockedError, _Lock, read_scores
@@ -48,8 +48,8 @@ def folder(tmp_path: Path) -> Path:
         arr = np.asarray(Image.open(root / "edited" / "good" / f"img{i}.png")).copy()
         arr[40:56, 40:56] = (250, 30, 30)  # ...and paint a red square
         Image.fromarray(arr).save(root / "edited" / "good" / f"img{i}.png")
-        Image.new("RGB", (64, 64)).save(root / "edited" / "black" / f"img{i}.png") if (
-            root / "edited" / "black").mkdir(exist_ok=True) is None else None
+        (root / "edited" / "black").mkdir(exist_ok=True)
+        Image.new("RGB", (64, 64)).save(root / "edited" / "black" / f"img{i}.png")  # blank
     _image(root / "edited" / "good" / "stray.png", 9)  # no source, no instruction
     (root / "instructions.csv").write_text(
         "\ufeffname,instruction,task\n" + "".join(f"img{i},add a red square,add\n" for i in range(3)),
@@ -112,6 +112,9 @@ def test_csv_manifest_bad_rows_strict_and_fixed_line(tmp_path: Path, folder: Pat
     assert again[:3] == scored[:3] and again[3]["flags"] == ["blank"]
     res = runner.invoke(app, ["score", str(manifest), "-o", str(out), "--scorer", "psnr"])
     assert res.exit_code != 0 and "--overwrite" in str(res.exception)
+    res = runner.invoke(app, ["score", str(manifest), "-o", str(out), "--scorer", "psnr",
+                              "--overwrite"])  # the hint works
+    assert res.exit_code == 0 and "4 scored" in _flat(res.output), res.output
 
 
 def test_input_files_get_their_own_messages(tmp_path: Path) -> None:
@@ -215,3 +218,14 @@ def test_bench_counts_failed_rows_as_missing(tmp_path: Path) -> None:
     coverage = json.loads((tmp_path / "b" / "results.json").read_text())["coverage"]
     assert coverage["n_predicted"] == 31 and coverage["n_failed"] == 9
     assert "9 failed to score" in (tmp_path / "b" / "report.html").read_text()
+
+
+def test_bench_overwrite_hint_names_an_existing_option(tmp_path: Path) -> None:
+    manifest = generate(tmp_path / "shapes", ShapesEditConfig(n=8, k=4, seed=4, size=64),
+                        progress=False)
+    cmd = ["bench", "-b", str(manifest.parent), "-o", str(tmp_path / "b")]
+    assert runner.invoke(app, [*cmd, "--scorer", "ssim"]).exit_code == 0
+    res = runner.invoke(app, [*cmd, "--scorer", "gmsd"])
+    assert res.exit_code != 0 and "--overwrite" in str(res.exception)
+    res = runner.invoke(app, [*cmd, "--scorer", "gmsd", "--overwrite"])
+    assert res.exit_code == 0, res.output

@@ -76,17 +76,19 @@ def _judge_run(benchmark: str, predictions: Path, root: Path | None, n_boot: int
 
 
 def _score_benchmark(bench: BenchmarkData, scorer: Scorer, benchmark: str, root: Path | None,
-                     out: Path | None) -> Path:
+                     out: Path | None, overwrite: bool = False) -> Path:
     """Score every sample of ``bench`` into ``<out>/scores.parquet`` (resumable), or into a
     temporary folder when there is no ``--out``; returns the scores file."""
     input_id = benchmark_input_id(bench, benchmark, root)
     folder = out if out is not None else Path(tempfile.mkdtemp(prefix="ieqa-bench-"))
     summary = score_to_file(scorer, bench.samples, folder / "scores.parquet", input_id=input_id,
-                            total=len(bench.samples))
+                            total=len(bench.samples), overwrite=overwrite)
     console.print(f"scored {summary.n_rows} samples with {scorer.name} "
                   f"({summary.n_errors} errors) -> {summary.out}")
     for ident, err in summary.errors:
         console.print(f"[yellow]error[/yellow] {escape(ident)}: {escape(err)}")
+    if summary.n_errors > len(summary.errors):
+        console.print(f"... and {summary.n_errors - len(summary.errors)} more errors")
     return summary.out
 
 
@@ -136,6 +138,9 @@ def command(
              "dimension to compare with every preference"),
     view: str | None = typer.Option(None, "--view",
                                     help="ShapesEdit folders: pointwise, pairwise or multiway"),
+    overwrite: bool = typer.Option(False, "--overwrite",
+                                   help="with --scorer and -o: replace scores.parquet written by "
+                                        "another scorer configuration"),
     lower_better: bool = typer.Option(False, "--lower-better",
                                       help="the predictions are lower-is-better (distances)"),
 ) -> None:
@@ -155,7 +160,7 @@ def command(
         if lower_better:
             raise typer.BadParameter("a scorer states its own direction; --lower-better is for "
                                      "predictions files", param_hint="--lower-better")
-        scores = _score_benchmark(bench, scorer, benchmark, root, out)
+        scores = _score_benchmark(bench, scorer, benchmark, root, out, overwrite)
         result = evaluate_predictions(bench, read_predictions(scores), missing=missing, eps=eps,
                                       n_boot=n_boot, seed=seed, dimension=dimension,
                                       higher_better=scorer.higher_better)

@@ -44,7 +44,7 @@ from ieqa.commands._inputs import (
 )
 from ieqa.data.inputs import BadRow, InputItem, is_edit_folder, iter_folder
 from ieqa.data.manifest import first_row_keys, iter_manifest_items
-from ieqa.errors import IeqaError, ManifestError
+from ieqa.errors import IeqaError
 from ieqa.registry import BENCHMARKS
 from ieqa.scorers.base import Scorer, ScoreResult
 from ieqa.scorers.run import ScoreRunSummary, score_to_file
@@ -85,6 +85,10 @@ def _manifest_or_none(path: Path) -> tuple[Iterator[InputItem], int, str] | None
                         "spec in the docs, or write one with ieqa manifest FOLDER -o ...)")
     if keys is None and not path.name.endswith(".csv"):
         return None
+    if keys is not None and "input_key" in keys:
+        raise IeqaError(f"{path} is a score file written by ieqa score, not a manifest: give it to "
+                        "ieqa bench --predictions or ieqa rank-editors (or write a manifest with "
+                        "ieqa manifest FOLDER -o ...)")
     if keys is not None and "edited" not in keys:
         return None
     return iter_manifest_items(path), _count_rows(path), f"manifest:{path.resolve()}"

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import io
 import json
 import os
 from collections.abc import Iterator
@@ -204,18 +203,3 @@ def iter_folder(folder: str | os.PathLike[str]) -> Iterator[InputItem]:
             yield EditSample(id=ident, source=found[0], edited=path,
                              instruction=row["instruction"], task=row.get("task"),
                              editor=editor, group_id=name)
-
-
-def read_text_head(path: Path, n: int = 4096) -> str:
-    """The first ``n`` bytes of a file as text (for sniffing), empty when unreadable."""
-    try:
-        with open(path, "rb") as fh:
-            return fh.read(n).decode("utf-8-sig", errors="replace")
-    except OSError:
-        return ""
-
-
-def csv_columns(path: Path) -> list[str]:
-    """The header of a CSV file (a UTF-8 BOM is accepted)."""
-    with open(path, encoding="utf-8-sig", newline="") as fh:
-        return next(csv.reader(io.StringIO(fh.readline())), [])

@@ -75,9 +75,9 @@ import pyarrow.parquet as pq
 from PIL import Image
 from pydantic import ValidationError
 
+from ieqa.data.dimensions import canonical_dimension
 from ieqa.data.inputs import BadRow, bad_row_key
 from ieqa.data.schema import EditSample, ImageRef, Preference
-from ieqa.data.dimensions import canonical_dimension
 from ieqa.errors import ManifestError, UnknownDimensionError
 
 __all__ = [
