@@ -5,6 +5,7 @@ statuses, and score files feeding ``rank-editors`` and ``bench`` directly."""
 from __future__ import annotations
 
 import json
+import os
 import socket
 import threading
 from http.server import ThreadingHTTPServer
@@ -126,6 +127,15 @@ def test_input_files_get_their_own_messages(tmp_path: Path) -> None:
     broken.write_bytes(b"PAR1 not really")
     res = runner.invoke(app, ["score", str(broken), "-o", str(tmp_path / "o.parquet")])
     assert "not a readable Parquet file" in str(res.exception)
+    notes = tmp_path / "notes.txt"
+    notes.write_text("hello")
+    res = runner.invoke(app, ["score", str(notes), "-o", str(tmp_path / "o.parquet")])
+    assert "is not an input ieqa score reads" in str(res.exception)
+    bom = tmp_path / "bom.jsonl"  # a UTF-8 byte-order mark is fine
+    _image(tmp_path / "a.png", 1)
+    bom.write_text('\ufeff{"id": "x", "source": "a.png", "edited": "a.png"}\n', encoding="utf-8")
+    res = runner.invoke(app, ["score", str(bom), "-o", str(tmp_path / "o.parquet")])
+    assert res.exit_code == 0 and read_scores(tmp_path / "o.parquet")[0]["flags"] == ["no_op"], res.output
     res = runner.invoke(app, ["score", str(tmp_path / "nothing.jsonl"), "-o", str(tmp_path / "o.parquet")])
     assert res.exit_code == 2 and "does not exist" in _flat(res.output)
 
@@ -188,11 +198,23 @@ def test_a_second_writer_is_stopped_with_the_holders_pid(tmp_path: Path) -> None
     lock = _Lock(out)
     lock.acquire()
     try:
-        with pytest.raises(OutputLockedError, match=rf"PID {__import__('os').getpid()}"):
+        with pytest.raises(OutputLockedError, match=rf"PID {os.getpid()}"):
             _Lock(out).acquire()
     finally:
         lock.release()
     _Lock(out).acquire()  # free again
+
+
+def test_score_command_stops_when_another_process_writes(tmp_path: Path, folder: Path) -> None:
+    out = tmp_path / "scores.parquet"
+    lock = _Lock(out)
+    lock.acquire()  # as a running ieqa score would
+    try:
+        res = runner.invoke(app, ["score", str(folder), "-o", str(out)])
+        assert isinstance(res.exception, OutputLockedError)
+        assert f"PID {os.getpid()}" in str(res.exception) and not out.exists()
+    finally:
+        lock.release()
 
 
 def test_bench_counts_failed_rows_as_missing(tmp_path: Path) -> None:

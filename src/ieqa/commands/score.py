@@ -43,6 +43,7 @@ from ieqa.commands._inputs import (
     make_scorer,
 )
 from ieqa.data.inputs import BadRow, InputItem, is_edit_folder, iter_folder
+from ieqa.data.loaders.base import sniff_format
 from ieqa.data.manifest import first_row_keys, iter_manifest_items
 from ieqa.errors import IeqaError
 from ieqa.registry import BENCHMARKS
@@ -111,6 +112,12 @@ def resolve_input(target: str, root: Path | None) -> tuple[Iterable[InputItem], 
     if root is None and path.is_dir() and not any(path.iterdir()):
         raise IeqaError(f"{path} is an empty folder; a folder of edits has source/, edited/ and "
                         "instructions.csv (see ieqa manifest --help)")
+    if root is None and sniff_format(path) is None:
+        raise IeqaError(
+            f"{path} is not an input ieqa score reads: give a folder of edits (source/, "
+            "edited/[<editor>/], instructions.csv), a manifest (.jsonl, .jsonl.gz, .parquet or "
+            ".csv rows with an 'edited' image), a benchmark download ieqa recognises (ieqa list "
+            "benchmarks; or its registered name with --root), or SOURCE EDITED \"instruction\"")
     bench = load_benchmark_arg(target, root)
     return bench.samples, len(bench.samples), f"benchmark:{bench.name}:{target}"
 
