@@ -268,9 +268,9 @@ def test_malformed_parquet_row_names_row_number(tmp_path: Path) -> None:
 
 
 def test_format_selection(tmp_path: Path) -> None:
-    with pytest.raises(ManifestError, match=r"\.jsonl, \.jsonl\.gz, \.parquet"):
-        iter_manifest(tmp_path / "m.csv")
-    with pytest.raises(ManifestError, match="supported suffixes"):
+    with pytest.raises(ManifestError, match=r"\.jsonl, \.jsonl\.gz, \.parquet, \.csv"):
+        iter_manifest(tmp_path / "m.tsv")
+    with pytest.raises(ManifestError, match="reads CSV manifests but writes JSONL or Parquet"):
         ManifestWriter(tmp_path / "m.csv")
     with pytest.raises(ManifestError, match="format must be"):
         ManifestWriter(tmp_path / "m.jsonl", format="xml")

@@ -41,7 +41,6 @@ def test_csv_and_gzip(tmp_path):
     ([{"id": "a", "sharpness": 1}], r"line 1: unknown dimension 'sharpness'"),
     ([{"id": "a", "overall": "high"}], r"line 1: overall='high' is not a number"),
     ([{"id": "a", "overall": True}], r"line 1: overall=True is not a number"),
-    (['{"id": "a", "overall": NaN}'], r"line 1: overall=nan is not finite"),
     ([{"id": "a", "SC": 1, "instruction_alignment": 2}], r"line 1: dimension 'instruction_alignment' given twice"),
     (["{not json"], r"line 1: not valid JSON"),
     (["[1, 2]"], r"line 1: expected a JSON object"),
@@ -77,3 +76,15 @@ def test_file_kind_and_detection(tmp_path, shapes_manifest):
     assert is_predictions_file(preds) and is_predictions_file(tmp_path / "x.csv")
     assert not is_predictions_file(shapes_manifest)
     assert not is_predictions_file(tmp_path / "m.parquet")
+
+
+def test_failed_and_nan_rows_are_not_predictions(tmp_path):
+    from ieqa.bench.predictions import read_predictions
+
+    path = tmp_path / "p.jsonl"
+    path.write_text('{"id": "a", "overall": 3}\n{"id": "b", "overall": NaN}\n'
+                    '{"id": "c", "overall": null, "error": "HTTP 500"}\n')
+    preds = read_predictions(path)
+    assert preds == {"a": {"overall": 3.0}}
+    assert preds.failed == {"b": "non-finite prediction for overall",
+                            "c": "failed to score: HTTP 500"}

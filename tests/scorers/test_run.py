@@ -79,9 +79,12 @@ def test_rows_in_order_with_errors_recorded(tmp_path: Path) -> None:
     assert b"ieqa.scorer" in meta and b"ieqa.run" in meta
     # the output is a predictions file for ieqa bench
     assert is_predictions_file(out)
-    preds = read_predictions(out)
-    assert set(preds) == {s.id for s in samples}
-    assert preds["s4"] == {} and preds["s1"] == {"visual_quality": pytest.approx(35 / 3 * 1)}
+    preds = read_predictions(out)  # failed rows are not predictions: a benchmark counts them missing
+    assert set(preds) == {s.id for s in samples} - {"s4", "missing"}
+    assert set(preds.failed) == {"s4", "missing"} and "asked to fail" in preds.failed["s4"]
+    assert preds["s1"] == {"visual_quality": pytest.approx(35 / 3 * 1)}
+    assert rows[0]["edited"].endswith("0.png") and rows[0]["input_key"]
+    assert rows[0]["flags"] == ["blank", "tiny"]  # 8x8 grey squares
 
 
 def test_interrupted_run_resumes_to_the_same_output(tmp_path: Path) -> None:
@@ -97,28 +100,43 @@ def test_interrupted_run_resumes_to_the_same_output(tmp_path: Path) -> None:
     assert len(list(parts.glob("part-*.parquet"))) == 3 and not out.exists()
     scorer = Brightness()
     summary = score_to_file(scorer, samples, out, input_id="x", batch_size=2, progress=False)
-    assert summary.n_resumed == 6 and summary.n_scored == 6 and scorer.calls == 3
+    # s4 errored in the interrupted run: it is retried with the six rows never scored
+    assert summary.n_resumed == 5 and summary.n_scored == 7 and summary.n_retried == 1
+    assert scorer.calls == 3  # (s4, s6), (s7, s8), (s9, s10); the missing image never loads
     assert pq.read_table(out).equals(pq.read_table(clean))
     assert not parts.exists()
-    # a finished run is not redone
-    again = score_to_file(Brightness(stop_after=0), samples, out, input_id="x", progress=False)
-    assert again.n_scored == 0 and again.n_rows == 12
+    # a finished run is not redone, except its errored rows
+    again = score_to_file(Brightness(), samples, out, input_id="x", progress=False)
+    assert again.n_scored == 2 and again.n_resumed == 10 and again.n_rows == 12
+    kept = score_to_file(Brightness(stop_after=0), samples, out, retry_errors=False, progress=False)
+    assert kept.n_scored == 0 and kept.n_resumed == 12 and kept.n_errors == 2
 
 
-def test_resume_refuses_another_input(tmp_path: Path) -> None:
+class Darkness(Brightness):
+    """The same scorer under another configuration."""
+
+    def config(self):
+        return {"invert": True}
+
+
+def test_rows_are_kept_by_content_and_another_configuration_needs_overwrite(tmp_path: Path) -> None:
     samples = _samples(tmp_path)
     out = tmp_path / "s.parquet"
     with pytest.raises(KeyboardInterrupt):
-        score_to_file(Brightness(stop_after=1), samples, out, input_id="a", batch_size=2,
-                      progress=False)
-    with pytest.raises(ScorerError, match="--overwrite"):
-        score_to_file(Brightness(), samples, out, input_id="b", progress=False)
-    with pytest.raises(ScorerError, match="input changed"):
-        score_to_file(Brightness(), samples[::-1], out, input_id="a", batch_size=2, progress=False)
-    summary = score_to_file(Brightness(), samples, out, input_id="b", overwrite=True, progress=False)
+        score_to_file(Brightness(stop_after=1), samples, out, batch_size=2, progress=False)
+    # reordered and one row changed: the two rows done are kept wherever they are now
+    changed = [*samples[::-1]]
+    changed[0] = changed[0].model_copy(update={"instruction": "now with an instruction"})
+    summary = score_to_file(Brightness(), changed, out, batch_size=2, progress=False)
+    assert summary.n_resumed == 2 and summary.n_scored == 10
+    assert [r["id"] for r in read_scores(out)] == [s.id for s in changed]
+    with pytest.raises(ScorerError, match="another scorer configuration.*--overwrite"):
+        score_to_file(Darkness(), samples, out, progress=False)
+    summary = score_to_file(Darkness(), samples, out, overwrite=True, progress=False)
     assert summary.n_scored == 12
-    with pytest.raises(ScorerError, match="exists"):
-        score_to_file(Brightness(), samples, out, input_id="c", progress=False)
+    (tmp_path / "foreign.parquet").write_bytes(b"not a score file")
+    with pytest.raises(ScorerError, match="not an ieqa score file.*--overwrite"):
+        score_to_file(Brightness(), samples, tmp_path / "foreign.parquet", progress=False)
 
 
 def test_duplicate_ids_and_bad_arguments(tmp_path: Path) -> None:

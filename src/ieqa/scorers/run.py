@@ -304,11 +304,11 @@ def _conform(table: pa.Table, schema: pa.Schema, extra: tuple[str, ...] = ()) ->
     """``table`` with ``schema``'s columns (missing ones null) plus the ``extra`` ones."""
     cols = [table.column(f.name).cast(f.type) if f.name in table.column_names
             else pa.nulls(table.num_rows, f.type) for f in schema]
-    names = [f.name for f in schema]
+    fields = list(schema)
     for name in extra:
         cols.append(table.column(name))
-        names.append(name)
-    return pa.Table.from_arrays(cols, names=names)
+        fields.append(table.schema.field(name))
+    return pa.Table.from_arrays(cols, schema=pa.schema(fields))
 
 
 def _atomic_write_bytes(path: Path, data: bytes) -> None:
@@ -578,7 +578,7 @@ def _run(scorer: Scorer, samples: Iterable[InputItem], out: Path, suffix: str, *
     if reused:
         idx, rows = zip(*reused, strict=True)
         old = previous.take(pa.array(rows, pa.int64())).append_column(
-            _INDEX, pa.array(idx, pa.int64()))
+            new.schema.field(_INDEX), pa.array(idx, pa.int64()))
         new = pa.concat_tables([new, old])
     table = new.sort_by(_INDEX).drop_columns([_INDEX])
     _fill_totals(summary, table, dims)
