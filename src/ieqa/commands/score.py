@@ -159,6 +159,9 @@ def print_result(result: ScoreResult, scorer: Scorer) -> None:
         elif dim in result.unavailable:
             table.add_row(dim, "[dim]n/a[/dim]", escape(result.unavailable[dim]))
     console.print(table)
+    if result.flags:
+        console.print(f"[yellow]flags:[/yellow] {', '.join(result.flags)} (a degenerate output; "
+                      "see ieqa.scorers.flags)")
     if result.region is not None:
         r = result.region
         console.print(f"edit region <x, y, w, h>: <{r.x:.3f}, {r.y:.3f}, {r.w:.3f}, {r.h:.3f}>")
