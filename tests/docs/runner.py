@@ -228,10 +228,10 @@ def _checkpoint_picks_scorer() -> bool:
 #: Named features: (what it is, probe). Probes run at most once per session.
 FEATURES: dict[str, tuple[str, Callable[[], bool]]] = {
     "score-folder": ("`ieqa score FOLDER` (source/, edited/, instructions.csv)", _folder_scoring),
-    "score-file-inputs": ("score files carry id, source, edited, instruction, editor, task, "
+    "score-file-inputs": ("score files that carry id, source, edited, instruction, editor, task, "
                           "group_id", _score_file_has("source", "edited", "instruction",
                                                       "editor", "task", "group_id")),
-    "score-flags": ("a `flags` column in score files", _score_file_has("flags")),
+    "score-flags": ("score files with a `flags` column", _score_file_has("flags")),
     "score-tuples": ("`scorer.score()` taking (source, edited, instruction) tuples",
                      _scorer_takes_tuples),
     "checkpoint-scorer": ("`ieqa score --checkpoint DIR` without `--scorer`",
