@@ -2,8 +2,9 @@
 
 The chat-completions server of ``tests/chat_server.py`` on 127.0.0.1 with answers a judge
 would give: a JSON object of 1-5 scores for the dimensions the prompt lists (derived from
-the request's bytes, so different edits get different scores), top log-probabilities over
-the five level words (for ``vlm-levels``) and a verdict line for pairwise prompts. It
+the request's bytes, so different edits get different scores), ``{"score": [..]}`` lists
+for VIEScore prompts, top log-probabilities over the five level words (for
+``vlm-levels``) and a verdict line for pairwise prompts. It
 judges nothing; it lets the documented commands run end to end without a GPU.
 """
 
@@ -39,6 +40,9 @@ class StandInJudge(FakeServer):
         if "[[A>B]]" in text:
             content = "A keeps more of the source.\n[[A>B]]" if digest[0] % 2 else \
                 "B follows the instruction better.\n[[B>A]]"
+        elif '"score": [' in text:  # VIEScore-style: two 0-10 sub-scores in a list
+            content = json.dumps({"score": [digest[0] % 11, digest[1] % 11],
+                                  "reasoning": "stand-in judge"})
         else:
             scores = {d: 1 + digest[i] % 5 for i, d in enumerate(_DIMENSIONS)}
             content = json.dumps({**scores, "reasoning": "stand-in judge"})
