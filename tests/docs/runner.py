@@ -215,6 +215,22 @@ def _folder_scoring() -> bool:
         return done.returncode == 0 and (Path(tmp) / "s.jsonl").is_file()
 
 
+def _csv_manifest() -> bool:
+    """A CSV manifest (``source,edited,instruction``) reads as samples."""
+    import tempfile
+
+    from ieqa.data.manifest import iter_manifest
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "edits.csv"
+        path.write_text("source,edited,instruction\na.png,b.png,make it blue\n")
+        try:
+            samples = list(iter_manifest(path))
+        except Exception:  # noqa: BLE001 - absent feature
+            return False
+    return len(samples) == 1 and samples[0].instruction == "make it blue"
+
+
 def _checkpoint_picks_scorer() -> bool:
     """``ieqa score --checkpoint DIR`` without ``--scorer``: the default is no longer a
     fixed scorer name."""
@@ -228,6 +244,7 @@ def _checkpoint_picks_scorer() -> bool:
 #: Named features: (what it is, probe). Probes run at most once per session.
 FEATURES: dict[str, tuple[str, Callable[[], bool]]] = {
     "score-folder": ("`ieqa score FOLDER` (source/, edited/, instructions.csv)", _folder_scoring),
+    "csv-manifest": ("CSV manifests (source,edited,instruction[,...])", _csv_manifest),
     "score-file-inputs": ("score files that carry id, source, edited, instruction, editor, task, "
                           "group_id", _score_file_has("source", "edited", "instruction",
                                                       "editor", "task", "group_id")),
