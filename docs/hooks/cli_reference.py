@@ -22,6 +22,11 @@ def _cell(text: str) -> str:
     return " ".join(text.split()).replace("|", "\\|")
 
 
+def _text(text: str) -> str:
+    """Help text as Markdown text: ``<`` and ``>`` shown, not read as HTML."""
+    return _cell(text).replace("<", "&lt;").replace(">", "&gt;")
+
+
 def _params_table(command: Any, ctx: Any) -> list[str]:
     rows = []
     for param in command.get_params(ctx):
@@ -32,7 +37,7 @@ def _params_table(command: Any, ctx: Any) -> list[str]:
             continue
         name, help_text = record
         kind = "argument" if type(param).__name__.endswith("Argument") else "option"
-        rows.append(f"| `{_cell(name)}` | {kind} | {_cell(help_text)} |")
+        rows.append(f"| `{_cell(name)}` | {kind} | {_text(help_text)} |")
     if not rows:
         return []
     return ["| parameter | kind | description |", "|---|---|---|", *rows, ""]

@@ -21,6 +21,8 @@ import pytest
 from .judge_server import judge_server
 from .runner import Block, Page, executed_pages, requirement_met, run_block, run_env
 
+pytestmark = pytest.mark.slow  # about a minute and a half of CPU time in all
+
 PAGES = executed_pages()
 BLOCKS = [(page, block) for page in PAGES for block in page.blocks]
 
