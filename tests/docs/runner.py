@@ -20,7 +20,7 @@ right before a block (they do not show on the site) change what happens to it:
     ``command NAME`` (an ``ieqa`` subcommand), ``option COMMAND --name`` (an option of
     one) or a name in :data:`FEATURES` (a probe of behaviour). This marks examples of
     features that are still being built: once a feature has landed the block runs on its
-    own, and the marker can be deleted (``sed -i '/<!-- requires:/d' docs/*.md
+    own, and the marker can be deleted (``sed -i '/^<!-- requires:/d' docs/getting-started.md
     docs/howto/*.md``). Several ``requires`` may precede one block.
 ``<!-- file: PATH -->``
     write the block's text to PATH (relative to the page's folder) instead of running it:
