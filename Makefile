@@ -1,12 +1,13 @@
 # ieqa developer entry points. Everything works from a fresh clone:
 #   make demo   set up .venv and run the end-to-end demo
 #   make test   set up .venv and run the test suite
+#   make docs   build the documentation site into site/ (make docs-serve: live preview)
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.ieqa-installed
 
-.PHONY: setup test demo lint bench clean
+.PHONY: setup test demo lint bench clean docs docs-serve
 
 setup: $(STAMP)
 
@@ -25,8 +26,14 @@ test: setup
 demo: setup
 	HF_HUB_OFFLINE=1 $(VENV)/bin/ieqa demo
 
+docs: setup
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
+
+docs-serve: setup
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs serve
+
 lint: setup
 	$(VENV)/bin/ruff check src tests benchmarks
 
 clean:
-	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache ieqa-demo
+	rm -rf $(VENV) build dist site src/*.egg-info .pytest_cache ieqa-demo

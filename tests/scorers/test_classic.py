@@ -140,7 +140,7 @@ def test_missing_source_is_a_recorded_error(classic) -> None:
 
 def test_agrees_with_shapesedit_ground_truth(classic) -> None:
     """The acceptance numbers, on a seed never used while designing the scorer (design used
-    seeds 7 and 42; see the README for the seeds and sizes measured): SRCC against the
+    seeds 7 and 42; docs/reference/classic.md lists the seeds and sizes measured): SRCC against the
     ground truth >= 0.5 for visual quality and >= 0.7 for preservation, and the
     instruction-blind variant stays well below on preservation."""
     cfg = ShapesEditConfig(n=600, k=4, seed=5, size=256)

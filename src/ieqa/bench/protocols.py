@@ -9,7 +9,7 @@ treated, which PLCC variant is used (raw, or after the VQEG four-parameter logis
 and where the protocol comes from. A benchmark without an entry (e.g. data built by
 hand) gets the generic set of its protocol (the ``manifest`` entries).
 
-:func:`protocol_table` flattens the table into rows (also rendered into the README with
+:func:`protocol_table` flattens the table into rows (rendered into ``docs/protocols.md`` with
 :func:`protocol_markdown`).
 
 Conventions of the computations (see :mod:`ieqa.bench.run`, :mod:`ieqa.bench.pointwise`,
@@ -219,7 +219,7 @@ def protocol_table() -> list[dict[str, str]]:
 
 
 def protocol_markdown() -> str:
-    """:func:`protocol_table` as a Markdown table (for the README)."""
+    """:func:`protocol_table` as a Markdown table (for ``docs/protocols.md``)."""
     cols = ("benchmark", "protocol", "metric", "per", "ties", "plcc", "needs", "source")
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for row in protocol_table():

@@ -1,0 +1,81 @@
+"""A stand-in for a served VLM judge, for the served-VLM how-to's examples.
+
+The chat-completions server of ``tests/chat_server.py`` on 127.0.0.1 with answers a judge
+would give: a JSON object of 1-5 scores for the dimensions the prompt lists (derived from
+the request's bytes, so different edits get different scores), ``{"score": [..]}`` lists
+for VIEScore prompts, top log-probabilities over the five level words (for
+``vlm-levels``) and a verdict line for pairwise prompts. It
+judges nothing; it lets the documented commands run end to end without a GPU.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import ThreadingHTTPServer
+from typing import Any
+
+from chat_server import FakeServer, Reply, _make_handler
+
+_DIMENSIONS = ("visual_quality", "instruction_alignment", "content_preservation", "overall")
+_LEVELS = ("excellent", "good", "fair", "poor", "bad")
+
+
+def _digest(body: dict[str, Any]) -> bytes:
+    return hashlib.sha256(json.dumps(body["messages"], sort_keys=True).encode()).digest()
+
+
+class StandInJudge(FakeServer):
+    """Answers like a judge (see the module docstring)."""
+
+    def echo(self, body: dict[str, Any]) -> Reply:
+        digest = _digest(body)
+        text = " ".join(p.get("text", "") for m in body["messages"]
+                        if isinstance(m["content"], list) for p in m["content"])
+        text += " ".join(m["content"] for m in body["messages"] if isinstance(m["content"], str))
+        if "[[A>B]]" in text:
+            content = "A keeps more of the source.\n[[A>B]]" if digest[0] % 2 else \
+                "B follows the instruction better.\n[[B>A]]"
+        elif '"score": [' in text:  # VIEScore-style: two 0-10 sub-scores in a list
+            content = json.dumps({"score": [digest[0] % 11, digest[1] % 11],
+                                  "reasoning": "stand-in judge"})
+        else:
+            scores = {d: 1 + digest[i] % 5 for i, d in enumerate(_DIMENSIONS)}
+            content = json.dumps({**scores, "reasoning": "stand-in judge"})
+        n = int(body.get("n", 1))
+        choices = []
+        for i in range(n):
+            choice: dict[str, Any] = {"index": i, "finish_reason": "stop",
+                                      "message": {"role": "assistant", "content": content}}
+            if body.get("logprobs"):
+                weights = [1 + digest[8 + j] for j in range(len(_LEVELS))]
+                total = sum(weights)
+                top = [{"token": f" {w}", "logprob": math.log(v / total)}
+                       for w, v in zip(_LEVELS, weights, strict=True)]
+                choice["logprobs"] = {"content": [{"token": top[0]["token"],
+                                                   "logprob": top[0]["logprob"],
+                                                   "top_logprobs": top}]}
+            choices.append(choice)
+        return Reply(body={"id": "chatcmpl-docs", "object": "chat.completion",
+                           "model": body.get("model", "judge"), "choices": choices,
+                           "usage": {"prompt_tokens": 10, "completion_tokens": 10}})
+
+
+@contextmanager
+def judge_server() -> Iterator[str]:
+    """Serve :class:`StandInJudge` on a free port; yields its ``/v1`` base URL."""
+    fake = StandInJudge()
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(fake))
+    httpd.daemon_threads = True
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                              daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()

@@ -1,0 +1,329 @@
+"""Runs the code blocks of the documentation pages (used by ``test_examples.py``).
+
+Which pages: :data:`EXECUTED_PAGES` (getting started and every how-to). On those pages
+every fenced ``bash`` and ``python`` block runs, in page order, in one temporary folder
+per page, so a block can use the files an earlier block wrote:
+
+* ``bash`` blocks run with ``bash -e -o pipefail``; ``ieqa`` and ``python`` on their
+  ``PATH`` are this interpreter (``python -m ieqa``), with this checkout's ``src`` first
+  on ``PYTHONPATH`` and ``HF_HUB_OFFLINE=1``;
+* ``python`` blocks run as a script with the same interpreter and environment; each block
+  is a program of its own (imports included), so it can be copied as it stands.
+
+Other blocks (``text``, ``yaml``, ``csv``, ``json``, ...) are shown only. HTML comments
+right before a block (they do not show on the site) change what happens to it:
+
+``<!-- skip: REASON -->``
+    never run (needs a GPU, a download, a server of your own); REASON is shown by pytest.
+``<!-- requires: FEATURE -->``
+    run only when ieqa has FEATURE, else skipped with the FEATURE's description. FEATURE is
+    ``command NAME`` (an ``ieqa`` subcommand), ``option COMMAND --name`` (an option of
+    one) or a name in :data:`FEATURES` (a probe of behaviour). This marks examples of
+    features that are still being built: once a feature has landed the block runs on its
+    own, and the marker can be deleted (``sed -i '/^<!-- requires:/d' docs/getting-started.md
+    docs/howto/*.md``). Several ``requires`` may precede one block.
+``<!-- file: PATH -->``
+    write the block's text to PATH (relative to the page's folder) instead of running it:
+    a YAML recipe or a CSV shown on the page, used by later blocks.
+
+Two comment forms stand on their own:
+
+``<!-- check ... -->``
+    Python code inside the comment, run like a ``python`` block but not shown: asserts
+    that the blocks before it did what the page says.
+``<!-- fixture: judge-server -->``
+    the page needs a local OpenAI-compatible judge (:mod:`tests.docs.judge_server`): it
+    is started before the page's first block, and ``http://localhost:8000/v1`` in the
+    page's blocks is replaced by its address.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+DOCS = REPO / "docs"
+EXECUTED_PAGES = ("getting-started.md", "howto/*.md")
+RUN_LANGUAGES = ("bash", "python")
+SERVED_URL = "http://localhost:8000/v1"
+BLOCK_TIMEOUT_S = 300
+
+_FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,})(?P<lang>[\w+-]*)[^\n`]*$")
+_DIRECTIVE = re.compile(r"^\s*<!--\s*(?P<key>skip|requires|file|fixture)\s*:\s*(?P<value>.*?)\s*-->\s*$")
+_CHECK_OPEN = re.compile(r"^\s*<!--\s*check\s*$")
+
+
+@dataclass
+class Block:
+    """One runnable unit of a page."""
+
+    page: str
+    line: int
+    kind: str  # bash | python | check | file
+    code: str
+    skip: str | None = None
+    requires: list[str] = field(default_factory=list)
+    file: str | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.page}:{self.line}-{self.kind}"
+
+
+@dataclass
+class Page:
+    name: str
+    blocks: list[Block]
+    fixtures: list[str]
+
+
+def parse_page(path: Path) -> Page:
+    """The runnable blocks of one page, with their directives."""
+    name = path.relative_to(DOCS).as_posix()
+    lines = path.read_text(encoding="utf-8").splitlines()
+    blocks: list[Block] = []
+    fixtures: list[str] = []
+    pending: dict[str, list[str]] = {}
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        directive = _DIRECTIVE.match(line)
+        if directive:
+            key, value = directive["key"], directive["value"]
+            if key == "fixture":
+                fixtures.append(value)
+            else:
+                pending.setdefault(key, []).append(value)
+            i += 1
+            continue
+        if _CHECK_OPEN.match(line):
+            end = next(j for j in range(i + 1, len(lines)) if lines[j].strip() == "-->")
+            code = "\n".join(lines[i + 1:end])
+            blocks.append(Block(name, i + 1, "check", code, requires=pending.get("requires", [])))
+            pending = {}
+            i = end + 1
+            continue
+        fence = _FENCE.match(line)
+        if fence:
+            indent, ticks, lang = fence["indent"], fence["fence"], fence["lang"]
+            end = next(j for j in range(i + 1, len(lines))
+                       if lines[j].strip() == ticks and lines[j].startswith(indent))
+            body = [x[len(indent):] if x.startswith(indent) else x.lstrip() for x in lines[i + 1:end]]
+            code = "\n".join(body) + "\n"
+            target = pending.get("file", [None])[-1]
+            if target is not None or lang in RUN_LANGUAGES:
+                blocks.append(Block(name, i + 1, "file" if target else lang, code,
+                                    skip="; ".join(pending["skip"]) if "skip" in pending else None,
+                                    requires=pending.get("requires", []), file=target))
+            pending = {}
+            i = end + 1
+            continue
+        if line.strip():
+            pending = {}  # a directive applies to the block right after it
+        i += 1
+    return Page(name, blocks, fixtures)
+
+
+def executed_pages() -> list[Page]:
+    paths: list[Path] = []
+    for pattern in EXECUTED_PAGES:
+        paths += sorted(DOCS.glob(pattern))
+    return [parse_page(p) for p in paths]
+
+
+# ------------------------------------------------------------------ features being built
+
+
+def _cli_root():  # noqa: ANN202 - Typer's click command
+    import typer
+
+    from ieqa.cli import app
+
+    root = typer.main.get_command(app)
+    return root, root.context_class(root, info_name="ieqa")
+
+
+def has_command(name: str) -> bool:
+    root, ctx = _cli_root()
+    return name in root.list_commands(ctx)
+
+
+def has_option(command: str, option: str) -> bool:
+    root, ctx = _cli_root()
+    cmd = root.get_command(ctx, command)
+    if cmd is None:
+        return False
+    sub = cmd.context_class(cmd, info_name=command, parent=ctx)
+    return any(option in (*p.opts, *p.secondary_opts) for p in cmd.get_params(sub))
+
+
+@functools.cache
+def _probe_run() -> dict[str, object]:
+    """Score a 4-edit ShapesEdit manifest once with the CLI; what the score file holds."""
+    import json
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        env = run_env(Path(tmp))
+        for args in (["synth", "--n", "4", "--k", "2", "--size", "64", "--out", "s"],
+                     ["score", "s/manifest.jsonl", "-o", "scores.jsonl"]):
+            subprocess.run([sys.executable, "-m", "ieqa", *args], cwd=tmp, env=env, check=True,
+                           capture_output=True, timeout=120)
+        row = json.loads((Path(tmp) / "scores.jsonl").read_text().splitlines()[0])
+    return {"columns": set(row)}
+
+
+def _score_file_has(*columns: str) -> Callable[[], bool]:
+    return lambda: set(columns) <= _probe_run()["columns"]  # type: ignore[operator]
+
+
+def _scorer_takes_tuples() -> bool:
+    import numpy as np
+
+    import ieqa
+
+    image = np.full((16, 16, 3), 128, np.uint8)
+    try:
+        results = ieqa.create_scorer("psnr").score([(image, image, "keep it")])
+    except Exception:  # noqa: BLE001 - absent feature
+        return False
+    return len(results) == 1 and results[0].error is None
+
+
+def _folder_scoring() -> bool:
+    """``ieqa score FOLDER`` on a one-edit folder of the documented layout."""
+    import tempfile
+
+    from PIL import Image
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "edits"
+        for sub in ("source", "edited"):
+            (root / sub).mkdir(parents=True)
+            Image.new("RGB", (32, 32), (90, 120, 200)).save(root / sub / "cat.png")
+        (root / "instructions.csv").write_text("name,instruction\ncat,make it blue\n")
+        done = subprocess.run([sys.executable, "-m", "ieqa", "score", "edits", "-o", "s.jsonl"],
+                              cwd=tmp, env=run_env(Path(tmp)), capture_output=True, timeout=120)
+        return done.returncode == 0 and (Path(tmp) / "s.jsonl").is_file()
+
+
+def _csv_manifest() -> bool:
+    """A CSV manifest (``source,edited,instruction``) reads as samples."""
+    import tempfile
+
+    from ieqa.data.manifest import iter_manifest
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "edits.csv"
+        path.write_text("source,edited,instruction\na.png,b.png,make it blue\n")
+        try:
+            samples = list(iter_manifest(path))
+        except Exception:  # noqa: BLE001 - absent feature
+            return False
+    return len(samples) == 1 and samples[0].instruction == "make it blue"
+
+
+def _checkpoint_picks_scorer() -> bool:
+    """``ieqa score --checkpoint DIR`` without ``--scorer``: the default is no longer a
+    fixed scorer name."""
+    root, ctx = _cli_root()
+    cmd = root.get_command(ctx, "score")
+    sub = cmd.context_class(cmd, info_name="score", parent=ctx)
+    scorer = next(p for p in cmd.get_params(sub) if "--scorer" in p.opts)
+    return scorer.default in (None, "")
+
+
+#: Named features: (what it is, probe). Probes run at most once per session.
+FEATURES: dict[str, tuple[str, Callable[[], bool]]] = {
+    "score-folder": ("`ieqa score FOLDER` (source/, edited/, instructions.csv)", _folder_scoring),
+    "csv-manifest": ("CSV manifests (source,edited,instruction[,...])", _csv_manifest),
+    "score-file-inputs": ("score files that carry id, source, edited, instruction, editor, task, "
+                          "group_id", _score_file_has("source", "edited", "instruction",
+                                                      "editor", "task", "group_id")),
+    "score-flags": ("score files with a `flags` column", _score_file_has("flags")),
+    "score-tuples": ("`scorer.score()` taking (source, edited, instruction) tuples",
+                     _scorer_takes_tuples),
+    "checkpoint-scorer": ("`ieqa score --checkpoint DIR` without `--scorer`",
+                          _checkpoint_picks_scorer),
+}
+
+
+@functools.cache
+def requirement_met(requirement: str) -> tuple[bool, str]:
+    """``(met, description)`` of one ``requires`` value."""
+    words = requirement.split()
+    if len(words) == 2 and words[0] == "command":
+        return has_command(words[1]), f"the `ieqa {words[1]}` command"
+    if len(words) == 3 and words[0] == "option":
+        return has_option(words[1], words[2]), f"`ieqa {words[1]} {words[2]}`"
+    if requirement in FEATURES:
+        description, probe = FEATURES[requirement]
+        return probe(), description
+    raise ValueError(f"unknown requirement {requirement!r}: use 'command NAME', "
+                     f"'option COMMAND --name' or one of {sorted(FEATURES)}")
+
+
+# ------------------------------------------------------------------------------ running
+
+
+def run_env(workdir: Path) -> dict[str, str]:
+    """The environment of every block: ``ieqa`` and ``python`` of this interpreter first on
+    PATH, this checkout's ``src`` first on PYTHONPATH, offline, fixed terminal width."""
+    bindir = workdir / ".bin"
+    if not bindir.is_dir():
+        bindir.mkdir(parents=True)
+        (bindir / "ieqa").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m ieqa "$@"\n')
+        (bindir / "python").write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+        for f in bindir.iterdir():
+            f.chmod(0o755)
+    env = dict(os.environ)
+    env["PATH"] = f"{bindir}{os.pathsep}{env.get('PATH', '')}"
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO / "src"), env.get("PYTHONPATH"))
+                                        if p)
+    env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", COLUMNS="100", TERM="dumb",
+               NO_COLOR="1", PYTHONDONTWRITEBYTECODE="1", TOKENIZERS_PARALLELISM="false")
+    return env
+
+
+@dataclass
+class Outcome:
+    block: Block
+    seconds: float
+    output: str
+
+
+class BlockFailed(AssertionError):
+    pass
+
+
+def run_block(block: Block, workdir: Path, env: dict[str, str], url: str | None = None) -> Outcome:
+    """Run one block in ``workdir``; raise :class:`BlockFailed` with its output on failure."""
+    code = block.code if url is None else block.code.replace(SERVED_URL, url)
+    t0 = time.perf_counter()
+    if block.kind == "file":
+        target = workdir / block.file
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(code, encoding="utf-8")
+        return Outcome(block, 0.0, "")
+    script = workdir / f".block-{block.line}.{'sh' if block.kind == 'bash' else 'py'}"
+    script.write_text(code, encoding="utf-8")
+    cmd = (["bash", "-e", "-o", "pipefail", str(script)] if block.kind == "bash"
+           else [sys.executable, str(script)])
+    try:
+        done = subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True,
+                              timeout=BLOCK_TIMEOUT_S)
+    except subprocess.TimeoutExpired as exc:
+        raise BlockFailed(f"{block.label} ran over {BLOCK_TIMEOUT_S} s:\n{code}") from exc
+    output = done.stdout + done.stderr
+    if done.returncode != 0:
+        raise BlockFailed(f"{block.label} exited with {done.returncode}\n--- code\n{code}"
+                          f"--- output\n{output[-6000:]}")
+    return Outcome(block, time.perf_counter() - t0, output)

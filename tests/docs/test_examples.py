@@ -1,0 +1,104 @@
+"""Every code block of the getting-started page and the how-tos runs (see ``runner.py``).
+
+One test per block. The blocks of a page share one temporary folder and run in page
+order; after a failing block the rest of its page is skipped. Pages are independent, so
+they run two at a time (``IEQA_DOCS_WORKERS`` changes that; 1 runs them one by one) when
+the first block test starts; each test then reports its own block. Selecting tests with
+``-k`` runs only the pages they are on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from .judge_server import judge_server
+from .runner import Block, Page, executed_pages, requirement_met, run_block, run_env
+
+pytestmark = pytest.mark.slow  # about a minute and a half of CPU time in all
+
+PAGES = executed_pages()
+BLOCKS = [(page, block) for page in PAGES for block in page.blocks]
+
+
+@dataclass
+class Result:
+    status: str  # passed | failed | skipped
+    message: str = ""
+    seconds: float = 0.0
+
+
+def _unmet(block: Block) -> str | None:
+    if block.skip is not None:
+        return block.skip
+    missing = [desc for met, desc in map(requirement_met, block.requires) if not met]
+    return f"pending: needs {', '.join(missing)}" if missing else None
+
+
+def _run_page(page: Page, workdir: Path, reasons: dict[str, str | None]) -> dict[str, Result]:
+    results: dict[str, Result] = {}
+    env = run_env(workdir)
+    failed: str | None = None
+    with contextlib.ExitStack() as stack:
+        url = None
+        for fixture in page.fixtures:
+            if fixture != "judge-server":
+                raise ValueError(f"{page.name}: unknown fixture {fixture!r}")
+            url = stack.enter_context(judge_server())
+        for block in page.blocks:
+            if reasons[block.label] is not None:
+                results[block.label] = Result("skipped", reasons[block.label])
+            elif failed is not None:
+                results[block.label] = Result("skipped", f"an earlier block failed: {failed}")
+            else:
+                t0 = time.perf_counter()
+                try:
+                    run_block(block, workdir, env, url)
+                except AssertionError as exc:
+                    failed = block.label
+                    results[block.label] = Result("failed", str(exc), time.perf_counter() - t0)
+                else:
+                    results[block.label] = Result("passed", "", time.perf_counter() - t0)
+    return results
+
+
+@pytest.fixture(scope="session")
+def block_results(request: pytest.FixtureRequest,
+                  tmp_path_factory: pytest.TempPathFactory) -> dict[str, Result]:
+    """Run the pages of the selected block tests, in parallel; results by block label."""
+    selected = {item.callspec.params["page"].name for item in request.session.items
+                if item.originalname == "test_doc_block"}
+    pages = [p for p in PAGES if p.name in selected]
+    # probes run here, once, before any thread starts
+    reasons = {b.label: _unmet(b) for p in pages for b in p.blocks}
+    workers = int(os.environ.get("IEQA_DOCS_WORKERS", "2"))
+    folders = {p.name: tmp_path_factory.mktemp(p.name.replace("/", "-").removesuffix(".md"))
+               for p in pages}
+    results: dict[str, Result] = {}
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        # longest pages first, so the two workers finish together
+        order = sorted(pages, key=lambda p: -len(p.blocks) - 20 * ("train" in p.name))
+        for page_results in pool.map(lambda p: _run_page(p, folders[p.name], reasons), order):
+            results.update(page_results)
+    return results
+
+
+@pytest.mark.parametrize(("page", "block"), BLOCKS, ids=[b.label for _, b in BLOCKS])
+def test_doc_block(page: Page, block: Block, block_results: dict[str, Result]) -> None:
+    result = block_results[block.label]
+    if result.status == "skipped":
+        pytest.skip(result.message)
+    if result.status == "failed":
+        pytest.fail(result.message, pytrace=False)
+
+
+def test_every_executed_page_has_blocks() -> None:
+    assert PAGES, "no executed pages found"
+    for page in PAGES:
+        assert page.blocks, f"{page.name} has no runnable block"
