@@ -8,7 +8,8 @@ Forms::
     ieqa score SOURCE EDITED "instruction"        # one triplet, printed as a table
     ieqa score IMAGE --scorer niqe                # one image, no-reference scorers
 
-``--scorer`` picks the scorer (default ``classic``; ``ieqa list scorers``) and
+``--scorer`` picks the scorer (default: the one a ``--checkpoint`` holds, else ``classic``;
+``ieqa list scorers``) and
 ``--option key=value`` passes it arguments. Long runs stream the input, decode images on
 threads, show a progress bar and can be resumed: run the same command again after an
 interruption and only the unfinished rows are scored (see :mod:`ieqa.scorers.run`).
@@ -32,6 +33,7 @@ from ieqa.commands._inputs import (
     CHECKPOINT_OPT,
     MODEL_OPT,
     OPTION_OPT,
+    SCORER_HELP,
     benchmark_input_id,
     load_benchmark_arg,
     make_scorer,
@@ -126,8 +128,7 @@ def command(
     inputs: list[str] = typer.Argument(
         ..., metavar="INPUT...",
         help="MANIFEST, a benchmark path or name, SOURCE EDITED [INSTRUCTION], or one IMAGE"),
-    scorer_name: str = typer.Option("classic", "--scorer", "-s",
-                                    help="registered scorer (ieqa list scorers)"),
+    scorer_name: str | None = typer.Option(None, "--scorer", "-s", help=SCORER_HELP),
     option: list[str] | None = OPTION_OPT,
     model: str | None = MODEL_OPT,
     checkpoint: Path | None = CHECKPOINT_OPT,

@@ -152,8 +152,8 @@ def stage_examples(stage: StageConfig, data: TrainData, *, explanation_key: str 
         if prefs:
             return preference_pairs(samples, prefs, keep_ties=stage.loss == "bt-ties")
         dim = label_column(stage, stage.dimensions[0]) if len(stage.dimensions) == 1 else "overall"
-        options = {"keep_ties": stage.loss == "bt-ties", **stage.pairs}
-        return build_pairs(samples, dim, **options)
+        options = {"dimension": dim, "keep_ties": stage.loss == "bt-ties", **stage.pairs}
+        return build_pairs(samples, **options)
     idx = list(range(len(samples)))
     if stage.samples == "with_text":
         idx = [i for i in idx if explanation_of(samples[i], explanation_key)]
