@@ -143,7 +143,7 @@ def command(
     """Compute a benchmark's own metrics from predictions, judge verdicts, or a scorer run now."""
     scoring = scorer_name is not None or checkpoint is not None  # a checkpoint names its scorer
     if (predictions is None) == (not scoring):
-        raise typer.BadParameter("pass either --predictions, or --scorer / --checkpoint",
+        raise typer.BadParameter("pass either --predictions or --scorer (or --checkpoint)",
                                  param_hint="--scorer")
     if missing not in ("raise", "drop"):
         raise typer.BadParameter("choose raise or drop", param_hint="--missing")
