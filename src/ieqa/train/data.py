@@ -85,8 +85,9 @@ def _scale(samples: Sequence[EditSample], given: tuple[float, float] | None) -> 
             return (float(lo), float(hi))
     values = [v for s in samples for v in s.scores.values()]
     if not values:
-        raise TrainDataError("the training samples carry no scores; give data.score_scale "
-                             "or use a scored dataset")
+        raise TrainDataError("the training samples carry no scores; compute scores from raw ratings "
+                             "with `ieqa mos RATINGS --scale LO,HI -o scored.jsonl --manifest SAMPLES` "
+                             "and train on that, or train on a scored dataset")
     return (float(min(values)), float(max(values)))
 
 
