@@ -9,8 +9,10 @@ import pytest
 from typer.testing import CliRunner
 
 from ieqa.cli import app
+from ieqa.commands._inputs import make_scorer
 from ieqa.scorers.base import ScorerError
 from ieqa.scorers.checkpoint import CHECKPOINT_FILE, load_evaluator, model_reference
+from ieqa.testing import build_tiny_vlm
 
 runner = CliRunner()
 
@@ -40,6 +42,10 @@ def test_a_relative_base_model_that_is_not_there_says_to_pass_the_model(tmp_path
     with pytest.raises(ScorerError, match=r"records its base model as './tiny', which does not exist here .* "
                                           r"--model DIR on the command line, or model=DIR in Python"):
         load_evaluator(folder)
+    # the hint: give the model (on the command line --model reaches load_evaluator as model=)
+    tiny = build_tiny_vlm(tmp_path / "tiny", "qwen2-vl")
+    for scorer in (load_evaluator(folder, model=str(tiny)), make_scorer(None, None, model=str(tiny), checkpoint=folder)):
+        assert scorer.name == "vlm-head" and scorer.backend.config()["model"] == str(tiny)
     with pytest.raises(ScorerError, match=r"holds a 'vlm-head' evaluator, not 'classic'; load it with "
                                           r"name='vlm-head' or without a name"):
         load_evaluator(folder, name="classic")

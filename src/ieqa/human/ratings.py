@@ -298,7 +298,8 @@ def _guess_delimiter(path: Path, fh) -> str:
 def _cell(row: dict, col: str, path: Path, line: int) -> str:
     val = row.get(col)
     if val is None or not val.strip():
-        raise MetricInputError(f"{path}:{line}: column {col!r} is empty")
+        raise MetricInputError(f"{path}:{line}: column {col!r} is empty; every row needs one (remove "
+                               "the row if it holds no rating)")
     return val.strip()
 
 
@@ -308,7 +309,9 @@ def _parse_value(text: str | None, path: Path, line: int, col: str) -> float:
     try:
         v = float(text)
     except ValueError:
-        raise MetricInputError(f"{path}:{line}: column {col!r} is not a number: {text!r}") from None
+        raise MetricInputError(f"{path}:{line}: column {col!r} is not a number: {text!r}; write a number, "
+                               "or leave the cell empty for a missing rating") from None
     if math.isinf(v):
-        raise MetricInputError(f"{path}:{line}: column {col!r} is infinite: {text!r}")
+        raise MetricInputError(f"{path}:{line}: column {col!r} is infinite: {text!r}; write a finite "
+                               "rating, or leave the cell empty for a missing rating")
     return v
