@@ -53,7 +53,7 @@ def _read_csv(path):
 
 def test_csv_to_table_zscore_reports_screening(ratings_csv, tmp_path):
     out = tmp_path / "mos.csv"
-    res = runner.invoke(app, ["mos", str(ratings_csv), "-o", str(out)])
+    res = runner.invoke(app, ["mos", str(ratings_csv), "-o", str(out), "--scale", "1,5"])
     assert res.exit_code == 0, res.output
     text = _flat(res.output)
     assert "1 empty value cell(s) ignored" in text
@@ -70,7 +70,7 @@ def test_csv_to_table_zscore_reports_screening(ratings_csv, tmp_path):
 @pytest.mark.parametrize(("method", "e0"), [("iqr", 3.0), ("mean", 20 / 6), ("ecdf-probit", None)])
 def test_other_methods(ratings_csv, tmp_path, method, e0):
     out = tmp_path / "mos.tsv"
-    res = runner.invoke(app, ["mos", str(ratings_csv), "-o", str(out), "--method", method])
+    res = runner.invoke(app, ["mos", str(ratings_csv), "-o", str(out), "--method", method, "--scale", "1,5"])
     assert res.exit_code == 0, res.output
     with out.open(newline="") as fh:
         rows = list(csv.DictReader(fh, delimiter="\t"))
@@ -87,7 +87,8 @@ def test_custom_columns_and_default_dimension(tmp_path):
         f"x{i}\tj{j}\t{(i + j) % 5 + 1}\n" for i in range(5) for j in range(3)))
     out = tmp_path / "o.csv"
     res = runner.invoke(app, ["mos", str(path), "-o", str(out), "--item-col", "edit", "--rater-col", "judge",
-                              "--value-col", "score", "--dimension", "SC", "--method", "mean"])
+                              "--value-col", "score", "--dimension", "SC", "--method", "mean",
+                              "--scale", "1,5"])
     assert res.exit_code == 0, res.output
     rows = _read_csv(out)
     assert {r["dimension"] for r in rows} == {"instruction_alignment"} and len(rows) == 5
@@ -101,7 +102,7 @@ def test_manifest_in_manifest_out(tmp_path):
     ] + [EditSample(id="unrated", edited="u.png")]
     src = write_manifest(samples, tmp_path / "in.jsonl")
     out = tmp_path / "out.jsonl"
-    res = runner.invoke(app, ["mos", str(src), "-o", str(out)])
+    res = runner.invoke(app, ["mos", str(src), "-o", str(out), "--scale", "1,5"])
     assert res.exit_code == 0, res.output
     assert "4 of 5 samples scored, 4 existing score(s) replaced" in _flat(res.output)
     got = {s.id: s for s in read_manifest(out)}
@@ -115,14 +116,14 @@ def test_csv_with_manifest_attaches_scores(ratings_csv, tmp_path):
     samples = [EditSample(id=f"e{i}", edited=f"e{i}.png") for i in range(5)]
     man = write_manifest(samples, tmp_path / "samples.jsonl")
     out = tmp_path / "scored.jsonl"
-    res = runner.invoke(app, ["mos", str(ratings_csv), "-o", str(out), "--manifest", str(man)])
+    res = runner.invoke(app, ["mos", str(ratings_csv), "-o", str(out), "--manifest", str(man), "--scale", "1,5"])
     assert res.exit_code == 0, res.output
     got = {s.id: s for s in read_manifest(out)}
     assert got["e2"].scores["visual_quality"] == pytest.approx(LOW)
     assert set(got["e0"].scores) == {"visual_quality", "instruction_alignment"}
     assert got["e4"].scores == {}
     few = write_manifest(samples[:2], tmp_path / "few.jsonl")
-    res = runner.invoke(app, ["mos", str(ratings_csv), "-o", str(out), "--manifest", str(few)])
+    res = runner.invoke(app, ["mos", str(ratings_csv), "-o", str(out), "--manifest", str(few), "--scale", "1,5"])
     assert res.exit_code != 0 and "match no sample id" in _flat(res.output)
 
 
@@ -130,12 +131,12 @@ def test_csv_with_manifest_attaches_scores(ratings_csv, tmp_path):
     (["--method", "median"], "unknown method 'median'"),
     (["--item-col", "edit"], "column 'edit' not in ratings.csv"),
     (["--dimension-col", "dim"], "column 'dim' not in ratings.csv"),
-    (["--screen", "bt709"], "choose one of: bt500, none"),
+    (["--screen", "bt709"], "choose auto, none, or rules joined by commas from: bt500, corr"),
     (["--max-outlier-fraction", "2"], "--max-outlier-fraction: must be in [0, 1]"),
     (["--iqr-k", "-1"], "--iqr-k: must be >= 0"),
 ])
 def test_errors_are_usage_errors(ratings_csv, tmp_path, extra, message):
-    res = runner.invoke(app, ["mos", str(ratings_csv), "-o", str(tmp_path / "o.csv"), *extra])
+    res = runner.invoke(app, ["mos", str(ratings_csv), "-o", str(tmp_path / "o.csv"), "--scale", "1,5", *extra])
     assert res.exit_code == 2, res.output
     assert message in _flat(res.output)
 

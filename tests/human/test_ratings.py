@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from ieqa.data.schema import EditSample, Rating
-from ieqa.human import RatingTable, as_rating_matrix, csv_columns
+from ieqa.human import DuplicateRatingsError, RatingTable, as_rating_matrix, csv_columns
 from ieqa.metrics import MetricInputError
 
 
@@ -40,14 +40,23 @@ def test_to_matrix_needs_dimension_when_several_and_known_dimension():
     assert table.select("pq").to_matrix()[2].tolist() == [[1.0]]
 
 
-def test_duplicates_raise_mean_last():
-    table = RatingTable(["a", "a", "b"], ["r", "r", "r"], ["overall"] * 3, [1.0, 3.0, 5.0])
-    with pytest.raises(MetricInputError, match=r"\('a', 'r'\)"):
+def test_duplicates_raise_mean_first_last():
+    # a rated 1, 3, 2 by r (in file order); b once
+    table = RatingTable(["a", "b", "a", "a"], ["r"] * 4, ["overall"] * 4, [1.0, 5.0, 3.0, 2.0])
+    with pytest.raises(DuplicateRatingsError, match=r"\('a', 'r'\)") as err:
         table.to_matrix()
+    assert err.value.count == 1 and err.value.pairs == [("a", "r")]
     assert table.to_matrix(duplicates="mean")[2][:, 0].tolist() == [2.0, 5.0]
-    assert table.to_matrix(duplicates="last")[2][:, 0].tolist() == [3.0, 5.0]
+    assert table.to_matrix(duplicates="first")[2][:, 0].tolist() == [1.0, 5.0]
+    assert table.to_matrix(duplicates="last")[2][:, 0].tolist() == [2.0, 5.0]
     with pytest.raises(MetricInputError, match="duplicates must be"):
-        table.to_matrix(duplicates="first")
+        table.to_matrix(duplicates="median")
+
+
+def test_outside_and_clipped():
+    table = RatingTable(["a", "b", "c", "d"], ["r"] * 4, ["overall"] * 4, [0.5, 3.0, np.nan, 99.0])
+    assert table.outside(1, 5).tolist() == [0, 3]
+    assert np.array_equal(table.clipped(1, 5).value, [1.0, 3.0, np.nan, 5.0], equal_nan=True)
 
 
 def test_table_validation():

@@ -63,10 +63,23 @@ CHECKPOINT_OPT = typer.Option(None, "--checkpoint", exists=True, file_okay=False
                               help="a trained ieqa evaluator folder")
 
 
-def make_scorer(name: str, options: list[str] | None, model: str | None = None,
+#: the scorer of ``ieqa score`` / ``ieqa bench`` when neither --scorer nor --checkpoint names one
+DEFAULT_SCORER = "classic"
+SCORER_HELP = (f"registered scorer (ieqa list scorers); default: the scorer a --checkpoint holds, "
+               f"else {DEFAULT_SCORER}")
+
+
+def make_scorer(name: str | None, options: list[str] | None, model: str | None = None,
                 checkpoint: Path | None = None) -> Any:
-    """The scorer of ``--scorer NAME -O key=value --model M --checkpoint DIR``."""
+    """The scorer of ``--scorer NAME -O key=value --model M --checkpoint DIR``.
+
+    Without ``--scorer`` (``name=None``) the scorer is the one the checkpoint holds, or
+    :data:`DEFAULT_SCORER` without a checkpoint; an explicit ``--scorer`` that differs
+    from the checkpoint's is an error saying which one it holds.
+    """
+    from ieqa.scorers.base import ScorerError
     from ieqa.scorers.catalog import create_scorer
+    from ieqa.scorers.checkpoint import read_evaluator_config
 
     kwargs = parse_options(options)
     for key, value in (("model", model), ("checkpoint", checkpoint)):
@@ -74,7 +87,18 @@ def make_scorer(name: str, options: list[str] | None, model: str | None = None,
             if key in kwargs:
                 raise typer.BadParameter(f"--{key} and -O {key}=... both given; use one")
             kwargs[key] = str(value)
-    return create_scorer(name, **kwargs)
+    if kwargs.get("checkpoint") is not None:
+        try:
+            held = read_evaluator_config(kwargs["checkpoint"])["scorer"]
+        except ScorerError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--checkpoint") from None
+        if name is not None and name != held:
+            raise typer.BadParameter(
+                f"{name!r}, but the checkpoint {kwargs['checkpoint']} holds a {held!r} evaluator; leave "
+                f"out --scorer (the checkpoint's scorer is used) or pass --scorer {held}",
+                param_hint="--scorer")
+        name = held
+    return create_scorer(name or DEFAULT_SCORER, **kwargs)
 
 
 def benchmark_input_id(bench: BenchmarkData, benchmark: str, root: Path | None) -> str:

@@ -116,7 +116,8 @@ def command(
              "GenAI-Bench judge result file"),
     scorer_name: str | None = typer.Option(
         None, "--scorer", "-s",
-        help="score the benchmark with this registered scorer instead (ieqa list scorers)"),
+        help="score the benchmark with this registered scorer instead (ieqa list scorers; "
+             "default with --checkpoint: the scorer it holds)"),
     option: list[str] | None = OPTION_OPT,
     model: str | None = MODEL_OPT,
     checkpoint: Path | None = CHECKPOINT_OPT,
@@ -145,8 +146,10 @@ def command(
                                       help="the predictions are lower-is-better (distances)"),
 ) -> None:
     """Compute a benchmark's own metrics from predictions, judge verdicts, or a scorer run now."""
-    if (predictions is None) == (scorer_name is None):
-        raise typer.BadParameter("pass either --predictions or --scorer", param_hint="--scorer")
+    scoring = scorer_name is not None or checkpoint is not None  # a checkpoint names its scorer
+    if (predictions is None) == (not scoring):
+        raise typer.BadParameter("pass either --predictions or --scorer (or --checkpoint)",
+                                 param_hint="--scorer")
     if missing not in ("raise", "drop"):
         raise typer.BadParameter("choose raise or drop", param_hint="--missing")
     if n_boot == 1:
@@ -154,7 +157,7 @@ def command(
                                  param_hint="--bootstrap")
     if view is not None and view not in _VIEWS:
         raise typer.BadParameter(f"choose one of {', '.join(_VIEWS)}", param_hint="--view")
-    if scorer_name is not None:
+    if scoring:
         bench = load_benchmark_arg(benchmark, root, view)
         scorer = make_scorer(scorer_name, option, model, checkpoint)
         if lower_better:

@@ -9,7 +9,8 @@ Forms::
     ieqa score SOURCE EDITED "instruction"        # one triplet, printed as a table
     ieqa score IMAGE --scorer niqe                # one image, no-reference scorers
 
-``--scorer`` picks the scorer (default ``classic``; ``ieqa list scorers``) and
+``--scorer`` picks the scorer (default: the one a ``--checkpoint`` holds, else ``classic``;
+``ieqa list scorers``) and
 ``--option key=value`` passes it arguments. Long runs stream the input, decode images on
 threads, show progress and can be re-run: the same command keeps the rows already scored
 whose inputs did not change and scores the rest, errored rows included (see
@@ -39,6 +40,7 @@ from ieqa.commands._inputs import (
     CHECKPOINT_OPT,
     MODEL_OPT,
     OPTION_OPT,
+    SCORER_HELP,
     load_benchmark_arg,
     make_scorer,
 )
@@ -201,8 +203,7 @@ def command(
         ..., metavar="INPUT...",
         help="FOLDER of edits, MANIFEST, a benchmark path or name, SOURCE EDITED [INSTRUCTION], "
              "or one IMAGE"),
-    scorer_name: str = typer.Option("classic", "--scorer", "-s",
-                                    help="registered scorer (ieqa list scorers)"),
+    scorer_name: str | None = typer.Option(None, "--scorer", "-s", help=SCORER_HELP),
     option: list[str] | None = OPTION_OPT,
     model: str | None = MODEL_OPT,
     checkpoint: Path | None = CHECKPOINT_OPT,

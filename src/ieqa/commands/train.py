@@ -15,6 +15,7 @@ from typing import Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 NAME = "train"
@@ -35,14 +36,16 @@ def print_metrics(metrics: dict[str, dict[str, dict[str, float]]]) -> None:
         for key in sorted(set(before) | set(after)):
             if key == "failed" and not before.get(key) and not after.get(key):
                 continue
-            table.add_row(stage, key, _fmt(before.get(key)), _fmt(after.get(key)))
+            table.add_row(escape(stage), escape(key), _fmt(before.get(key)), _fmt(after.get(key)))
     console.print(table)
 
 
 def _on_log(record: dict[str, Any]) -> None:
-    if record.get("event") in ("before", "eval", "after"):
+    if record.get("event") == "note":
+        console.print(f"[yellow]note:[/yellow] {escape(record['message'])}")
+    elif record.get("event") in ("before", "eval", "after"):
         metric = record.get("metric", "srcc")
-        console.print(f"[{record['stage']}] step {record['global_step']} {record['event']}: "
+        console.print(f"{escape('[' + record['stage'] + ']')} step {record['global_step']} {record['event']}: "
                       f"{metric} = {record.get(metric, float('nan')):.3f}")
 
 
@@ -67,15 +70,15 @@ def command(
     runs = result.children or {"": result}
     for dim, run in runs.items():
         if dim:
-            console.rule(dim)
+            console.rule(escape(dim))
         print_metrics(run.metrics)
         if run.interrupted:
-            console.print(f"stopped early; continue with: ieqa train {recipe} --out "
-                          f"{run.output_dir} --resume")
+            console.print(escape(f"stopped early; continue with: ieqa train {recipe} --out "
+                                 f"{run.output_dir} --resume"))
         elif run.evaluator_dir is not None:
-            console.print(f"evaluator: [bold]{run.evaluator_dir}[/bold] (ieqa score --checkpoint "
-                          f"{run.evaluator_dir} ...)")
-    console.print(f"metrics log: {result.output_dir}")
+            console.print(f"evaluator: [bold]{escape(str(run.evaluator_dir))}[/bold] "
+                          f"{escape(f'(ieqa score DATA --checkpoint {run.evaluator_dir} -o SCORES.parquet)')}")
+    console.print(f"metrics log: {escape(str(result.output_dir))}")
 
 
 def train_demo(out: Path, recipe: str = "editreward", steps: int = 500,

@@ -9,6 +9,9 @@ naming the argument.
 * mos — :func:`zscore_mos` (EditHF, BT.500 screening), :func:`iqr_mos` /
   :func:`iqr_outliers` (EPAIQA), :func:`mean_opinion_score`, :func:`levels_from_scores`,
   :func:`majority_vote`
+* screening — :func:`agreement_screen` (leave-one-rater-out SRCC, works with few
+  ratings per item), :func:`min_flaggable_ratings` (when BT.500's rule can flag at all),
+  :func:`mos_without_raters`
 * ecdf_probit — :func:`ecdf_percentiles`, :func:`ecdf_probit` (ReasonEdit)
 * pairs — :func:`ranking_to_pairs`, :func:`win_count_scores`, :func:`disentangle_ties`
   (EditReward), :func:`preferences_from_samples`
@@ -21,6 +24,7 @@ from __future__ import annotations
 from ieqa.human.ecdf_probit import ecdf_percentiles, ecdf_probit, ecdf_probit_mos
 from ieqa.human.mos import (
     LEVEL_LABELS,
+    AllRatersRejectedError,
     MosResult,
     iqr_mos,
     iqr_outliers,
@@ -39,7 +43,7 @@ from ieqa.human.pairs import (
     ranking_to_pairs,
     win_count_scores,
 )
-from ieqa.human.ratings import RatingTable, as_rating_matrix, csv_columns
+from ieqa.human.ratings import DuplicateRatingsError, RatingTable, as_rating_matrix, csv_columns
 from ieqa.human.reliability import (
     ICC_FORMS,
     IccResult,
@@ -50,16 +54,31 @@ from ieqa.human.reliability import (
     krippendorff_alpha,
     mean_pairwise_srcc,
 )
+from ieqa.human.screening import (
+    MIN_RATER_SRCC,
+    MIN_SHARED_ITEMS,
+    AgreementScreen,
+    agreement_screen,
+    max_deviation,
+    min_flaggable_ratings,
+    mos_without_raters,
+)
 
 __all__ = [
     "ICC_FORMS",
     "LEVEL_LABELS",
+    "MIN_RATER_SRCC",
+    "MIN_SHARED_ITEMS",
+    "AgreementScreen",
+    "AllRatersRejectedError",
     "DisentangledPairs",
+    "DuplicateRatingsError",
     "IccResult",
     "KendallW",
     "MosResult",
     "RankPairs",
     "RatingTable",
+    "agreement_screen",
     "as_rating_matrix",
     "csv_columns",
     "disentangle_ties",
@@ -76,8 +95,11 @@ __all__ = [
     "level_indices",
     "levels_from_scores",
     "majority_vote",
+    "max_deviation",
     "mean_opinion_score",
     "mean_pairwise_srcc",
+    "min_flaggable_ratings",
+    "mos_without_raters",
     "preferences_from_samples",
     "ranking_to_pairs",
     "win_count_scores",

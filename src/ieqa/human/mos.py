@@ -27,6 +27,7 @@ from ieqa.metrics._checks import MetricInputError, check_choice
 
 __all__ = [
     "LEVEL_LABELS",
+    "AllRatersRejectedError",
     "MosResult",
     "iqr_mos",
     "iqr_outliers",
@@ -41,6 +42,21 @@ __all__ = [
 LEVEL_LABELS: tuple[str, ...] = ("bad", "poor", "fair", "good", "excellent")
 
 Rescale = Literal["100(z+3)/6", "minmax", "none"]
+
+
+class AllRatersRejectedError(MetricInputError):
+    """Screening rejected every rater, so no MOS is left.
+
+    Attributes:
+        reasons: per rater column, why it was rejected (``None`` for a rater with no
+            rating).
+    """
+
+    def __init__(self, reasons: tuple[str | None, ...]) -> None:
+        self.reasons = reasons
+        why = "; ".join(f"rater column {j}: {r}" for j, r in enumerate(reasons) if r)
+        super().__init__(f"matrix: no rating is left after screening (every rater was rejected: {why}); "
+                         "screen='none' keeps every rater")
 
 
 @dataclass(frozen=True)
@@ -179,19 +195,23 @@ def _sigma_outliers(values: np.ndarray, sigma: float, ddof: int) -> np.ndarray:
 
 
 def _zscore(values: np.ndarray, ddof: int, on_constant: str) -> tuple[np.ndarray, np.ndarray, list]:
-    """Per-rater z-scores of ``values`` (NaN = unused); raters whose std is 0 or
-    undefined are returned as ``bad`` with a reason (or raise)."""
+    """Per-rater z-scores of ``values`` (NaN = unused). Raters whose std is 0 or
+    undefined are returned as ``bad`` with a reason (``"reject"``), get z = 0 for every
+    rating (``"zero"``, not ``bad``), or raise (``"raise"``)."""
     mu, sd, n = _rater_moments(values, ddof)
     bad = (n > 0) & ~(sd > 0)
     reasons: list[str | None] = [None] * values.shape[1]
     for j in np.flatnonzero(bad):
-        why = (f"zero variance (all {int(n[j])} kept ratings = {values[~np.isnan(values[:, j]), j][0]:g})"
-               if n[j] > ddof else f"only {int(n[j])} kept rating(s): standard deviation undefined")
+        why = (f"zero variance: all {int(n[j])} kept ratings = {values[~np.isnan(values[:, j]), j][0]:g}"
+               if n[j] > ddof else f"zero variance: only {int(n[j])} kept rating(s), standard deviation undefined")
         if on_constant == "raise":
             raise MetricInputError(f"matrix: rater column {j} cannot be z-scored: {why}")
         reasons[j] = why
     with np.errstate(invalid="ignore", divide="ignore"):
         z = (values - mu) / sd
+    if on_constant == "zero":
+        z[:, bad] = np.where(np.isnan(values[:, bad]), np.nan, 0.0)
+        return z, np.zeros_like(bad), [None] * values.shape[1]
     z[:, bad] = np.nan
     return z, bad, reasons
 
@@ -218,7 +238,7 @@ def zscore_mos(
     rescale: Rescale = "100(z+3)/6",
     screen_on: Literal["raw", "z"] = "raw",
     ddof: int = 1,
-    on_constant_rater: Literal["reject", "raise"] = "reject",
+    on_constant_rater: Literal["auto", "reject", "zero", "raise"] = "auto",
 ) -> MosResult:
     """EditHF MOS: BT.500-style screening, per-rater z-scores rescaled to [0, 100], mean.
 
@@ -238,8 +258,11 @@ def zscore_mos(
     2. **z-scores** per kept rater from their kept ratings:
        ``z_ij = (r_ij - mu_i) / sigma_i`` (sigma with ``ddof``). A rater whose kept
        ratings have zero (or undefined) variance cannot be z-scored: rejected with the
-       reason recorded (``on_constant_rater="reject"``) or :class:`MetricInputError`
-       (``"raise"``).
+       reason recorded (``on_constant_rater="reject"``), kept with z = 0 for each of
+       their ratings (``"zero"``: they rated every item alike, i.e. at their own mean;
+       50 after the default rescale), or :class:`MetricInputError` (``"raise"``).
+       ``"auto"`` (default) is ``"reject"`` with ``screen="bt500"`` and ``"zero"`` with
+       ``screen="none"``, so that ``screen="none"`` never rejects a rater.
     3. **Rescale**: ``"100(z+3)/6"`` (default) maps z = -3..3 to 0..100; ratings beyond
        |z| = 3 are clipped to 0 or 100 (counted in ``n_clipped``) so every value, MOS,
        std and CI lies on the 0-100 scale. ``"minmax"`` maps the smallest/largest kept z
@@ -247,13 +270,16 @@ def zscore_mos(
     4. **MOS** per item = mean of its kept rescaled ratings; ``std`` / ``ci95`` / ``n_ratings``
        as in :class:`MosResult`.
 
-    Raises :class:`MetricInputError` when an argument is out of range or no rater is left.
+    Raises :class:`MetricInputError` when an argument is out of range, and
+    :class:`AllRatersRejectedError` (with every rater's reason) when no rater is left.
     """
     check_choice(screen, "screen", ("bt500", "none"))
     check_choice(rescale, "rescale", ("100(z+3)/6", "minmax", "none"))
     check_choice(screen_on, "screen_on", ("raw", "z"))
     check_choice(ddof, "ddof", (0, 1))
-    check_choice(on_constant_rater, "on_constant_rater", ("reject", "raise"))
+    check_choice(on_constant_rater, "on_constant_rater", ("auto", "reject", "zero", "raise"))
+    if on_constant_rater == "auto":
+        on_constant_rater = "reject" if screen == "bt500" else "zero"
     if not outlier_sigma > 0:
         raise MetricInputError(f"outlier_sigma must be > 0, got {outlier_sigma!r}")
     if not 0 <= max_outlier_fraction <= 1:
@@ -270,7 +296,7 @@ def zscore_mos(
     frac = np.divide(outlier.sum(axis=0), given, out=np.zeros(n_raters), where=given > 0)
     rejected = frac > max_outlier_fraction
     for j in np.flatnonzero(rejected):
-        reasons[j] = (f"{int(outlier[:, j].sum())} of {int(given[j])} ratings ({frac[j]:.1%}) beyond "
+        reasons[j] = (f"bt500: {int(outlier[:, j].sum())} of {int(given[j])} ratings ({frac[j]:.1%}) beyond "
                       f"{outlier_sigma:g} sigma of the item mean > {max_outlier_fraction:.1%}")
     kept = present & ~outlier & ~rejected[None, :]
     z, constant, why = _zscore(np.where(kept, m, np.nan), ddof, on_constant_rater)
@@ -279,7 +305,7 @@ def zscore_mos(
     rejected = rejected | constant
     kept &= ~rejected[None, :]
     if not kept.any():
-        raise MetricInputError("matrix: no rating is left after screening (every rater was rejected)")
+        raise AllRatersRejectedError(tuple(reasons))
     scaled, n_clipped, scale = _rescale(np.where(kept, z, np.nan), rescale)
     return _result(m, scaled, kept, outlier, rejected, reasons, method="zscore", scale=scale,
                    n_clipped=n_clipped,

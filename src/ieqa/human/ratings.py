@@ -31,7 +31,28 @@ from ieqa.data.dimensions import canonical_dimension
 from ieqa.data.schema import EditSample
 from ieqa.metrics._checks import MetricInputError
 
-__all__ = ["RatingTable", "as_rating_matrix", "csv_columns"]
+__all__ = ["DuplicateRatingsError", "RatingTable", "as_rating_matrix", "csv_columns"]
+
+Duplicates = Literal["raise", "mean", "first", "last"]
+
+
+class DuplicateRatingsError(MetricInputError):
+    """A rater rated one item more than once on one dimension.
+
+    Attributes:
+        dimension: the canonical dimension.
+        pairs: the first (up to 5) ``(item, rater)`` pairs rated more than once.
+        count: how many ``(item, rater)`` pairs are rated more than once.
+    """
+
+    def __init__(self, dimension: str, pairs: list[tuple[str, str]], count: int) -> None:
+        self.dimension, self.pairs, self.count = dimension, pairs, count
+        super().__init__(f"{count} (item, rater) pair(s) rated more than once on {dimension!r}, "
+                         f"e.g. {self.named()}; pass duplicates='mean', 'first' or 'last'")
+
+    def named(self) -> str:
+        """The example pairs as ``('item', 'rater'), ...``."""
+        return ", ".join(f"({item!r}, {rater!r})" for item, rater in self.pairs)
 
 #: Cell texts of a CSV value column read as "no rating" (case-insensitive, stripped).
 MISSING_TOKENS: frozenset[str] = frozenset({"", "na", "n/a", "nan", "null", "none"})
@@ -174,6 +195,15 @@ class RatingTable:
 
     # ------------------------------------------------------------------ views
 
+    def outside(self, lo: float, hi: float) -> np.ndarray:
+        """Row indices whose value lies outside ``[lo, hi]`` (empty cells never do)."""
+        with np.errstate(invalid="ignore"):
+            return np.flatnonzero((self.value < lo) | (self.value > hi))
+
+    def clipped(self, lo: float, hi: float) -> RatingTable:
+        """The table with every value clipped into ``[lo, hi]`` (NaN stays NaN)."""
+        return RatingTable(self.item, self.rater, self.dimension, np.clip(self.value, lo, hi))
+
     def __len__(self) -> int:
         return len(self.value)
 
@@ -196,7 +226,7 @@ class RatingTable:
         self,
         dimension: str | None = None,
         *,
-        duplicates: Literal["raise", "mean", "last"] = "raise",
+        duplicates: Duplicates = "raise",
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(items, raters, matrix)`` for one dimension: ``matrix[i, j]`` is rater
         ``raters[j]``'s rating of ``items[i]`` (float64), NaN where there is none.
@@ -204,11 +234,12 @@ class RatingTable:
         Items and raters are in order of first appearance among that dimension's rows
         with a value (NaN rows are ignored). ``dimension=None`` is allowed when the table
         holds exactly one dimension. A rater who rated one item twice on the dimension
-        raises (``duplicates="raise"``, naming the first pairs), or is averaged
-        (``"mean"``) or the later row wins (``"last"``).
+        raises :class:`DuplicateRatingsError` (``duplicates="raise"``, naming the first
+        pairs), or is averaged (``"mean"``), or the earlier row (``"first"``) or the
+        later row (``"last"``) in file order wins.
         """
-        if duplicates not in ("raise", "mean", "last"):
-            raise MetricInputError(f"duplicates must be 'raise', 'mean' or 'last', got {duplicates!r}")
+        if duplicates not in ("raise", "mean", "first", "last"):
+            raise MetricInputError(f"duplicates must be 'raise', 'mean', 'first' or 'last', got {duplicates!r}")
         dims = self.dimensions
         if dimension is None:
             if len(dims) != 1:
@@ -225,17 +256,16 @@ class RatingTable:
         counts = np.bincount(key, minlength=len(items) * len(raters))
         if duplicates == "raise" and (counts > 1).any():
             dup = np.flatnonzero(counts > 1)[:5]
-            named = ", ".join(f"({str(items[k // len(raters)])!r}, {str(raters[k % len(raters)])!r})" for k in dup)
-            raise MetricInputError(
-                f"{int((counts > 1).sum())} (item, rater) pair(s) rated more than once on {dim!r}, "
-                f"e.g. {named}; pass duplicates='mean' or 'last'"
-            )
+            pairs = [(str(items[k // len(raters)]), str(raters[k % len(raters)])) for k in dup]
+            raise DuplicateRatingsError(dim, pairs, int((counts > 1).sum()))
         flat = np.full(len(items) * len(raters), np.nan)
         if duplicates == "mean":
             sums = np.bincount(key, weights=vals, minlength=flat.size)
             np.divide(sums, counts, out=flat, where=counts > 0)
-        else:  # numpy fancy assignment keeps the last write for repeated indices
-            flat[key] = vals
+        else:  # the first (or last) row of each (item, rater) in file order
+            order = np.arange(len(key)) if duplicates == "first" else np.arange(len(key))[::-1]
+            cells, first = np.unique(key[order], return_index=True)
+            flat[cells] = vals[order[first]]
         return items, raters, flat.reshape(len(items), len(raters))
 
 
@@ -268,7 +298,8 @@ def _guess_delimiter(path: Path, fh) -> str:
 def _cell(row: dict, col: str, path: Path, line: int) -> str:
     val = row.get(col)
     if val is None or not val.strip():
-        raise MetricInputError(f"{path}:{line}: column {col!r} is empty")
+        raise MetricInputError(f"{path}:{line}: column {col!r} is empty; every row needs one (remove "
+                               "the row if it holds no rating)")
     return val.strip()
 
 
@@ -278,7 +309,9 @@ def _parse_value(text: str | None, path: Path, line: int, col: str) -> float:
     try:
         v = float(text)
     except ValueError:
-        raise MetricInputError(f"{path}:{line}: column {col!r} is not a number: {text!r}") from None
+        raise MetricInputError(f"{path}:{line}: column {col!r} is not a number: {text!r}; write a number, "
+                               "or leave the cell empty for a missing rating") from None
     if math.isinf(v):
-        raise MetricInputError(f"{path}:{line}: column {col!r} is infinite: {text!r}")
+        raise MetricInputError(f"{path}:{line}: column {col!r} is infinite: {text!r}; write a finite "
+                               "rating, or leave the cell empty for a missing rating")
     return v

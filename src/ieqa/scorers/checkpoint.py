@@ -2,7 +2,9 @@
 
 A checkpoint is a folder::
 
-    ieqa_evaluator.json   format, version, scorer name, base model (hub id or path),
+    ieqa_evaluator.json   format, version, scorer name, base model (hub id, absolute path,
+                          or a path relative to the checkpoint folder for a model shipped
+                          inside it),
                           constructor arguments (template as a full dict, dimensions,
                           readout settings), ieqa version
     adapter/              optional PEFT (LoRA) adapter of the base model
@@ -10,8 +12,10 @@ A checkpoint is a folder::
 
 :func:`save_evaluator` writes one from a built VLM scorer; :func:`load_evaluator` (or
 ``ieqa.create_scorer(name, checkpoint=DIR)``) rebuilds the scorer, giving identical
-scores. The base model is not copied: ``model=`` overrides the recorded reference, e.g.
-to point at a local copy of the hub model.
+scores, from any working directory. The base model is not copied: a local folder is
+recorded as an absolute path (or relative to the checkpoint when it lies inside it), a hub
+id as given; ``model=`` overrides the recorded reference, e.g. to point at a local copy of
+the hub model.
 """
 
 from __future__ import annotations
@@ -23,11 +27,26 @@ from typing import Any
 
 from ieqa.scorers.base import Scorer, ScorerError
 
-__all__ = ["save_evaluator", "load_evaluator", "read_evaluator_config", "CHECKPOINT_FILE"]
+__all__ = ["save_evaluator", "load_evaluator", "read_evaluator_config", "model_reference",
+           "CHECKPOINT_FILE"]
 
 CHECKPOINT_FILE = "ieqa_evaluator.json"
 _FORMAT = "ieqa-evaluator"
 _VERSION = 1
+
+
+def model_reference(model: str, folder: str | Path) -> str:
+    """How a checkpoint in ``folder`` records the base model ``model``: a local folder
+    inside the checkpoint relative to it (POSIX form), another relative local folder as
+    an absolute path (so the checkpoint loads from any working directory), an absolute
+    path and anything else (a hub id) as given."""
+    path = Path(model)
+    if not path.is_dir():
+        return str(model)
+    try:
+        return path.resolve().relative_to(Path(folder).resolve()).as_posix()
+    except ValueError:
+        return str(model) if path.is_absolute() else str(path.resolve())
 
 
 def save_evaluator(scorer: Scorer, folder: str | Path, *, adapter: Any = None,
@@ -38,7 +57,8 @@ def save_evaluator(scorer: Scorer, folder: str | Path, *, adapter: Any = None,
         scorer: a built VLM scorer (``vlm-head``, ``vlm-gaussian``, ``vlm-levels``, ...).
         adapter: a PEFT adapter folder, or a PEFT model (saved with ``save_pretrained``);
             default: the adapter the scorer's backend was loaded with, if any.
-        base_model: the base model reference to record (default: what the backend loaded).
+        base_model: the base model to record (default: what the backend loaded); a
+            local folder is recorded as :func:`model_reference` says.
         overwrite: replace an existing checkpoint.
     """
     import ieqa
@@ -77,7 +97,8 @@ def save_evaluator(scorer: Scorer, folder: str | Path, *, adapter: Any = None,
         scorer.head.save(folder / "head")
         args["head"] = "head"
     record = {"format": _FORMAT, "version": _VERSION, "scorer": scorer.name,
-              "base_model": str(model), "args": args, "ieqa_version": ieqa.__version__}
+              "base_model": model_reference(str(model), folder), "args": args,
+              "ieqa_version": ieqa.__version__}
     (folder / CHECKPOINT_FILE).write_text(json.dumps(record, indent=2) + "\n")
     return folder
 
@@ -117,7 +138,8 @@ def load_evaluator(folder: str | Path, *, name: str | None = None, **overrides: 
     folder = Path(folder)
     record = read_evaluator_config(folder)
     if name is not None and name != record["scorer"]:
-        raise ScorerError(f"{folder} holds a {record['scorer']!r} evaluator, not {name!r}")
+        raise ScorerError(f"{folder} holds a {record['scorer']!r} evaluator, not {name!r}; load it "
+                          f"with name={record['scorer']!r} or without a name")
     args = dict(record["args"])
     if "head" in args:
         args["head"] = str(folder / args["head"])
@@ -130,6 +152,11 @@ def load_evaluator(folder: str | Path, *, name: str | None = None, **overrides: 
     base = record["base_model"]
     if (folder / base).is_dir():  # a fully fine-tuned model shipped inside the checkpoint
         base = str(folder / base)
+    elif "model" not in overrides and base.startswith((".", "/", "~")) and not Path(base).exists():
+        raise ScorerError(f"{folder} records its base model as {base!r}, which does not exist here "
+                          "(a relative path is from the directory training ran in, as written by "
+                          "older ieqa versions); give the base model with --model DIR on the "
+                          "command line, or model=DIR in Python")
     args["model"] = base
     args.update(overrides)
     return create_scorer(record["scorer"], **args)

@@ -85,8 +85,9 @@ def _scale(samples: Sequence[EditSample], given: tuple[float, float] | None) -> 
             return (float(lo), float(hi))
     values = [v for s in samples for v in s.scores.values()]
     if not values:
-        raise TrainDataError("the training samples carry no scores; give data.score_scale "
-                             "or use a scored dataset")
+        raise TrainDataError("the training samples carry no scores; compute scores from raw ratings "
+                             "with `ieqa mos RATINGS --scale LO,HI -o scored.jsonl --manifest SAMPLES` "
+                             "and train on that, or train on a scored dataset")
     return (float(min(values)), float(max(values)))
 
 
@@ -152,8 +153,8 @@ def stage_examples(stage: StageConfig, data: TrainData, *, explanation_key: str 
         if prefs:
             return preference_pairs(samples, prefs, keep_ties=stage.loss == "bt-ties")
         dim = label_column(stage, stage.dimensions[0]) if len(stage.dimensions) == 1 else "overall"
-        options = {"keep_ties": stage.loss == "bt-ties", **stage.pairs}
-        return build_pairs(samples, dim, **options)
+        options = {"dimension": dim, "keep_ties": stage.loss == "bt-ties", **stage.pairs}
+        return build_pairs(samples, **options)
     idx = list(range(len(samples)))
     if stage.samples == "with_text":
         idx = [i for i in idx if explanation_of(samples[i], explanation_key)]

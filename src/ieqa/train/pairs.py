@@ -76,16 +76,25 @@ def _missing(samples: Sequence[EditSample], dim: str) -> list[str]:
     return [s.id for s in samples if dim not in s.scores]
 
 
+_AGGREGATE = {"mean": np.mean, "sum": np.sum, "min": np.min}
+
+
 def build_pairs(
     samples: Sequence[EditSample],
-    dimension: str = "overall",
+    dimension: str | Sequence[str] = "overall",
     *,
+    aggregation: Literal["mean", "sum", "min"] = "mean",
     tie_eps: float = 0.0,
     disentangle_dimensions: Sequence[str] | None = None,
     keep_ties: bool = True,
     tie_weight: float = 1.0,
 ) -> list[TrainPair]:
     """Every within-group pair of ``samples``, labelled by ``scores[dimension]``.
+
+    ``dimension`` may list several dimensions: pairs are then labelled by their
+    ``aggregation`` (``"mean"``, ``"sum"`` or ``"min"`` of the sample's scores on them,
+    e.g. for data without an ``overall`` score, ranked the way a multi-dimension head's
+    outputs are aggregated in training).
 
     Samples sharing a ``group_id`` form a group; a group of K gives K(K-1)/2 pairs
     ``(a, b)`` with ``a < b`` (input positions), labelled ``"a>b"`` when ``a`` has the
@@ -106,7 +115,12 @@ def build_pairs(
     ``tie_eps`` / ``tie_weight``. Returns an empty list when no group has two samples.
     """
     samples = list(samples)
-    dim = canonical_dimension(dimension)
+    if aggregation not in _AGGREGATE:
+        raise TrainDataError(f"aggregation must be mean, sum or min, got {aggregation!r}")
+    ranking = [dimension] if isinstance(dimension, str) else list(dimension)
+    if not ranking:
+        raise TrainDataError("dimension is empty: name the dimension(s) pairs are ranked by")
+    ranking = list(dict.fromkeys(canonical_dimension(d) for d in ranking))
     if isinstance(tie_eps, bool) or not (isinstance(tie_eps, (int, float))
                                          and math.isfinite(tie_eps) and tie_eps >= 0):
         raise TrainDataError(f"tie_eps must be a finite number >= 0, got {tie_eps!r}")
@@ -119,10 +133,11 @@ def build_pairs(
     if no_group:
         raise TrainDataError(f"{len(no_group)} sample(s) have no group_id, e.g. {no_group[:5]}; "
                              "pairs are built inside groups")
-    unscored = _missing(samples, dim)
-    if unscored:
-        raise TrainDataError(f"{len(unscored)} sample(s) have no {dim!r} score, e.g. "
-                             f"{unscored[:5]}")
+    for dim in ranking:
+        unscored = _missing(samples, dim)
+        if unscored:
+            raise TrainDataError(f"{len(unscored)} sample(s) have no {dim!r} score, e.g. "
+                                 f"{unscored[:5]}")
     dims: list[str] = []
     if disentangle_dimensions is not None:
         if isinstance(disentangle_dimensions, str):
@@ -136,7 +151,9 @@ def build_pairs(
                 raise TrainDataError(f"tie disentanglement needs {d!r} scores; "
                                      f"{len(lacking)} sample(s) lack one, e.g. {lacking[:5]}")
 
-    ranked = ranking_to_pairs([s.group_id for s in samples], [s.scores[dim] for s in samples],
+    values = np.asarray([[s.scores[d] for d in ranking] for s in samples], dtype=np.float64)
+    score = values[:, 0] if len(ranking) == 1 else _AGGREGATE[aggregation](values, axis=1)
+    ranked = ranking_to_pairs([s.group_id for s in samples], score.tolist(),
                               higher_better=True, tie_eps=float(tie_eps))
     if len(ranked.a) == 0:
         return []

@@ -43,6 +43,7 @@ from ieqa.train.data import (
     stage_examples,
 )
 from ieqa.train.evaluation import build_scorer, evaluate_stage, main_metric
+from ieqa.train.fit import fit_recipe_to_data
 from ieqa.train.model import EvaluatorModel, build_model
 from ieqa.train.objectives import LossState, compute_loss, new_loss_state
 from ieqa.train.recipe import Recipe, StageConfig
@@ -72,6 +73,9 @@ class TrainResult:
         losses: per optimiser step, ``(global step, loss)``.
         interrupted: stopped early by ``stop_after``.
         children: per-dimension runs of a ``per_dimension`` recipe.
+        notes: how the recipe's dimensions were fitted to the data
+            (:func:`ieqa.train.fit.fit_recipe_to_data`: dimensions skipped or trained
+            instead, pair ranking without ``overall``).
     """
 
     output_dir: Path
@@ -80,6 +84,7 @@ class TrainResult:
     losses: list[tuple[int, float]] = field(default_factory=list)
     interrupted: bool = False
     children: dict[str, TrainResult] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
 
 
 def _seed_everything(seed: int) -> None:
@@ -249,7 +254,7 @@ def _export(recipe: Recipe, stage: StageConfig, model: EvaluatorModel, vlm: Any,
         vlm.model.save_pretrained(target)
         vlm.processor.tokenizer.save_pretrained(target)  # with the chat template
         vlm.processor.image_processor.save_pretrained(target)
-        base_model = "model"
+        base_model = target  # recorded relative to the checkpoint (model_reference)
     return save_evaluator(scorer, folder, adapter=adapter, base_model=base_model, overwrite=True)
 
 
@@ -272,7 +277,8 @@ def train(recipe: Recipe, *, output_dir: str | Path | None = None,
     """
     out = Path(output_dir) if output_dir is not None else recipe.output_dir()
     if recipe.per_dimension:
-        result = TrainResult(out, None)
+        recipe, notes = _fit(recipe, load_training_data(recipe.data, recipe.optim.seed), on_log)
+        result = TrainResult(out, None, notes=notes)
         for dim in recipe.stages[0].dimensions:
             sub = recipe.model_copy(deep=True)
             sub.per_dimension = False
@@ -293,15 +299,17 @@ def train(recipe: Recipe, *, output_dir: str | Path | None = None,
                              "--resume to start fresh")
     elif run.log_path.exists():
         run.log_path.unlink()
-    (out / "recipe.yaml").write_text(yaml.safe_dump(recipe.model_dump(mode="json"),
-                                                    sort_keys=False))
     _seed_everything(recipe.optim.seed)
     data = load_training_data(recipe.data, recipe.optim.seed)
+    recipe, notes = _fit(recipe, data, on_log)
+    run.recipe = recipe
+    (out / "recipe.yaml").write_text(yaml.safe_dump(recipe.model_dump(mode="json"),
+                                                    sort_keys=False))
     model, vlm = build_model(recipe)
     saved = _load_checkpoint(model, checkpoint) if checkpoint is not None else None
     if saved is not None:
         run.truncate_log(saved["global_step"])
-    result = TrainResult(out, None)
+    result = TrainResult(out, None, notes=notes)
     global_step = saved["global_step"] if saved else 0
     for index, stage in enumerate(recipe.stages):
         if saved and index < saved["stage_index"]:
@@ -316,6 +324,19 @@ def train(recipe: Recipe, *, output_dir: str | Path | None = None,
     result.evaluator_dir = _export(recipe, last, model, vlm, _resolve_template(last),
                                    out / "evaluator")
     return result
+
+
+def _fit(recipe: Recipe, data: TrainData, on_log: Callable[[dict[str, Any]], None] | None
+         ) -> tuple[Recipe, list[str]]:
+    """The recipe fitted to the data's dimensions; each note is logged and passed to
+    ``on_log`` as ``{"event": "note", "message": ...}``."""
+    fitted, notes = fit_recipe_to_data(recipe, [*data.train, *data.eval],
+                                       has_preferences=bool(data.train_preferences))
+    for note in notes:
+        log.info("%s", note)
+        if on_log is not None:
+            on_log({"event": "note", "message": note})
+    return fitted, notes
 
 
 def _load_checkpoint(model: EvaluatorModel, checkpoint: Path) -> dict[str, Any]:

@@ -1,0 +1,213 @@
+"""Writing and reporting the results of ``ieqa mos`` (private to :mod:`ieqa.commands.mos`):
+the MOS table or manifest, and the screening report printed with rich."""
+
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from ieqa.errors import IeqaError
+from ieqa.human import (
+    AgreementScreen,
+    MosResult,
+    RatingTable,
+    icc,
+    krippendorff_alpha,
+    min_flaggable_ratings,
+)
+
+__all__ = ["MosDim", "mos_scale", "print_report", "write_manifest_scores", "write_table"]
+
+
+@dataclass
+class MosDim:
+    """One dimension's matrix (raw ratings), its agreement screen and its MOS result."""
+
+    items: np.ndarray
+    raters: np.ndarray
+    matrix: np.ndarray
+    result: MosResult
+    agreement: AgreementScreen | None
+
+
+def mos_scale(result: MosResult, rating_scale: tuple[float, float]) -> tuple[float, float] | None:
+    """The range the MOS values lie in: ``None`` for unbounded ones (z-scores, probits)."""
+    if result.method == "zscore":
+        return None if result.params.get("rescale") == "none" else (0.0, 100.0)
+    if result.method in ("mean", "iqr"):
+        return rating_scale
+    return None
+
+
+# --------------------------------------------------------------------------- writing
+
+def _reliability(matrix: np.ndarray) -> tuple[list[str], list[str]]:
+    """Report cells (ICC(2,1), items used, interval alpha) for the raw matrix, and the
+    reasons of the statistics that are undefined for it."""
+    cells, notes = [], []
+    for name, fn in (("ICC(2,1)", lambda m: icc(m, "ICC(2,1)")),
+                     ("alpha", lambda m: krippendorff_alpha(m, "interval"))):
+        try:
+            cells.append(f"{fn(matrix):.3f}")
+        except IeqaError as exc:
+            cells.append("n/a")
+            notes.append(f"{name}: {exc}")
+    cells.insert(1, str(int((~np.isnan(matrix)).all(axis=1).sum())))
+    return cells, notes
+
+
+def _fmt(x: float) -> str:
+    return "" if x is None or (isinstance(x, float) and math.isnan(x)) else repr(float(x))
+
+
+def write_table(out: Path, results: dict[str, MosDim]) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    delimiter = "," if out.name.lower().endswith(".csv") else "\t"
+    with out.open("w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh, delimiter=delimiter)
+        w.writerow(["item", "dimension", "mos", "std", "ci95", "n_ratings", "n_dropped"])
+        for dim, d in results.items():
+            items, res = d.items, d.result
+            dropped = res.present.sum(axis=1) - res.kept.sum(axis=1)
+            for i, item in enumerate(items.tolist()):
+                w.writerow([item, dim, _fmt(res.mos[i]), _fmt(res.std[i]), _fmt(res.ci95[i]),
+                            int(res.n_ratings[i]), int(dropped[i])])
+
+
+def _none_if_nan(x: float) -> float | None:
+    return None if math.isnan(x) else float(x)
+
+
+def write_manifest_scores(out: Path, samples: list, results: dict[str, MosDim],
+                    rating_scale: tuple[float, float]) -> dict[str, int]:
+    """Write the samples with their MOS; returns counts: scored, replaced (scores on a MOS
+    dimension overwritten) and removed (scores on other dimensions, on another scale)."""
+    from ieqa.data.manifest import write_manifest
+
+    by_id = {s.id: k for k, s in enumerate(samples)}
+    updates: dict[int, tuple[dict, dict]] = {}
+    counts = {"scored": 0, "replaced": 0, "removed": 0}
+    scales = {mos_scale(d.result, rating_scale) for d in results.values()}
+    new_scale = scales.pop()  # one method, one scale for every dimension
+    for dim, d in results.items():
+        items, res = d.items, d.result
+        unknown = [it for it in items.tolist() if it not in by_id]
+        if unknown:
+            raise typer.BadParameter(f"{len(unknown)} rated item(s) match no sample id, e.g. {unknown[:5]}; "
+                                     "pass the manifest that holds these items", param_hint="--manifest")
+        for i, item in enumerate(items.tolist()):
+            if math.isnan(res.mos[i]):
+                continue
+            k = by_id[item]
+            scores, meta = updates.setdefault(k, ({}, {}))
+            counts["replaced"] += dim in samples[k].scores
+            scores[dim] = float(res.mos[i])
+            meta[dim] = {"method": res.method, "scale": res.scale, "std": _none_if_nan(res.std[i]),
+                         "ci95": _none_if_nan(res.ci95[i]), "n_ratings": int(res.n_ratings[i])}
+    stated = None if new_scale is None else [new_scale[0], new_scale[1]]
+    for k, (scores, mos_meta) in updates.items():
+        s = samples[k]
+        old = s.meta.get("score_scale")
+        same = (old is None and stated is None) or (
+            isinstance(old, (list, tuple)) and stated is not None and [float(x) for x in old] == stated)
+        kept = {dim: v for dim, v in s.scores.items() if same or dim in scores}
+        counts["removed"] += len(s.scores) - len(kept)
+        meta = {**s.meta, "mos": {**s.meta.get("mos", {}), **mos_meta},
+                "rating_scale": [rating_scale[0], rating_scale[1]]}
+        meta.pop("score_scale", None)
+        if stated is not None:
+            meta["score_scale"] = stated
+        samples[k] = s.model_copy(update={"scores": {**kept, **scores}, "meta": meta})
+    counts["scored"] = len(updates)
+    write_manifest(samples, out)
+    return counts
+
+
+# --------------------------------------------------------------------------- report
+
+def _screen_notes(dim: str, d: MosDim, rules: frozenset[str], opts: dict) -> list[str]:
+    """Warnings about what the screening could not do on this dimension."""
+    notes = []
+    per_item = (~np.isnan(d.matrix)).sum(axis=1)
+    if "bt500" in rules:
+        need = min_flaggable_ratings(opts["outlier_sigma"], 1)
+        few = int((per_item < need).sum())
+        if few == len(per_item):
+            notes.append(f"[yellow]warning[/yellow]: {escape(dim)}: BT.500 screening cannot flag any rating: "
+                         f"items have at most {int(per_item.max())} ratings, and at "
+                         f"{opts['outlier_sigma']:g} sigma a rating can only be flagged with {need} or more "
+                         "ratings per item" + ("; the rater-agreement rule (corr) still applies"
+                                               if "corr" in rules else
+                                               "; add the rater-agreement rule with --screen bt500,corr"))
+        elif few:
+            notes.append(f"{escape(dim)}: {few} of {len(per_item)} items have fewer than {need} ratings; "
+                         "BT.500 screening cannot flag a rating there")
+    if d.agreement is not None:
+        unjudged = d.agreement.unjudged
+        if unjudged.size:
+            names = ", ".join(escape(str(d.raters[j])) for j in unjudged[:10])
+            notes.append(f"[yellow]warning[/yellow]: {escape(dim)}: rater agreement (corr) not judged for "
+                         f"{unjudged.size} of {len(d.raters)} rater(s) ({names}{' ...' if unjudged.size > 10 else ''}): "
+                         f"fewer than {d.agreement.min_items} items shared with other raters, or constant "
+                         "ratings")
+    return notes
+
+
+def _rejected_lines(dim: str, d: MosDim) -> list[str]:
+    """One line per rejected rater naming the rule (the reason's prefix: ``bt500``,
+    ``zero variance`` or ``corr``) and the numbers behind it."""
+    res, lines = d.result, []
+    for j in res.rejected_raters.tolist():
+        rule, _, detail = (res.rejection_reasons[j] or "unknown: ").partition(": ")
+        lines.append(f"  {escape(dim)}: rater [bold]{escape(str(d.raters[j]))}[/bold] rejected by "
+                     f"[bold]{escape(rule)}[/bold]: {escape(detail)}")
+    return lines
+
+
+def print_report(console: Console, table: RatingTable, results: dict[str, MosDim], method: str,
+                 rules: frozenset[str], opts: dict, pre_notes: list[str]) -> None:
+    """Print the screening report: per-dimension summary, rejected raters with the rule
+    that rejected them, reliability of the raw ratings, and warnings."""
+    console.print(f"[bold]{len(table) - table.n_missing}[/bold] ratings, method [bold]{method}[/bold], "
+                  f"screening [bold]{','.join(sorted(rules)) or 'none'}[/bold]"
+                  + (f"; {table.n_missing} empty value cell(s) ignored" if table.n_missing else ""))
+    summary = Table(title="MOS per dimension", title_justify="left")
+    for col in ("dimension", "items", "raters", "used", "dropped", "outliers", "rejected", "MOS range"):
+        summary.add_column(col, justify="left" if col == "dimension" else "right", overflow="fold")
+    reliability = Table(title="reliability of the raw ratings", title_justify="left")
+    for col in ("dimension", "ICC(2,1)", "complete items", "alpha (interval)"):
+        reliability.add_column(col, justify="left" if col == "dimension" else "right")
+    rejected: list[str] = []
+    notes: list[str] = list(pre_notes)
+    for dim, d in results.items():
+        res = d.result
+        finite = res.mos[~np.isnan(res.mos)]
+        rng = f"{finite.min():.3g} - {finite.max():.3g}" if finite.size else "-"
+        summary.add_row(escape(dim), str(len(d.items)), str(len(d.raters)), str(int(res.kept.sum())),
+                        str(res.n_dropped), str(res.n_outliers), str(len(res.rejected_raters)), rng)
+        cells, why = _reliability(d.matrix)
+        reliability.add_row(escape(dim), *cells)
+        notes += [escape(f"{dim}: {w}") for w in why]
+        rejected += _rejected_lines(dim, d)
+        notes += _screen_notes(dim, d, rules, opts)
+        if res.items_without_ratings.size:
+            empty = res.items_without_ratings
+            notes.append(f"[yellow]{escape(dim)}: {empty.size} item(s) have no rating left and get no MOS, "
+                         f"e.g. {escape(str(d.items[empty[:5]].tolist()))}[/yellow]")
+        if res.n_clipped:
+            notes.append(f"{escape(dim)}: {res.n_clipped} rescaled rating(s) beyond |z| = 3 clipped into [0, 100]")
+    console.print(summary)
+    console.print("rejected raters:" if rejected else "no rater rejected")
+    for line in rejected:
+        console.print(line)
+    console.print(reliability)
+    for note in notes:
+        console.print(note)
