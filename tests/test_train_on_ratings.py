@@ -98,11 +98,11 @@ def test_ratings_to_mos_to_training_to_scores(work, tmp_path, monkeypatch, capsy
     # 2. the data has no overall: a raw KeyError once; now a clear error for a recipe that
     #    cannot use the data (printed as written: the brackets of the hint survive rich) ...
     code, err = _main(monkeypatch, capsys, _train_args("re-reward", "./mos.jsonl"))
-    assert code == 2 and "Traceback" not in err
+    assert code == 1 and "Traceback" not in err
     assert "--set stages.0.dimensions=[visual_quality]" in err
     # ... and unscored data points to `ieqa mos`
     code, err = _main(monkeypatch, capsys, _train_args("edithf", "./items.jsonl"))
-    assert code == 2 and "ieqa mos RATINGS --scale LO,HI -o scored.jsonl --manifest SAMPLES" in err
+    assert code == 1 and "ieqa mos RATINGS --scale LO,HI -o scored.jsonl --manifest SAMPLES" in err
 
     # 3. EditHF trains the dimensions the data has, and says so
     res = runner.invoke(app, _train_args("edithf", "./mos.jsonl"))
