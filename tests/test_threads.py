@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 import torch
 from typer.testing import CliRunner
@@ -58,3 +62,18 @@ def test_cli_threads_option(monkeypatch):
     assert torch.get_num_threads() == 1
     result = CliRunner().invoke(app, ["--threads", "0", "list"])
     assert result.exit_code != 0
+
+
+def test_before_torch_starts_the_settings_reach_it_through_the_environment():
+    """In a fresh process (torch not imported yet) the count and passive waiting go
+    through the environment, which torch and OpenMP read when they start."""
+    code = ("import os, sys; from ieqa.threads import configure_threads; "
+            "assert 'torch' not in sys.modules; n = configure_threads(); import torch; "
+            "print(n, torch.get_num_threads(), os.environ['OMP_WAIT_POLICY'])")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OMP_WAIT_POLICY")}
+    env["IEQA_NUM_THREADS"] = "1"
+    env["PYTHONPATH"] = os.pathsep.join(sys.path)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, check=True).stdout.split()
+    assert out == ["1", "1", "PASSIVE"]

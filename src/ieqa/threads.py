@@ -1,22 +1,27 @@
-"""How many CPU threads torch uses in ieqa's commands: :func:`configure_threads`.
+"""How many CPU threads torch uses in ieqa's commands, and how they wait: :func:`configure_threads`.
 
 Torch starts one OpenMP thread per core, and every parallel operation waits at its end
-for the slowest of them. When another process keeps one of the cores busy, the thread
-that shares its core runs only part of the time, so each operation waits for it: a tiny
-model's training step, made of many small operations, then runs several times slower
-than on one thread (``ieqa demo`` beside one busy process: see
-``benchmarks/README.md``). ieqa's commands therefore give torch only the cores that are
-free when the command starts:
+for the slowest of them; by default the waiting threads spin. When another process keeps
+one of the cores busy, the thread sharing its core runs only part of the time and every
+operation waits for it, while the spinning threads burn the CPU it needs: a tiny model's
+training step, made of many small operations, then runs several times slower. Measured
+with ``benchmarks/demo_shared_cpu.py`` on 2 cores (``ieqa demo --n 40 --train-steps 150``
+alone / beside one busy process): 2 spinning threads 48-57 s / 209-304 s; 1 thread
+53 s / 53 s; 2 threads with ``OMP_WAIT_POLICY=PASSIVE`` 53 s / 55-56 s. So ieqa's
+commands do both:
 
-    threads = cores this process may use (os.sched_getaffinity)
-              - other processes running right now (/proc/loadavg), at least 1
+* threads = cores this process may use (``os.sched_getaffinity``) minus the other
+  processes running when the command starts (``/proc/loadavg``), at least 1;
+* ``OMP_WAIT_POLICY=PASSIVE``: waiting threads sleep instead of spinning, which keeps
+  the slowdown away when other processes start later.
 
 ``ieqa --threads N COMMAND`` or ``IEQA_NUM_THREADS=N`` sets the count instead (an
-``OMP_NUM_THREADS`` already set is kept when neither is given). The count
-reaches torch (intra-op and inter-op threads), OpenMP and MKL through ``OMP_NUM_THREADS``
-and ``MKL_NUM_THREADS`` when torch is not imported yet (child processes inherit them),
-and through :func:`torch.set_num_threads` when it is. Library users who do not go
-through the CLI keep torch's defaults unless they call :func:`configure_threads`.
+``OMP_NUM_THREADS`` or ``OMP_WAIT_POLICY`` already set is kept). Both reach torch's
+intra-op pool, OpenMP and MKL through ``OMP_NUM_THREADS``/``MKL_NUM_THREADS``/
+``OMP_WAIT_POLICY`` when torch is not imported yet (child processes inherit them); when
+torch is already imported only the count can change (:func:`torch.set_num_threads`, and
+the inter-op pool while it has not started). Library users who do not go through the CLI
+keep torch's defaults unless they call :func:`configure_threads` before importing torch.
 """
 
 from __future__ import annotations
@@ -78,7 +83,8 @@ def _parse(value: int | str, source: str) -> int:
 
 
 def configure_threads(threads: int | None = None) -> int:
-    """Set the CPU thread count of torch (and OpenMP/MKL) for this process.
+    """Set the CPU thread count of torch (and OpenMP/MKL) for this process, and passive
+    OpenMP waiting when torch is not imported yet (see the module docstring).
 
     Args:
         threads: the count (>= 1); ``None``: ``$IEQA_NUM_THREADS`` when set, else
@@ -102,6 +108,7 @@ def configure_threads(threads: int | None = None) -> int:
     if torch is None:  # read by torch, OpenMP and MKL when they start
         for var in _THREAD_VARS:
             os.environ[var] = str(n)
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     else:
         torch.set_num_threads(n)
         try:
