@@ -1,3 +1,5 @@
+import re
+
 from typer.testing import CliRunner
 
 import ieqa
@@ -9,8 +11,15 @@ runner = CliRunner()
 def test_version_and_list():
     res = runner.invoke(app, ["--version"])
     assert res.exit_code == 0 and ieqa.__version__ in res.output
-    res = runner.invoke(app, ["list"])
-    assert res.exit_code == 0 and "shapesedit" in res.output and "instruction_alignment" in res.output
+    res = runner.invoke(app, ["list"])  # a short overview: a count per kind, no names
+    assert res.exit_code == 0 and "ieqa list scorers" in res.output
+    assert "shapesedit" not in res.output and "instruction_alignment" not in res.output
+    n_scorers = len(ieqa.list_scorers())
+    assert re.search(rf"scorers\s*\S\s*{n_scorers}\s", res.output), res.output
+    res = runner.invoke(app, ["list", "benchmarks"])
+    assert res.exit_code == 0 and "shapesedit" in res.output
+    res = runner.invoke(app, ["list", "dimensions"])
+    assert res.exit_code == 0 and "instruction_alignment" in res.output
     res = runner.invoke(app, ["list", "gadgets"])
     assert res.exit_code != 0
 

@@ -40,42 +40,61 @@ def _version(value: bool) -> None:
 @app.callback()
 def _root(
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
+    threads: int | None = typer.Option(None, "--threads", min=1, help="CPU threads for torch "
+                                       "(default: $IEQA_NUM_THREADS, else the cores not busy "
+                                       "with other processes when the command starts)."),
 ) -> None:
     """Image Editing Quality Assessment toolkit."""
+    from ieqa.threads import configure_threads
+
+    configure_threads(threads)
+
+
+_LIST_KINDS = ("scorers", "benchmarks", "recipes", "datasets", "templates", "dimensions")
+
+
+def _list_entries(kind: str) -> list[tuple[str, str]]:
+    """``(name, description)`` of everything ieqa can build of one kind."""
+    if kind == "dimensions":
+        return list(ieqa.list_dimensions().items())
+    if kind == "recipes":
+        from ieqa.train import list_recipes, load_recipe
+
+        return [(name, " ".join(load_recipe(name).description.split()))
+                for name in list_recipes()]
+    if kind == "templates":
+        from ieqa.prompts import get_template, list_templates
+
+        return [(name, f"[{get_template(name).output}] {get_template(name).description}")
+                for name in list_templates()]
+    return [(entry.name, entry.description) for entry in _LISTS[kind]]
 
 
 @app.command("list")
 def list_cmd(
-    what: str | None = typer.Argument(None, help="scorers, benchmarks, recipes, datasets, templates or dimensions (default: all)."),
+    what: str | None = typer.Argument(None, help="scorers, benchmarks, recipes, datasets, templates or dimensions (default: a count of each)."),
 ) -> None:
-    """List what ieqa can build: scorers, benchmarks, recipes, datasets, prompt templates and dimensions."""
-    kinds = ["scorers", "benchmarks", "recipes", "datasets", "templates", "dimensions"]
-    if what is not None and what not in kinds:
-        raise typer.BadParameter(f"choose one of: {', '.join(kinds)}", param_hint="WHAT")
-    for kind in [what] if what else kinds:
-        table = Table(title=kind, title_justify="left", show_header=True)
-        table.add_column("name", style="bold")
-        table.add_column("description")
-        if kind == "dimensions":
-            for name, desc in ieqa.list_dimensions().items():
-                table.add_row(name, desc)
-        elif kind == "recipes":
-            from ieqa.train import list_recipes, load_recipe
-
-            for name in list_recipes():
-                table.add_row(name, escape(" ".join(load_recipe(name).description.split())))
-        elif kind == "templates":
-            from ieqa.prompts import get_template, list_templates
-
-            for name in list_templates():
-                t = get_template(name)
-                table.add_row(name, escape(f"[{t.output}] {t.description}"))
-        else:
-            for entry in _LISTS[kind]:
-                table.add_row(entry.name, entry.description)
-            if not len(_LISTS[kind]):
-                table.add_row("[dim](none yet)[/dim]", "")
+    """List what ieqa can build: without an argument a count per kind, with one (e.g.
+    `ieqa list scorers`) every name and its description."""
+    if what is not None and what not in _LIST_KINDS:
+        raise typer.BadParameter(f"choose one of: {', '.join(_LIST_KINDS)}", param_hint="WHAT")
+    if what is None:
+        table = Table(title="what ieqa can build", title_justify="left")
+        for column in ("kind", "count", "details"):
+            table.add_column(column, justify="right" if column == "count" else "left")
+        for kind in _LIST_KINDS:
+            table.add_row(kind, str(len(_list_entries(kind))), f"ieqa list {kind}")
         console.print(table)
+        return
+    table = Table(title=what, title_justify="left", show_header=True)
+    table.add_column("name", style="bold")
+    table.add_column("description")
+    entries = _list_entries(what)
+    for name, description in entries:
+        table.add_row(name, escape(description))
+    if not entries:
+        table.add_row("[dim](none yet)[/dim]", "")
+    console.print(table)
 
 
 def _run_synth(out: Path, n: int, k: int, seed: int, size: int, photo_fraction: float, fmt: str) -> Path:

@@ -12,14 +12,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ieqa.backends.base import Generation, Prompt, VLMBackend, fit_pixel_budget
-from ieqa.backends.processor import BackendError
+from ieqa.backends.processor import BackendError, PromptTooLongError
 
 if TYPE_CHECKING:
     from ieqa.backends.openai_compat import OpenAICompatBackend
     from ieqa.backends.transformers_vlm import TransformersVLM
 
-__all__ = ["BackendError", "Generation", "OpenAICompatBackend", "Prompt", "TransformersVLM",
-           "VLMBackend", "fit_pixel_budget", "make_backend"]
+__all__ = ["BackendError", "Generation", "OpenAICompatBackend", "Prompt", "PromptTooLongError",
+           "TransformersVLM", "VLMBackend", "fit_pixel_budget", "make_backend"]
 
 
 def __getattr__(name: str) -> Any:

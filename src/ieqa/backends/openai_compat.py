@@ -412,10 +412,11 @@ class OpenAICompatBackend:
                         raise _RequestFailed(f"malformed answer from {self.url}: a JSON "
                                              f"{type(answer).__name__}, not an object")
                     return answer
-                problem = f"HTTP {status} {resp.reason_phrase} from {self.url}: " \
-                          f"{_server_message(resp)}"
+                server_message = _server_message(resp)
+                problem = f"HTTP {status} {resp.reason_phrase} from {self.url}: {server_message}"
                 if status not in _RETRY_STATUSES and status < 500:
-                    hint = self._hint(status, continues=bool(body.get("continue_final_message")))
+                    hint = self._hint(status, continues=bool(body.get("continue_final_message")),
+                                      message=server_message)
                     raise _RequestFailed(problem + hint,
                                          fatal=status in _FATAL_STATUSES)
                 retry_after = _retry_after_s(resp.headers)
@@ -437,9 +438,13 @@ class OpenAICompatBackend:
         base = min(self.backoff_s * 2 ** attempt, self.max_backoff_s)
         return base * random.uniform(0.5, 1.0)
 
-    def _hint(self, status: int, *, continues: bool = False) -> str:
+    def _hint(self, status: int, *, continues: bool = False, message: str = "") -> str:
         """What to do about a non-retryable HTTP status (``continues``: the request
-        asked to continue an answer prefix)."""
+        asked to continue an answer prefix; ``message``: the server's error message)."""
+        if status in (400, 413, 422) and _is_context_overflow(message):
+            return ("; the prompt is longer than the served model's context: shorten the "
+                    "instruction (VLM scorers refuse instructions over max_instruction_chars "
+                    "up front) or lower max_pixels for fewer image tokens")
         if status in (401, 403):
             if self._api_key is None:
                 return f"; set {self.api_key_env} or pass api_key"
@@ -537,6 +542,19 @@ def _top_logprobs(logprobs: Any) -> list[dict[str, float]] | None:
                        if isinstance(alts, dict) else {})
         return out or None
     return None
+
+
+#: lower-case fragments of servers' "prompt longer than the context" messages (vLLM,
+#: OpenAI, TGI, SGLang, llama.cpp)
+_CONTEXT_MESSAGES = ("context length", "context window", "max_model_len", "maximum context",
+                     "input is too long", "prompt is too long", "too many tokens",
+                     "exceeds the available context", "maximum input length")
+
+
+def _is_context_overflow(message: str) -> bool:
+    """Whether a server's error message says the prompt exceeds the model's context."""
+    lower = message.lower()
+    return any(fragment in lower for fragment in _CONTEXT_MESSAGES)
 
 
 def _snippet(text: str) -> str:

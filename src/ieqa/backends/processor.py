@@ -17,13 +17,26 @@ from typing import Any
 
 from ieqa.errors import IeqaError
 
-__all__ = ["load_processor", "image_only_processor_class", "BackendError"]
+__all__ = ["load_processor", "image_only_processor_class", "BackendError", "PromptTooLongError"]
 
 log = logging.getLogger(__name__)
 
 
 class BackendError(IeqaError):
     """A model backend cannot be loaded or cannot run (the message says what to do)."""
+
+
+class PromptTooLongError(BackendError):
+    """A prompt has more tokens than the model's context holds.
+
+    Attributes:
+        tokens: the prompt's length in tokens.
+        limit: the model's context in tokens.
+    """
+
+    def __init__(self, message: str, *, tokens: int, limit: int) -> None:
+        super().__init__(message)
+        self.tokens, self.limit = int(tokens), int(limit)
 
 
 @cache

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from ieqa.backends.base import Generation, Prompt
-from ieqa.backends.processor import BackendError, load_processor
+from ieqa.backends.processor import BackendError, PromptTooLongError, load_processor
 
 __all__ = ["TransformersVLM", "ForwardOutput", "resolve_device"]
 
@@ -206,6 +206,10 @@ class TransformersVLM:
                      "runs in full", self.model_id)
         text_config = getattr(config, "text_config", config)
         self._softcap = getattr(text_config, "final_logit_softcapping", None)
+        limit = getattr(text_config, "max_position_embeddings", None)
+        #: the model's context in tokens (``max_position_embeddings``); a longer prompt
+        #: raises :class:`PromptTooLongError` before the model runs. ``None``: unknown.
+        self.max_prompt_tokens: int | None = int(limit) if limit else None
 
     # ---------------------------------------------------------------------- properties
     @property
@@ -242,10 +246,24 @@ class TransformersVLM:
         return text + prompt.answer_prefix
 
     def encode_one(self, prompt: Prompt) -> dict[str, Any]:
-        """Processor output of one prompt (batch of one, no padding, CPU tensors)."""
+        """Processor output of one prompt (batch of one, no padding, CPU tensors).
+
+        Raises:
+            PromptTooLongError: the prompt has more tokens than :attr:`max_prompt_tokens`.
+        """
         images = prompt.images or None
-        return dict(self.processor(text=[self.render(prompt)], images=images,
-                                   return_tensors="pt"))
+        encoded = dict(self.processor(text=[self.render(prompt)], images=images,
+                                      return_tensors="pt"))
+        n = int(encoded["input_ids"].shape[-1])
+        if self.max_prompt_tokens is not None and n > self.max_prompt_tokens:
+            n_images = len(prompt.images)
+            raise PromptTooLongError(
+                f"the prompt has {n} tokens ({n_images} image(s)) and {self.model_id} reads at "
+                f"most {self.max_prompt_tokens} (max_position_embeddings); shorten the "
+                "instruction, or lower max_pixels (the image pixel budget) for fewer image "
+                "tokens",
+                tokens=n, limit=self.max_prompt_tokens)
+        return encoded
 
     def collate(self, encoded: Sequence[dict[str, Any]],
                 continuations: Sequence[Sequence[int]] | None = None) -> dict[str, Any]:

@@ -202,7 +202,7 @@ def load_images(
     """
     refs = list(refs)
     out: list[LoadResult] = []
-    with progress_bar("Loading images", len(refs), enabled=progress) as advance:
+    with progress_bar("Loading images", len(refs), enabled=progress, unit="images") as advance:
         for result in iter_load_images(refs, max_pixels=max_pixels, background=background, workers=workers):
             out.append(result)
             advance(1)

@@ -410,7 +410,8 @@ def _run_stage(run: _Run, recipe: Recipe, index: int, stage: StageConfig, model:
         metrics["before"] = evaluate("before")
     model.train()
     bs, accum = recipe.optim.batch_size, recipe.optim.grad_accum
-    with progress_bar(f"train {stage.name}", total - step, enabled=run.progress) as advance:
+    with progress_bar(f"train {stage.name}", total - step, enabled=run.progress,
+                      unit="steps") as advance:
         while step < total:
             optimizer.zero_grad(set_to_none=True)
             total_loss, parts_sum = 0.0, {}
@@ -427,7 +428,7 @@ def _run_stage(run: _Run, recipe: Recipe, index: int, stage: StageConfig, model:
             scheduler.step()
             step += 1
             global_step += 1
-            advance(1)
+            advance(1, status=f"loss {total_loss:.4g}")
             result.losses.append((global_step, total_loss))
             run.log({"stage": stage.name, "global_step": global_step, "stage_step": step,
                      "event": "step", "loss": total_loss, "lr": scheduler.get_last_lr()[0],

@@ -239,7 +239,8 @@ def generate(
     (out / "images").mkdir(parents=True, exist_ok=True)
     (out / "masks").mkdir(exist_ok=True)
     manifest = out / f"manifest.{format}"
-    with ManifestWriter(manifest) as writer, progress_bar("ShapesEdit", cfg.n, enabled=progress) as advance:
+    with ManifestWriter(manifest) as writer, \
+            progress_bar("ShapesEdit", cfg.n, enabled=progress, unit="edits") as advance:
         for group in iter_groups(cfg):
             src = out / "images" / f"{group.id}_src.png"
             _save_png(group.source, src)

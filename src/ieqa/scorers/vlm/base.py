@@ -7,6 +7,12 @@ records per-sample load failures, orders the batch so candidates of one source a
 instruction sit together (the transformers backend then encodes their shared prefix once)
 and calls the readout's :meth:`VLMScorer.score_items` on the rest. Results come back in
 input order. Readouts differ only in how they turn model outputs into scores.
+
+**Failures stay per row.** An instruction longer than ``max_instruction_chars`` (default
+:data:`DEFAULT_MAX_INSTRUCTION_CHARS` characters) is a recorded error before any model
+call. A batch that runs out of memory or over the model's context is split and retried
+down to single rows (:func:`ieqa.scorers.vlm.isolation.run_isolated`), so only the rows
+that fail alone get an error; readouts call the model through :meth:`VLMScorer.isolated`.
 """
 
 from __future__ import annotations
@@ -14,10 +20,10 @@ from __future__ import annotations
 import hashlib
 import logging
 from abc import abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from PIL import Image
 
@@ -25,13 +31,21 @@ from ieqa.backends import Prompt, VLMBackend, make_backend
 from ieqa.data.dimensions import canonical_dimension
 from ieqa.data.images import crop_to_box, load_image
 from ieqa.data.schema import EditSample
-from ieqa.errors import IeqaError
 from ieqa.scorers.base import Scorer, ScorerError, ScoreResult
+from ieqa.scorers.vlm.isolation import run_isolated
 
 __all__ = ["VLMScorer", "LoadedSample", "share_key", "resolve_template",
-           "CORE_DIMENSIONS"]
+           "CORE_DIMENSIONS", "DEFAULT_MAX_INSTRUCTION_CHARS"]
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+#: longest instruction (characters) a VLM scorer sends to the model unless told otherwise
+#: (``max_instruction_chars``); real edit instructions are far shorter (benchmarks' stay
+#: under 1 000), and a longer one is usually a data error that would fill the context
+DEFAULT_MAX_INSTRUCTION_CHARS = 4000
 
 #: the three dimensions every readout reports by default
 CORE_DIMENSIONS: tuple[str, ...] = ("visual_quality", "instruction_alignment",
@@ -119,6 +133,9 @@ class VLMScorer(Scorer):
         dimensions: dimensions to score (canonical names or aliases); default
             :data:`CORE_DIMENSIONS`.
         batch_size: samples per backend call.
+        max_instruction_chars: longest instruction scored, in characters (>= 1; ``None``:
+            no limit); a longer one is a recorded error for that sample, before any model
+            call (CLI: ``-O max_instruction_chars=N``).
         device, dtype, max_pixels: transformers backend settings (see
             :class:`ieqa.backends.TransformersVLM`).
         backend_options: any other backend constructor arguments.
@@ -134,12 +151,18 @@ class VLMScorer(Scorer):
     def __init__(self, *, model: str | Path | None = None, base_url: str | None = None,
                  backend: VLMBackend | None = None, template: Any = None,
                  dimensions: Sequence[str] | None = None, batch_size: int = 8,
+                 max_instruction_chars: int | None = DEFAULT_MAX_INSTRUCTION_CHARS,
                  device: str | None = "auto", dtype: str = "auto",
                  max_pixels: int | None = None,
                  backend_options: Mapping[str, Any] | None = None) -> None:
         if batch_size < 1:
             raise ScorerError(f"batch_size must be at least 1, got {batch_size}")
+        if max_instruction_chars is not None and int(max_instruction_chars) < 1:
+            raise ScorerError(f"max_instruction_chars must be at least 1 (or None for no "
+                              f"limit), got {max_instruction_chars}")
         self.batch_size = int(batch_size)
+        self.max_instruction_chars = (int(max_instruction_chars)
+                                      if max_instruction_chars is not None else None)
         self.template = resolve_template(template if template is not None else self.default_template)
         dims = tuple(canonical_dimension(d) for d in (dimensions or self._default_dimensions()))
         if not dims:
@@ -167,6 +190,7 @@ class VLMScorer(Scorer):
     def config(self) -> dict[str, Any]:
         return {"readout": self.readout, "template": self.template.name,
                 "dimensions": list(self.score_dimensions), "batch_size": self.batch_size,
+                "max_instruction_chars": self.max_instruction_chars,
                 "backend": self.backend.config(), **self.readout_config()}
 
     def readout_config(self) -> dict[str, Any]:
@@ -188,9 +212,27 @@ class VLMScorer(Scorer):
     def score_sample(self, sample: EditSample) -> ScoreResult:
         return self.score([sample])[0]
 
+    def check_sample(self, sample: EditSample) -> None:
+        """The scorer's checks (:meth:`Scorer.check_sample`) and the instruction length."""
+        super().check_sample(sample)
+        self.check_instruction(sample)
+
+    def check_instruction(self, sample: EditSample) -> None:
+        """Raise :class:`ScorerError` when the instruction is longer than
+        ``max_instruction_chars``."""
+        limit = self.max_instruction_chars
+        n = len(sample.instruction)
+        if limit is not None and n > limit:
+            raise ScorerError(f"the instruction of sample {sample.id!r} has {n} characters, "
+                              f"over max_instruction_chars={limit}; shorten it, or raise the "
+                              f"limit with -O max_instruction_chars={n} if the model's context "
+                              "holds it")
+
     def score_batch(self, samples: Sequence[EditSample]) -> list[ScoreResult]:
-        """One result per sample in input order; a sample whose images do not load, or a
-        batch the model fails on, gets a recorded error."""
+        """One result per sample in input order; a sample whose images do not load or
+        whose instruction is too long, or a batch the model fails on, gets a recorded
+        error (a batch out of memory or context is split first, see the module
+        docstring)."""
         results: dict[int, ScoreResult] = {}
         loaded: list[tuple[int, LoadedSample]] = []
         for i, sample in enumerate(samples):
@@ -208,14 +250,18 @@ class VLMScorer(Scorer):
         loaded.sort(key=lambda pair: first_seen[share_key(pair[1].sample)])
         for start in range(0, len(loaded), self.batch_size):
             chunk = loaded[start:start + self.batch_size]
-            try:
-                out = self.score_items([item for _, item in chunk])
-            except (IeqaError, RuntimeError, ValueError) as exc:  # recorded per sample
-                log.warning("%s: a batch of %d failed: %s", self.name, len(chunk), exc)
-                out = [ScoreResult.failed(item.sample.id, exc) for _, item in chunk]
+            out = self.isolated([item for _, item in chunk], self.score_items,
+                                lambda item, message: ScoreResult.failed(item.sample.id, message))
             for (i, _), result in zip(chunk, out, strict=True):
                 results[i] = result
         return [results[i] for i in range(len(samples))]
+
+    def isolated(self, rows: Sequence[T], run: Callable[[Sequence[T]], list[R]],
+                 fail: Callable[[T, str], R]) -> list[R]:
+        """``run(rows)`` with failures isolated per row: the one way readouts call the
+        model on a batch (:func:`~ieqa.scorers.vlm.isolation.run_isolated`). ``fail``
+        builds a row's result from an error message."""
+        return run_isolated(rows, run, fail, label=f"vlm-{self.readout}")
 
     @abstractmethod
     def score_items(self, items: Sequence[LoadedSample]) -> list[ScoreResult]:

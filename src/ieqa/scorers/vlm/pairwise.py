@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ieqa.backends import Generation
 from ieqa.data.schema import EditSample
 from ieqa.scorers.base import ScorerError, ScoreResult
 from ieqa.scorers.vlm.base import LoadedSample, VLMScorer, share_key
@@ -114,6 +115,7 @@ class PairwiseJudge(VLMScorer):
                 verdict = PairVerdict(a=a.id, b=b.id, verdict=None)
                 verdicts.append(verdict)
                 try:
+                    self.check_instruction(a)
                     source = load_image(a.source) if a.source is not None else None
                     img_a, img_b = load_image(a.edited), load_image(b.edited)
                 except Exception as exc:  # noqa: BLE001 - recorded per pair
@@ -133,7 +135,10 @@ class PairwiseJudge(VLMScorer):
                     prompts.append(self.template.render(instruction=a.instruction, images=images,
                                                         share_key=share_key(a)))
                     owners.append((verdict, a_first))
-            answers = self.backend.generate(prompts, max_new_tokens=self.max_new_tokens) if prompts else []
+            answers = self.isolated(
+                prompts,
+                lambda batch: self.backend.generate(batch, max_new_tokens=self.max_new_tokens),
+                lambda prompt, message: [Generation(text="", error=message)])
             for (verdict, a_first), (gen,) in zip(owners, answers, strict=True):
                 record: dict[str, Any] = {"a_first": a_first, "text": gen.text, "verdict": None}
                 if gen.error:
