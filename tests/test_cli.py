@@ -42,6 +42,11 @@ def test_demo_runs_and_summarises(tmp_path):
     # before and after (learning itself is shown by tests/train/test_recipes_learn.py)
     assert "held-out SRCC" in res.output and "pair_accuracy" in res.output
     assert (tmp_path / "train" / "evaluator" / "ieqa_evaluator.json").is_file()
+    # no terminal here: every long step reports in plain lines (at least the final one)
+    assert "ShapesEdit: 24/24 edits (100%)" in res.output
+    assert "Scoring with classic: 24/24 (100%)" in res.output
+    assert re.search(r"train \S+: 2/2 steps \(100%\), [\d.]+ steps/s, \d+ s elapsed, done, "
+                     r"loss [-\d.e]+", res.output), res.output
 
 
 def test_demo_can_skip_training(tmp_path):
