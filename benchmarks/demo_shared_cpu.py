@@ -14,7 +14,37 @@ is this script's own child and is stopped (by its process id) when the demo ends
 
 Timings are only comparable on the same machine with the same background load: the load
 average printed before each run says how quiet the machine was (other users' processes
-count too). The numbers recorded for ieqa are in ``benchmarks/README.md``.
+count too).
+
+Measured on a 2-core Xeon VM shared with other users (their load average 0.5-3 during
+the runs), torch 2.13.0+cpu (libgomp), ``ieqa demo --n 200 --train-steps 500``; "before"
+is the source of commit 26aaff5 (``git archive 26aaff5 src | tar -x -C /tmp/ieqa-before``,
+then ``--src /tmp/ieqa-before/src``), "after" this source (``--src src``):
+
+=========================================================  ===========  ===========  =====
+settings                                                   alone (s)    shared (s)   ratio
+=========================================================  ===========  ===========  =====
+before: torch's default, 2 threads spinning at barriers    79.4, 69.7   682.1 [1]_   9.8
+after: ieqa's default (free cores at start, passive wait)  90.6, 92.0   96.4, 97.3   1.06
+after, ``--env IEQA_NUM_THREADS=2`` (2 passive threads;      90.1         105.9        1.18
+the case of a neighbour starting after ieqa)
+before, ``--env OMP_NUM_THREADS=1``                        96.4         98.0         1.02
+before, 2 threads, ``--env GOMP_SPINCOUNT=10000``          73.9         160.3        2.17
+before, 2 threads, ``--env GOMP_SPINCOUNT=100000``         73.3         435.9        5.95
+=========================================================  ===========  ===========  =====
+
+.. [1] 1715.2 s in a first run while other users' processes kept the load average near 8.
+
+The smaller ``--n 40 --train-steps 150`` gave the same picture: 2 spinning threads
+57.0 / 303.8 s and 48.4 / 208.7 s, 1 thread 53.5 / 53.7 s and 53.1 / 52.7 s, 2 passive
+threads (``OMP_WAIT_POLICY=PASSIVE``) 52.9 / 54.6 s and 53.0 / 55.9 s.
+
+So the slowdown comes from OpenMP threads spinning while a neighbour holds a core; one
+thread, or threads that sleep while they wait, remove it. ieqa's default
+(:mod:`ieqa.threads`) keeps the demo at about 1.5 minutes beside a busy process instead of
+11; it costs about 25 % on an idle machine against spinning threads (sleeping and waking
+at each of a tiny model's many small operations). On a machine of your own,
+``OMP_WAIT_POLICY=ACTIVE ieqa demo`` gets that back.
 """
 
 from __future__ import annotations

@@ -5,10 +5,9 @@ for the slowest of them; by default the waiting threads spin. When another proce
 one of the cores busy, the thread sharing its core runs only part of the time and every
 operation waits for it, while the spinning threads burn the CPU it needs: a tiny model's
 training step, made of many small operations, then runs several times slower. Measured
-with ``benchmarks/demo_shared_cpu.py`` on 2 cores (``ieqa demo --n 40 --train-steps 150``
-alone / beside one busy process): 2 spinning threads 48-57 s / 209-304 s; 1 thread
-53 s / 53 s; 2 threads with ``OMP_WAIT_POLICY=PASSIVE`` 53 s / 55-56 s. So ieqa's
-commands do both:
+with ``benchmarks/demo_shared_cpu.py`` on 2 cores (``ieqa demo`` alone / beside one busy
+process): 2 spinning threads 70-79 s / 682 s; 1 thread 96 s / 98 s; 2 threads with
+``OMP_WAIT_POLICY=PASSIVE`` 90 s / 106 s. So ieqa's commands do both:
 
 * threads = cores this process may use (``os.sched_getaffinity``) minus the other
   processes running when the command starts (``/proc/loadavg``), at least 1;
