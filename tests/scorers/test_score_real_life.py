@@ -251,3 +251,29 @@ def test_bench_overwrite_hint_names_an_existing_option(tmp_path: Path) -> None:
     assert res.exit_code != 0 and "--overwrite" in str(res.exception)
     res = runner.invoke(app, [*cmd, "--scorer", "gmsd", "--overwrite"])
     assert res.exit_code == 0, res.output
+
+
+def test_a_black_output_is_floored_and_flagged_on_the_command_line(tmp_path: Path) -> None:
+    src = _image(tmp_path / "src.png", 0)
+    black = tmp_path / "black.png"
+    Image.new("RGB", (64, 64)).save(black)
+    res = runner.invoke(app, ["score", str(src), str(black), "Make her close the door", "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert out["flags"] == ["blank"] and out["scores"]["content_preservation"] == 1.0
+
+
+def test_a_malformed_jsonl_line_is_an_error_row_and_the_run_goes_on(tmp_path: Path) -> None:
+    src = _image(tmp_path / "a.png", 0)
+    good = json.dumps({"id": "x", "source": src.name, "edited": src.name})
+    lines = [good.replace('"x"', f'"r{i}"') for i in range(5)]
+    lines[3] = '{"id": "r3", "source": "a.png", "edited": '  # cut off
+    manifest = tmp_path / "m.jsonl"
+    manifest.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "o.parquet"
+    res = runner.invoke(app, ["score", str(manifest), "-o", str(out)])
+    assert res.exit_code == 3, res.output
+    rows = read_scores(out)
+    assert [r["id"] for r in rows] == ["r0", "r1", "r2", "m.jsonl:4", "r4"]
+    assert "line 4: not valid JSON" in rows[3]["error"]
+    assert all(r["error"] is None for r in rows if r["id"] != "m.jsonl:4")
