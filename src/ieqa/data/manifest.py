@@ -433,11 +433,9 @@ def _raw_rows(path: Path, fmt: Format, batch_size: int) -> Iterator[tuple[int, A
     if fmt == "csv":
         with open(path, encoding="utf-8-sig", newline="") as f:
             reader = csv.DictReader(f)
-            for row in reader:
-                if None in row:
-                    row = {"__extra_cells__": row.pop(None), **row}
+            for row in reader:  # extra cells sit under the key None (_csv_row rejects them)
                 if any(v not in (None, "") for v in row.values()):
-                    yield reader.line_num, {"__csv__": True, **row}
+                    yield reader.line_num, row
         return
     try:
         # Single-threaded, unbuffered decoding keeps the reader's footprint at about one
@@ -456,7 +454,7 @@ def _csv_row(row: dict[str, Any]) -> dict[str, Any]:
     """A CSV manifest row as a manifest row: empty cells are absent, a column named like a
     dimension is a score, any other unknown column goes to ``meta``; the id defaults to
     the edited path."""
-    if "__extra_cells__" in row:
+    if None in row:
         raise ManifestError("more cells than header columns")
     out: dict[str, Any] = {}
     scores: dict[str, Any] = {}
@@ -483,8 +481,6 @@ def _csv_row(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def _load_row(raw: Any, decode: Callable[[dict[str, Any]], dict[str, Any]]) -> Any:
-    if isinstance(raw, dict) and raw.get("__csv__"):
-        return _csv_row({k: v for k, v in raw.items() if k != "__csv__"})
     if not isinstance(raw, str):
         return decode(raw)
     try:
@@ -493,12 +489,27 @@ def _load_row(raw: Any, decode: Callable[[dict[str, Any]], dict[str, Any]]) -> A
         raise ManifestError(f"not valid JSON ({e})") from e
 
 
+#: what a reader does with a malformed row: ``(path, unit, number, raw row, error)`` ->
+#: an item to yield in its place, or None to skip it (it may also raise)
+OnBadRow = Callable[[Path, str, int, Any, ManifestError], Any]
+
+
+def _raise_bad_row(path: Path, unit: str, number: int, raw: Any, e: ManifestError) -> None:
+    raise ManifestError(
+        f"{path}, {unit} {number}: {e} (fix the row; ieqa score records such rows as errors "
+        "and goes on, and in Python iter_manifest(path, strict=False) skips them)") from e
+
+
+def _skip_bad_row(path: Path, unit: str, number: int, raw: Any, e: ManifestError) -> None:
+    logger.warning("%s, %s %s: skipping malformed row: %s", path, unit, number, e)
+
+
 def _iter_records(
     path: str | os.PathLike[str],
     parse: Callable[[Mapping[str, Any], str], T],
     decode: Callable[[dict[str, Any]], dict[str, Any]],
-    *, format: str | None, batch_size: int, strict: bool,
-) -> Iterator[T]:
+    *, format: str | None, batch_size: int, on_bad_row: OnBadRow,
+) -> Iterator[Any]:
     path = Path(path)
     fmt = _detect_format(path, format)
     if batch_size < 1:
@@ -506,22 +517,18 @@ def _iter_records(
     if not path.is_file():
         raise FileNotFoundError(f"manifest {path} does not exist (or is not a file)")
     base_dir = os.path.dirname(os.path.abspath(path))
-    unit = "line" if fmt == "jsonl" else "row"
+    unit = "row" if fmt == "parquet" else "line"
+    if fmt == "csv":
+        decode = _csv_row
 
-    def records() -> Iterator[T]:
+    def records() -> Iterator[Any]:
         for number, raw in _raw_rows(path, fmt, batch_size):
             try:
                 record = parse(_load_row(raw, decode), base_dir)
             except ManifestError as e:
-                where = f"{unit} {number}"
-                if strict:
-                    raise ManifestError(
-                        f"{path}, {where}: {e} (fix the row; ieqa score records such rows as "
-                        "errors and goes on, and in Python iter_manifest(path, strict=False) "
-                        "skips them)"
-                    ) from e
-                logger.warning("%s, %s: skipping malformed row: %s", path, where, e)
-                continue
+                record = on_bad_row(path, unit, number, raw, e)
+                if record is None:
+                    continue
             yield record
 
     return records()
@@ -543,8 +550,27 @@ def iter_manifest(
     number when ``strict``; with ``strict=False`` it is skipped with a warning on the
     ``"ieqa"`` logger. Format problems and a missing file are raised at call time.
     """
-    return _iter_records(path, row_to_sample, _decode_sample_row,
-                         format=format, batch_size=batch_size, strict=strict)
+    return _iter_records(path, row_to_sample, _decode_sample_row, format=format,
+                         batch_size=batch_size,
+                         on_bad_row=_raise_bad_row if strict else _skip_bad_row)
+
+
+def _bad_row(path: Path, unit: str, number: int, raw: Any, e: ManifestError) -> BadRow:
+    """A malformed row as a :class:`~ieqa.data.inputs.BadRow` with the fields it has."""
+    where = f"{path.name}:{number}"
+    fields: Any = raw
+    if isinstance(raw, str):
+        try:
+            fields = json.loads(raw)
+        except ValueError:
+            fields = {}
+    fields = fields if isinstance(fields, dict) else {}
+    ident = fields.get("id") or fields.get("edited")
+    keep = {k: fields[k] for k in ("source", "edited", "instruction", "editor", "task", "group_id")
+            if isinstance(fields.get(k), str)}
+    text = raw if isinstance(raw, str) else json.dumps(raw, sort_keys=True, default=str)
+    return BadRow(ident if isinstance(ident, str) and ident else where,
+                  f"{path}, {unit} {number}: {e}", bad_row_key(where, text), keep)
 
 
 def iter_manifest_items(path: str | os.PathLike[str], *, format: str | None = None,
@@ -554,38 +580,8 @@ def iter_manifest_items(path: str | os.PathLike[str], *, format: str | None = No
     row number, and the reason) in the stream instead of an exception, so a scoring run
     records it and goes on. Format problems and a missing file still raise at call time.
     """
-    path = Path(path)
-    fmt = _detect_format(path, format)
-    if not path.is_file():
-        raise FileNotFoundError(f"manifest {path} does not exist (or is not a file)")
-    base_dir = os.path.dirname(os.path.abspath(path))
-    unit = "row" if fmt == "parquet" else "line"
-
-    def items() -> Iterator[EditSample | BadRow]:
-        for number, raw in _raw_rows(path, fmt, batch_size):
-            where = f"{path.name}:{number}"
-            try:
-                row = _load_row(raw, _decode_sample_row)
-                yield row_to_sample(row, base_dir)
-            except ManifestError as e:
-                text = raw if isinstance(raw, str) else json.dumps(raw, sort_keys=True, default=str)
-                fields = {}
-                if isinstance(raw, str):
-                    try:
-                        loaded = json.loads(raw)
-                        fields = loaded if isinstance(loaded, dict) else {}
-                    except ValueError:
-                        pass
-                else:
-                    fields = {k: v for k, v in raw.items() if k != "__csv__"}
-                ident = fields.get("id") or fields.get("edited")
-                keep = {k: fields.get(k) for k in ("source", "edited", "instruction", "editor",
-                                                   "task", "group_id")
-                        if isinstance(fields.get(k), str)}
-                yield BadRow(str(ident) if isinstance(ident, str) and ident else where,
-                             f"{path}, {unit} {number}: {e}", bad_row_key(where, text), keep)
-
-    return items()
+    return _iter_records(path, row_to_sample, _decode_sample_row, format=format,
+                         batch_size=batch_size, on_bad_row=_bad_row)
 
 
 def read_manifest(path: str | os.PathLike[str], **kw: Any) -> list[EditSample]:
@@ -598,8 +594,9 @@ def iter_preferences(
     batch_size: int = 4096, strict: bool = True,
 ) -> Iterator[Preference]:
     """Stream the preferences of a preference file (options as in :func:`iter_manifest`)."""
-    return _iter_records(path, _row_to_preference, _decode_preference_row,
-                         format=format, batch_size=batch_size, strict=strict)
+    return _iter_records(path, _row_to_preference, _decode_preference_row, format=format,
+                         batch_size=batch_size,
+                         on_bad_row=_raise_bad_row if strict else _skip_bad_row)
 
 
 def read_preferences(path: str | os.PathLike[str], **kw: Any) -> list[Preference]:

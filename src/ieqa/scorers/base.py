@@ -180,6 +180,9 @@ class Scorer(ABC):
     """
 
     info: ScorerInfo
+    #: degenerate-output flags (:mod:`ieqa.scorers.flags`) for which :meth:`score` does not
+    #: measure the edit but returns :meth:`floor_result` (none by default)
+    floor_flags: frozenset[str] = frozenset()
 
     @property
     def name(self) -> str:
@@ -231,6 +234,10 @@ class Scorer(ABC):
                 results[i] = ScoreResult.failed(sample.id, exc)
                 continue
             flags[i] = detect_flags(source, edited)
+            floored = [f for f in flags[i] if f in self.floor_flags]
+            if floored:
+                results[i] = self.floor_result(sample, floored)
+                continue
             update: dict[str, Any] = {"edited": edited}
             if source is not None:
                 update["source"] = source
@@ -248,6 +255,11 @@ class Scorer(ABC):
             result.flags = [f for f in dict.fromkeys([*result.flags, *flags[i]])]
             out.append(result)
         return out
+
+    def floor_result(self, sample: EditSample, floored: list[str]) -> ScoreResult:
+        """The result of an output carrying one of :attr:`floor_flags` (``floored``): a
+        scorer that sets :attr:`floor_flags` defines it."""
+        raise NotImplementedError(f"{type(self).__name__} sets floor_flags but no floor_result")
 
     def score_batch(self, samples: Sequence[EditSample]) -> list[ScoreResult]:
         """Score decoded samples (their images are RGB ``PIL.Image`` objects); one result

@@ -70,7 +70,6 @@ from typing import Any
 import numpy as np
 from scipy import ndimage as ndi
 
-from ieqa.data.images import load_image
 from ieqa.data.schema import BBox, EditSample
 from ieqa.scorers.base import Scorer, ScorerError, ScoreResult
 from ieqa.scorers.classic._filters import channel_max_abs_diff, lowpass
@@ -79,7 +78,7 @@ from ieqa.scorers.classic.patches import pasted_patches, undo_patches
 from ieqa.scorers.classic.quality import blockiness, detail_energy, grey, noise_sigma
 from ieqa.scorers.classic.region import estimate_edit_region
 from ieqa.scorers.classic.scope import EditScope, parse_scope
-from ieqa.scorers.flags import FLOOR_FLAGS, detect_flags
+from ieqa.scorers.flags import FLOOR_FLAGS
 
 __all__ = ["ALIGNMENT_UNAVAILABLE", "ClassicScorer", "preservation_score", "quality_evidence"]
 
@@ -238,16 +237,17 @@ class ClassicScorer(Scorer):
         return {"unintended": float(change.mean()), "slices": slices, "bbox": bbox,
                 "patches": patches, "fit": fit, "blur_sigma": blur_sigma}
 
+    floor_flags = FLOOR_FLAGS
+
+    def floor_result(self, sample: EditSample, floored: list[str]) -> ScoreResult:
+        """Not an edit at all: the floor of the scale, with no measurement."""
+        return ScoreResult(
+            sample.id, scores={"visual_quality": 1.0, "content_preservation": 1.0},
+            unavailable={"instruction_alignment": ALIGNMENT_UNAVAILABLE},
+            raw={"floored": floored})
+
     def score_sample(self, sample: EditSample) -> ScoreResult:
-        source, edited = load_image(sample.source), load_image(sample.edited)
-        flags = detect_flags(source, edited)
-        floored = [f for f in flags if f in FLOOR_FLAGS]
-        if floored:  # not an edit at all: the floor of the scale, before any measurement
-            return ScoreResult(
-                sample.id, scores={"visual_quality": 1.0, "content_preservation": 1.0},
-                unavailable={"instruction_alignment": ALIGNMENT_UNAVAILABLE},
-                raw={"floored": floored}, flags=flags)
-        src, edt, resized = self.load_pair(source, edited)
+        src, edt, resized = self.load_pair(sample.source, sample.edited)
         h, w = src.shape[:2]
         scope = parse_scope(sample.instruction) if self.instruction_aware else EditScope("local")
         gs, ge = grey(src), grey(edt)
@@ -290,4 +290,4 @@ class ClassicScorer(Scorer):
             scores={"visual_quality": 1.0 + 4.0 * (1.0 - severity),
                     "content_preservation": preservation_score(unintended)},
             unavailable={"instruction_alignment": ALIGNMENT_UNAVAILABLE},
-            region=bbox, raw=raw, flags=flags)
+            region=bbox, raw=raw)
