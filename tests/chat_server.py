@@ -11,6 +11,7 @@ import json
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -134,15 +135,24 @@ def _make_handler(server: FakeServer) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-@pytest.fixture
-def server() -> Iterator[FakeServer]:
-    fake = FakeServer()
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(fake))
+@contextmanager
+def serve(fake: FakeServer, port: int = 0) -> Iterator[FakeServer]:
+    """Serve ``fake`` on 127.0.0.1 (``port`` 0: a free one) in a background thread; sets
+    and yields ``fake`` with its ``url`` (the ``/v1`` base URL)."""
+    httpd = ThreadingHTTPServer(("127.0.0.1", port), _make_handler(fake))
     httpd.daemon_threads = True
     thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05},
                               daemon=True)
     thread.start()
     fake.url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    yield fake
-    httpd.shutdown()
-    httpd.server_close()
+    try:
+        yield fake
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+@pytest.fixture
+def server() -> Iterator[FakeServer]:
+    with serve(FakeServer()) as fake:
+        yield fake

@@ -13,13 +13,11 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import ThreadingHTTPServer
 from typing import Any
 
-from chat_server import FakeServer, Reply, _make_handler
+from chat_server import FakeServer, Reply, serve
 
 _DIMENSIONS = ("visual_quality", "instruction_alignment", "content_preservation", "overall")
 _LEVELS = ("excellent", "good", "fair", "poor", "bad")
@@ -68,14 +66,5 @@ class StandInJudge(FakeServer):
 @contextmanager
 def judge_server() -> Iterator[str]:
     """Serve :class:`StandInJudge` on a free port; yields its ``/v1`` base URL."""
-    fake = StandInJudge()
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(fake))
-    httpd.daemon_threads = True
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                              daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with serve(StandInJudge()) as fake:
+        yield fake.url

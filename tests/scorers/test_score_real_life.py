@@ -7,8 +7,6 @@ from __future__ import annotations
 import json
 import os
 import socket
-import threading
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +15,7 @@ import pytest
 from PIL import Image
 from typer.testing import CliRunner
 
-from chat_server import FakeServer, _make_handler
+from chat_server import FakeServer, serve
 from ieqa.cli import app
 from ieqa.data.shapesedit import ShapesEditConfig, generate
 from ieqa.scorers.run import OutputLockedError, _Lock, read_scores
@@ -169,11 +167,7 @@ def test_server_down_then_up_then_one_line_fixed(tmp_path: Path) -> None:
     res = runner.invoke(app, cmd)  # nothing listens on the port: every row errors
     assert res.exit_code == 3, res.output
     assert all(r["error"] for r in read_scores(out))
-    fake = _LevelServer()
-    httpd = ThreadingHTTPServer(("127.0.0.1", port), _make_handler(fake))
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
+    with serve(_LevelServer(), port) as fake:  # the server comes up on the same port
         res = runner.invoke(app, cmd)  # the same command retries every row
         assert res.exit_code == 0, res.output
         assert "3 errored rows retried" in _flat(res.output)
@@ -188,9 +182,6 @@ def test_server_down_then_up_then_one_line_fixed(tmp_path: Path) -> None:
         res = runner.invoke(app, cmd)
         assert res.exit_code == 0 and "1 scored" in _flat(res.output), res.output
         assert len(fake.requests) - n_requests == n_requests // 3  # one row of three
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
 
 
 def test_a_second_writer_is_stopped_with_the_holders_pid(tmp_path: Path) -> None:
