@@ -211,6 +211,16 @@ def test_pairwise_unparsable_verdict_is_recorded(judge_server, samples):
     judge_server.answer = lambda body: ["I cannot decide."]
     v = judge(judge_server.url, name="vlm-pairwise").compare([(samples[0], samples[1])])[0]
     assert v.verdict is None and v.error
+    assert v.shown[0]["verdict"] is None and not v.shown[0].get("failed")
+
+
+def test_pairwise_failed_request_is_marked_failed_not_unparsed(judge_server, samples):
+    judge_server.plan = [Reply(status=400, body={"error": {"message": "bad request"}})]
+    v = judge(judge_server.url, name="vlm-pairwise", order="fixed").compare(
+        [(samples[0], samples[1])])[0]
+    assert v.verdict is None and v.shown[0]["failed"] is True
+    report = position_bias_report([v], ["A>B"])
+    assert report.n_failed == 1 and report.n_left == 0 and report.n_unparsed == 0
 
 
 def test_position_bias_report_by_hand():
@@ -230,6 +240,40 @@ def test_position_bias_report_by_hand():
     assert r.accuracy_left == pytest.approx(2 / 4) and r.accuracy_right == 0.0
     assert r.picked_first_rate == pytest.approx(3 / 4)
 
+
+
+def test_position_bias_counts_unparsed_answers_wrong_and_reports_failures():
+    def rec(a_first, shown, **extra):
+        return {"a_first": a_first, "verdict": shown, "text": "", **extra}
+
+    verdicts = [
+        # a better, shown first and read right; then shown second and unreadable
+        PairVerdict(a="a", b="b", verdict=None,
+                    shown=[rec(True, "A>B"), rec(False, None, error="no verdict")]),
+        # b better, a shown first (better second): right; then b first: unreadable
+        PairVerdict(a="a", b="b", verdict=None,
+                    shown=[rec(True, "B>A"), rec(False, None, error="no verdict")]),
+        # a better, a shown first: the request failed (no answer): left out
+        PairVerdict(a="a", b="b", verdict=None,
+                    shown=[rec(True, None, error="HTTP 500", failed=True)]),
+        # the images could not be loaded: nothing shown
+        PairVerdict(a="a", b="b", verdict=None, error="FileNotFoundError: x.png"),
+        # a human tie: skipped
+        PairVerdict(a="a", b="b", verdict=None, shown=[rec(True, "A>B")]),
+    ]
+    r = position_bias_report(verdicts, ["A>B", "B>A", "A>B", "A>B", "A=B=Good"])
+    # better first: pair 0 (right) + pair 1's unreadable second look -> 1 / 2
+    # better second: pair 0's unreadable second look + pair 1 (right) -> 1 / 2
+    assert (r.n_left, r.n_right) == (2, 2)
+    assert r.accuracy_left == pytest.approx(0.5) and r.accuracy_right == pytest.approx(0.5)
+    assert (r.n_unparsed_left, r.n_unparsed_right, r.n_unparsed) == (1, 1, 2)
+    assert r.n_failed == 2 and r.n_skipped == 1
+    # strict verdicts read: pair 0 "A>B" (first), pair 1 "B>A" (second) -> 1 / 2
+    assert r.picked_first_rate == pytest.approx(0.5)
+    text = r.describe()
+    assert "1 unparsed counted wrong" in text and "2 presentation(s) failed" in text
+    # the old rule (unparsed left out) would have said 1.0 on both sides
+    assert r.accuracy_left != 1.0
 
 def test_overall_rules_by_hand():
     s = {"SC": 4.0, "PQ": 9.0, "content_preservation": 1.0}

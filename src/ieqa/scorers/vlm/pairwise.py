@@ -143,6 +143,7 @@ class PairwiseJudge(VLMScorer):
                 record: dict[str, Any] = {"a_first": a_first, "text": gen.text, "verdict": None}
                 if gen.error:
                     record["error"] = gen.error
+                    record["failed"] = True  # the request failed: no answer to judge
                 else:
                     try:
                         record["verdict"] = parse_verdict(gen.text)
@@ -173,14 +174,26 @@ def _settle(verdict: PairVerdict) -> None:
 
 @dataclass
 class PositionBiasReport:
-    """Accuracy by the position of the better edit (strict preferences only).
+    """Accuracy by the position of the better edit (strict human preferences only).
+
+    An answer the parser could not read counts as wrong in its position's denominator, as
+    GenAI-Bench counts a null verdict (an unreadable answer is the judge's failure, and
+    leaving it out would flatter a judge that fails more often on one side). A presentation
+    whose request failed (no answer came back) is not the judge's verdict: it is left out of
+    both denominators and counted in ``n_failed``.
 
     Attributes:
-        accuracy_left: accuracy when the better edit was shown as A (left/first).
-        accuracy_right: accuracy when it was shown as B.
-        n_left, n_right: judged presentations in each case.
-        picked_first_rate: fraction of strict verdicts that chose the first-shown image.
-        gap: ``accuracy_left - accuracy_right`` (0 for an unbiased judge).
+        accuracy_left: accuracy when the better edit was shown as A (left/first), in [0, 1];
+            NaN when no such presentation was answered.
+        accuracy_right: accuracy when it was shown as B, in [0, 1] (NaN likewise).
+        n_left, n_right: answered presentations in each case (unparsed ones included).
+        picked_first_rate: fraction of strict verdicts (``A>B``/``B>A``) that chose the
+            first-shown image, in [0, 1]; NaN when there were none.
+        n_unparsed_left, n_unparsed_right: answers in ``n_left``/``n_right`` that gave no
+            readable verdict (counted wrong).
+        n_failed: presentations (or whole pairs, when an image could not be loaded) with no
+            answer at all; not in any denominator.
+        n_skipped: pairs left out because the human label is not a strict preference.
     """
 
     accuracy_left: float
@@ -188,36 +201,71 @@ class PositionBiasReport:
     n_left: int
     n_right: int
     picked_first_rate: float
+    n_unparsed_left: int = 0
+    n_unparsed_right: int = 0
+    n_failed: int = 0
+    n_skipped: int = 0
 
     @property
     def gap(self) -> float:
+        """``accuracy_left - accuracy_right`` in [-1, 1] (0 for an unbiased judge)."""
         return self.accuracy_left - self.accuracy_right
+
+    @property
+    def n_unparsed(self) -> int:
+        """Answers without a readable verdict, both positions (all counted wrong)."""
+        return self.n_unparsed_left + self.n_unparsed_right
+
+    def describe(self) -> str:
+        """One paragraph stating the accuracies, the gap and what was counted how."""
+        text = (f"better edit shown first: accuracy {self.accuracy_left:.3f} "
+                f"(n={self.n_left}, {self.n_unparsed_left} unparsed counted wrong); "
+                f"shown second: {self.accuracy_right:.3f} (n={self.n_right}, "
+                f"{self.n_unparsed_right} unparsed counted wrong); gap {self.gap:+.3f}; "
+                f"picked the first image in {self.picked_first_rate:.3f} of strict verdicts")
+        if self.n_failed:
+            text += f"; {self.n_failed} presentation(s) failed with no answer and are left out"
+        if self.n_skipped:
+            text += f"; {self.n_skipped} pair(s) with a tied human label skipped"
+        return text
 
 
 def position_bias_report(verdicts: Sequence[PairVerdict], labels: Sequence[str]) -> PositionBiasReport:
-    """Position-bias probe from judged pairs and human labels.
+    """Position-bias probe from judged pairs and human labels (EditReward's probe, with
+    unparsed answers counted wrong as GenAI-Bench counts them; see
+    :class:`PositionBiasReport`).
 
     Args:
         verdicts: from :meth:`PairwiseJudge.compare` (any ``order``; ``"both"`` or
             ``"fixed"`` plus swapped pairs gives both positions).
         labels: the human verdict per pair, ``"A>B"`` or ``"B>A"`` (caller's view); other
-            labels (ties) are skipped.
+            labels (ties) are skipped and counted in ``n_skipped``.
     """
     if len(verdicts) != len(labels):
-        raise ValueError("need one label per verdict")
+        raise ValueError(f"need one label per verdict: got {len(verdicts)} verdicts and "
+                         f"{len(labels)} labels")
     hits = {True: [0, 0], False: [0, 0]}  # better shown first? -> [correct, total]
-    first = strict = 0
+    unparsed = {True: 0, False: 0}
+    first = strict = failed = skipped = 0
     for verdict, label in zip(verdicts, labels, strict=True):
         if label not in ("A>B", "B>A"):
+            skipped += 1
+            continue
+        if not verdict.shown:  # the pair could not be put to the judge at all
+            failed += 1
             continue
         for record in verdict.shown:
-            shown = record["verdict"]
-            if shown is None:
+            if record.get("failed"):
+                failed += 1
                 continue
+            shown = record["verdict"]
             better_first = (label == "A>B") == record["a_first"]
             truth_shown = "A>B" if better_first else "B>A"
-            hits[better_first][0] += int(shown == truth_shown)
             hits[better_first][1] += 1
+            if shown is None:
+                unparsed[better_first] += 1
+                continue
+            hits[better_first][0] += int(shown == truth_shown)
             if shown in ("A>B", "B>A"):
                 strict += 1
                 first += int(shown == "A>B")
@@ -227,4 +275,6 @@ def position_bias_report(verdicts: Sequence[PairVerdict], labels: Sequence[str])
 
     return PositionBiasReport(accuracy_left=rate(hits[True]), accuracy_right=rate(hits[False]),
                               n_left=hits[True][1], n_right=hits[False][1],
-                              picked_first_rate=first / strict if strict else float("nan"))
+                              picked_first_rate=first / strict if strict else float("nan"),
+                              n_unparsed_left=unparsed[True], n_unparsed_right=unparsed[False],
+                              n_failed=failed, n_skipped=skipped)
