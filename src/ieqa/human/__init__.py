@@ -9,6 +9,8 @@ naming the argument.
 * mos — :func:`zscore_mos` (EditHF, BT.500 screening), :func:`iqr_mos` /
   :func:`iqr_outliers` (EPAIQA), :func:`mean_opinion_score`, :func:`levels_from_scores`,
   :func:`majority_vote`
+* epaiqa — :func:`epaiqa_mos` (EPAIQA's whole cleaning: conflicts, IQR outliers,
+  completion removed with its overall rating, completion by vote; every removal listed)
 * screening — :func:`agreement_screen` (leave-one-rater-out SRCC, works with few
   ratings per item), :func:`min_flaggable_ratings` (when BT.500's rule can flag at all),
   :func:`mos_without_raters`
@@ -22,6 +24,7 @@ naming the argument.
 from __future__ import annotations
 
 from ieqa.human.ecdf_probit import ecdf_percentiles, ecdf_probit, ecdf_probit_mos
+from ieqa.human.epaiqa import CleanedDimension, EpaiqaResult, RemovedRating, epaiqa_mos
 from ieqa.human.mos import (
     LEVEL_LABELS,
     AllRatersRejectedError,
@@ -71,13 +74,16 @@ __all__ = [
     "MIN_SHARED_ITEMS",
     "AgreementScreen",
     "AllRatersRejectedError",
+    "CleanedDimension",
     "DisentangledPairs",
     "DuplicateRatingsError",
+    "EpaiqaResult",
     "IccResult",
     "KendallW",
     "MosResult",
     "RankPairs",
     "RatingTable",
+    "RemovedRating",
     "agreement_screen",
     "as_rating_matrix",
     "csv_columns",
@@ -85,6 +91,7 @@ __all__ = [
     "ecdf_percentiles",
     "ecdf_probit",
     "ecdf_probit_mos",
+    "epaiqa_mos",
     "icc",
     "icc_table",
     "iqr_mos",
