@@ -17,6 +17,8 @@ naming the argument.
 * ecdf_probit — :func:`ecdf_percentiles`, :func:`ecdf_probit` (ReasonEdit)
 * pairs — :func:`ranking_to_pairs`, :func:`win_count_scores`, :func:`disentangle_ties`
   (EditReward), :func:`preferences_from_samples`
+* rankings — :func:`read_rankings` (the group-rankings JSONL format),
+  :func:`ranking_win_counts` (EditHF's editor benchmark: rankings -> pairs -> win counts)
 * reliability — :func:`icc` / :func:`icc_table` (Shrout & Fleiss), :func:`kendall_w`,
   :func:`krippendorff_alpha`, :func:`mean_pairwise_srcc`
 """
@@ -45,6 +47,13 @@ from ieqa.human.pairs import (
     preferences_from_samples,
     ranking_to_pairs,
     win_count_scores,
+)
+from ieqa.human.rankings import (
+    GroupRanking,
+    RankingWins,
+    parse_ranking,
+    ranking_win_counts,
+    read_rankings,
 )
 from ieqa.human.ratings import DuplicateRatingsError, RatingTable, as_rating_matrix, csv_columns
 from ieqa.human.reliability import (
@@ -76,12 +85,14 @@ __all__ = [
     "AllRatersRejectedError",
     "CleanedDimension",
     "DisentangledPairs",
+    "GroupRanking",
     "DuplicateRatingsError",
     "EpaiqaResult",
     "IccResult",
     "KendallW",
     "MosResult",
     "RankPairs",
+    "RankingWins",
     "RatingTable",
     "RemovedRating",
     "agreement_screen",
@@ -107,8 +118,11 @@ __all__ = [
     "mean_pairwise_srcc",
     "min_flaggable_ratings",
     "mos_without_raters",
+    "parse_ranking",
     "preferences_from_samples",
     "ranking_to_pairs",
+    "ranking_win_counts",
+    "read_rankings",
     "win_count_scores",
     "zscore_mos",
 ]
