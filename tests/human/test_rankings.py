@@ -199,3 +199,9 @@ def test_bad_rankings_file_and_two_human_sides(rankings_file, tmp_path):
                                           scores={"overall": 1.0})], tmp_path / "m.jsonl")
     res = _invoke(manifest, "--rankings", rankings_file, "--human", manifest)
     assert res.exit_code == 2 and "give one of them" in _flat(res.output)
+
+
+def test_a_bare_predictions_file_with_rankings_is_refused(rankings_file, tmp_path):
+    preds = _write(tmp_path / "preds.jsonl", [{"id": "g1-A", "visual_quality": 1.0}])
+    res = _invoke(preds, "--rankings", rankings_file)
+    assert res.exit_code == 2 and "must name each edit's editor" in _flat(res.output), res.output

@@ -389,6 +389,11 @@ def command(
     if scores is None:
         pred_table, human_table = ranked_table, None
     else:
+        if rankings is not None and is_predictions_file(scores) and not _is_score_file(scores):
+            raise typer.BadParameter(
+                "with --rankings the scores must name each edit's editor: give a manifest with scores or an "
+                "ieqa score output of edits with editors (a bare predictions file joins editors from --human "
+                "MANIFEST instead)", param_hint="SCORES")
         pred_table, human_table = load_tables(scores, None if rankings else human, notes)
         human_table = ranked_table if rankings is not None else human_table
     opts = {"weights": w, "by_task": by_task, "common_groups_only": common_groups_only, "n_boot": n_boot}

@@ -155,7 +155,8 @@ def read_rankings(path: str | os.PathLike[str]) -> list[GroupRanking]:
     """
     path = Path(path)
     if not path.is_file():
-        raise MetricInputError(f"rankings file {path} does not exist")
+        raise MetricInputError(f"rankings file {path} does not exist; give the path of a JSONL file of group "
+                               f"rankings, e.g. a line {_EXAMPLE}")
     out = []
     with path.open(encoding="utf-8-sig") as fh:
         for n, line in enumerate(fh, start=1):
@@ -255,7 +256,7 @@ def ranking_win_counts(rankings: Iterable[GroupRanking], *, tie_credit: float = 
     """
     rankings = list(rankings)
     if not rankings:
-        raise MetricInputError("no rankings given")
+        raise MetricInputError("no rankings given; pass GroupRanking records (read_rankings(path) reads a file)")
     _check_consistent(rankings)
     row_of: dict[tuple[str, str], int] = {}
     for r in rankings:
