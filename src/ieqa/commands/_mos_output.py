@@ -1,5 +1,6 @@
 """Writing and reporting the results of ``ieqa mos`` (private to :mod:`ieqa.commands.mos`):
-the MOS table or manifest, and the screening report printed with rich."""
+the MOS table or manifest, the screening report printed with rich, and for
+``--method epaiqa`` the removed ratings (printed, and written with ``--removed``)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from rich.table import Table
 from ieqa.errors import IeqaError
 from ieqa.human import (
     AgreementScreen,
+    EpaiqaResult,
     MosResult,
     RatingTable,
     icc,
@@ -24,7 +26,10 @@ from ieqa.human import (
     min_flaggable_ratings,
 )
 
-__all__ = ["MosDim", "mos_scale", "print_report", "write_manifest_scores", "write_table"]
+__all__ = ["MosDim", "mos_scale", "print_removed", "print_report", "write_manifest_scores", "write_removed",
+           "write_table"]
+#: How many removed ratings ``print_removed`` names before it points to ``--removed``.
+LISTED_REMOVALS = 20
 
 
 @dataclass
@@ -42,7 +47,7 @@ def mos_scale(result: MosResult, rating_scale: tuple[float, float]) -> tuple[flo
     """The range the MOS values lie in: ``None`` for unbounded ones (z-scores, probits)."""
     if result.method == "zscore":
         return None if result.params.get("rescale") == "none" else (0.0, 100.0)
-    if result.method in ("mean", "iqr"):
+    if result.method in ("mean", "iqr", "epaiqa", "epaiqa-vote"):
         return rating_scale
     return None
 
@@ -211,3 +216,57 @@ def print_report(console: Console, table: RatingTable, results: dict[str, MosDim
     console.print(reliability)
     for note in notes:
         console.print(note)
+
+
+# --------------------------------------------------------------------------- EPAIQA removals
+
+def write_removed(out: Path, cleaned: EpaiqaResult) -> None:
+    """Every rating EPAIQA's cleaning removed, one CSV row each:
+    ``dimension, item, rater, value, reason``."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with out.open("w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(["dimension", "item", "rater", "value", "reason"])
+        for r in cleaned.removed:
+            w.writerow([r.dimension, r.item, r.rater, repr(r.value), r.reason])
+
+
+def _reason_text(reason: str, params: dict) -> str:
+    if reason == "conflict":
+        return (f"prompt completion < {params['full_completion']:g} with overall > "
+                f"{params['max_overall_if_incomplete']:g} (both of the rater's ratings removed)")
+    if reason == "iqr":
+        return f"outside the edit's fences Q1 - {params['k']:g} IQR, Q3 + {params['k']:g} IQR"
+    return "the rater's overall rating of this edit was removed"
+
+
+def print_removed(console: Console, cleaned: EpaiqaResult, *, listed_in: Path | None) -> None:
+    """The ratings EPAIQA's cleaning removed: counts per dimension and reason, the first
+    :data:`LISTED_REMOVALS` ratings by item and rater, and the tied completion votes."""
+    p = cleaned.params
+    console.print(f"EPAIQA cleaning: IQR fences k = {p['k']:g}; conflict rule "
+                  + (f"on (completion < {p['full_completion']:g} and overall > {p['max_overall_if_incomplete']:g})"
+                     if p["conflicts"] else "off (--conflicts keep)"))
+    counts = cleaned.removed_counts()
+    table = Table(title="ratings removed by EPAIQA's cleaning", title_justify="left")
+    for col in ("dimension", "reason", "removed", "of given"):
+        table.add_column(col, justify="right" if col in ("removed", "of given") else "left")
+    for dim, d in cleaned.dimensions.items():
+        given = str(d.result.n_input_ratings)
+        for reason, n in counts.get(dim, {"-": 0}).items():
+            table.add_row(escape(dim), escape(reason), str(n), given)
+    console.print(table)
+    for reason in sorted({r.reason for r in cleaned.removed}):
+        console.print(f"  {escape(reason)}: {escape(_reason_text(reason, p))}")
+    for r in cleaned.removed[:LISTED_REMOVALS]:
+        console.print(f"  removed {escape(r.dimension)}: item [bold]{escape(r.item)}[/bold] rater "
+                      f"[bold]{escape(r.rater)}[/bold] = {r.value:g} ({escape(r.reason)})")
+    rest = len(cleaned.removed) - LISTED_REMOVALS
+    if listed_in is not None:
+        console.print(f"all {len(cleaned.removed)} removed rating(s) written to [bold]{escape(str(listed_in))}[/bold]")
+    elif rest > 0:
+        console.print(f"  ... and {rest} more removed rating(s); --removed FILE writes them all to a CSV")
+    if cleaned.tied_votes:
+        shown = ", ".join(cleaned.tied_votes[:10]) + (" ..." if len(cleaned.tied_votes) > 10 else "")
+        console.print(f"prompt_completion: {len(cleaned.tied_votes)} item(s) had a tied vote and got the "
+                      f"{escape(p['tie_break'])} tied level (--vote-tie): {escape(shown)}")

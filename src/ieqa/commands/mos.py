@@ -15,8 +15,19 @@ outside it is an error naming item and rater, unless ``--clip`` clips it into th
 A rater who rated one item twice on one dimension is an error unless ``--duplicates mean``
 (average) or ``--duplicates first`` (keep the first row in file order).
 
+``--method epaiqa`` is EPAIQA's whole cleaning (:func:`ieqa.human.epaiqa_mos`) on ratings of
+``overall``, ``harmony``, ``local_naturalness`` and ``prompt_completion`` (levels 1-3):
+a rater's completion below 3 with an overall rating above 2 is a conflict and both go
+(``--conflicts keep`` keeps them); IQR outliers (``--iqr-k``) are removed on overall,
+harmony and naturalness; a rater's completion rating goes with their removed overall
+rating; the MOS is the mean of the rest and the completion level a vote (a tied vote takes
+the ``--vote-tie`` level). Every removed rating is reported (counts per dimension and
+reason, then the ratings themselves) and ``--removed FILE`` writes them all to a CSV
+(``dimension, item, rater, value, reason``). It screens no rater (``--screen auto`` =
+``none``).
+
 Screening (``--screen``, rules joined by commas, or ``none``; default ``auto`` =
-``bt500,corr`` for ``--method zscore``, ``corr`` for the others):
+``bt500,corr`` for ``--method zscore``, ``corr`` for iqr, mean and ecdf-probit):
 
 * ``bt500`` (zscore only): ratings beyond ``--outlier-sigma`` SDs of their item mean are
   outliers; a rater with more than ``--max-outlier-fraction`` outliers is rejected, and
@@ -63,7 +74,14 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from ieqa.commands._mos_output import MosDim, print_report, write_manifest_scores, write_table
+from ieqa.commands._mos_output import (
+    MosDim,
+    print_removed,
+    print_report,
+    write_manifest_scores,
+    write_removed,
+    write_table,
+)
 from ieqa.errors import IeqaError
 from ieqa.human import (
     MIN_RATER_SRCC,
@@ -75,6 +93,7 @@ from ieqa.human import (
     agreement_screen,
     csv_columns,
     ecdf_probit_mos,
+    epaiqa_mos,
     iqr_mos,
     mean_opinion_score,
     mos_without_raters,
@@ -83,7 +102,9 @@ from ieqa.human import (
 
 NAME = "mos"
 
-METHODS = ("zscore", "iqr", "mean", "ecdf-probit")
+METHODS = ("zscore", "iqr", "mean", "ecdf-probit", "epaiqa")
+VOTE_TIES = ("lower", "higher", "median")
+CONFLICTS = ("drop", "keep")
 RULES = ("bt500", "corr")
 DUPLICATES = {"error": "raise", "mean": "mean", "first": "first"}
 _MANIFEST_SUFFIXES = (".jsonl", ".jsonl.gz", ".parquet")
@@ -132,9 +153,12 @@ def _parse_scale(text: str) -> tuple[float, float]:
 
 def _parse_screen(text: str, method: str) -> frozenset[str]:
     if text == "auto":
-        return frozenset(RULES) if method == "zscore" else frozenset({"corr"})
+        return frozenset(RULES) if method == "zscore" else frozenset() if method == "epaiqa" else frozenset({"corr"})
     if text == "none":
         return frozenset()
+    if method == "epaiqa":
+        raise typer.BadParameter(f"{text!r}: EPAIQA's cleaning screens no rater; leave --screen out (or give "
+                                 "none), or screen raters with --method iqr --screen corr", param_hint="--screen")
     rules = [r.strip() for r in text.split(",")]
     unknown = [r for r in rules if r not in RULES]
     if unknown or not rules:
@@ -193,14 +217,18 @@ def _all_rejected(dim: str, raters: np.ndarray, reasons: tuple[str | None, ...])
         param_hint="--screen")
 
 
+def _duplicates_error(exc: DuplicateRatingsError) -> typer.BadParameter:
+    return typer.BadParameter(
+        f"{exc.count} (item, rater) pair(s) rated more than once on {exc.dimension!r}, e.g. "
+        f"{exc.named()}; average them with --duplicates mean or keep the first with "
+        "--duplicates first", param_hint="--duplicates")
+
+
 def _compute(table: RatingTable, dim: str, method: str, rules: frozenset[str], opts: dict) -> MosDim:
     try:
         items, raters, matrix = table.to_matrix(dim, duplicates=DUPLICATES[opts["duplicates"]])
     except DuplicateRatingsError as exc:
-        raise typer.BadParameter(
-            f"{exc.count} (item, rater) pair(s) rated more than once on {exc.dimension!r}, e.g. "
-            f"{exc.named()}; average them with --duplicates mean or keep the first with "
-            "--duplicates first", param_hint="--duplicates") from None
+        raise _duplicates_error(exc) from None
     agreement = None
     rejected, reasons = np.zeros(len(raters), dtype=bool), (None,) * len(raters)
     if "corr" in rules:
@@ -213,6 +241,16 @@ def _compute(table: RatingTable, dim: str, method: str, rules: frozenset[str], o
     except AllRatersRejectedError as exc:
         raise _all_rejected(dim, raters, tuple(r or z for r, z in zip(reasons, exc.reasons, strict=True))) from None
     return MosDim(items, raters, matrix, result, agreement)
+
+
+def _compute_epaiqa(table: RatingTable, opts: dict):
+    """EPAIQA's cleaning of every dimension at once: ``(results per dimension, EpaiqaResult)``."""
+    try:
+        cleaned = epaiqa_mos(table, k=opts["iqr_k"], conflicts=opts["conflicts"] == "drop",
+                             tie_break=opts["vote_tie"], duplicates=DUPLICATES[opts["duplicates"]])
+    except DuplicateRatingsError as exc:
+        raise _duplicates_error(exc) from None
+    return {dim: MosDim(c.items, c.raters, c.matrix, c.result, None) for dim, c in cleaned.dimensions.items()}, cleaned
 
 
 
@@ -232,8 +270,9 @@ def command(
                               "instead of stopping."),
     duplicates: str = typer.Option("error", "--duplicates", help="A rater who rated an item twice on one "
                                    "dimension: error | mean (average the ratings) | first (keep the first row)."),
-    method: str = typer.Option("zscore", "--method", help="zscore (EditHF/BT.500) | iqr (EPAIQA) | mean | "
-                               "ecdf-probit (ReasonEdit)"),
+    method: str = typer.Option("zscore", "--method", help="zscore (EditHF/BT.500) | iqr (IQR outliers per "
+                               "item) | mean | ecdf-probit (ReasonEdit) | epaiqa (EPAIQA's cleaning of overall, "
+                               "harmony, naturalness and prompt completion, every removal reported)"),
     manifest: Path | None = typer.Option(None, "--manifest", "-m", exists=True, dir_okay=False, help="CSV input + manifest output: the "
                                          "samples to attach the MOS to (sample id = item)."),
     item_col: str = typer.Option("item", "--item-col", help="CSV column of the item (sample) id."),
@@ -254,7 +293,14 @@ def command(
     max_outlier_fraction: float = typer.Option(0.05, "--max-outlier-fraction",
                                                help="bt500: reject raters with a larger outlier share."),
     rescale: str = typer.Option("100(z+3)/6", "--rescale", help="zscore: 100(z+3)/6 | minmax | none."),
-    iqr_k: float = typer.Option(1.5, "--iqr-k", help="iqr: fences at Q1 - k IQR and Q3 + k IQR."),
+    iqr_k: float = typer.Option(1.5, "--iqr-k", help="iqr, epaiqa: fences at Q1 - k IQR and Q3 + k IQR."),
+    conflicts: str = typer.Option("drop", "--conflicts", help="epaiqa: a rater's prompt completion below 3 "
+                                  "with overall above 2 (EPAIQA's instructions cap overall at 2 when the prompt "
+                                  "is not fully followed): drop both ratings | keep them."),
+    vote_tie: str = typer.Option("lower", "--vote-tie", help="epaiqa: a tied prompt-completion vote takes the "
+                                 "lower | higher | median tied level (tied items are reported)."),
+    removed: Path | None = typer.Option(None, "--removed", help="epaiqa: write every removed rating to this "
+                                        "CSV (dimension, item, rater, value, reason)."),
 ) -> None:
     """Compute MOS per item and dimension from raw ratings and report who was screened out."""
     if method not in METHODS:
@@ -262,7 +308,8 @@ def command(
                                  param_hint="--method")
     rules = _parse_screen(screen, method)
     for value, option, allowed in ((rescale, "--rescale", ("100(z+3)/6", "minmax", "none")),
-                                   (duplicates, "--duplicates", tuple(DUPLICATES))):
+                                   (duplicates, "--duplicates", tuple(DUPLICATES)),
+                                   (conflicts, "--conflicts", CONFLICTS), (vote_tie, "--vote-tie", VOTE_TIES)):
         if value not in allowed:
             raise typer.BadParameter(f"{value!r}; choose one of: {', '.join(allowed)}", param_hint=option)
     for ok, option, rule in ((outlier_sigma > 0, "--outlier-sigma", "must be > 0"),
@@ -271,6 +318,10 @@ def command(
                              (iqr_k >= 0, "--iqr-k", "must be >= 0")):
         if not ok:
             raise typer.BadParameter(rule, param_hint=option)
+    if removed is not None and method != "epaiqa":
+        raise typer.BadParameter("lists the ratings EPAIQA's cleaning removed: add --method epaiqa, or leave "
+                                 "--removed out (the report counts the dropped ratings of every method)",
+                                 param_hint="--removed")
     rating_scale = _parse_scale(scale) if scale is not None else None
     in_kind = _kind(ratings, "RATINGS", ("manifest", "table"))
     out_kind = _kind(out, "--out", ("manifest", "table"))
@@ -283,7 +334,8 @@ def command(
     if not ratings.is_file():
         raise typer.BadParameter(f"{ratings} does not exist", param_hint="RATINGS")
     opts = {"outlier_sigma": outlier_sigma, "max_outlier_fraction": max_outlier_fraction,
-            "rescale": rescale, "iqr_k": iqr_k, "duplicates": duplicates, "min_rater_corr": min_rater_corr}
+            "rescale": rescale, "iqr_k": iqr_k, "duplicates": duplicates, "min_rater_corr": min_rater_corr,
+            "conflicts": conflicts, "vote_tie": vote_tie}
     try:
         from ieqa.data.manifest import iter_manifest
 
@@ -308,8 +360,15 @@ def command(
         table, n_clipped = _check_scale(table, rating_scale, clip)
         pre = [f"{n_clipped} rating(s) outside [{rating_scale[0]:g}, {rating_scale[1]:g}] clipped into it "
                "(--clip)"] if n_clipped else []
-        results = {dim: _compute(table, dim, method, rules, opts) for dim in table.dimensions}
+        if method == "epaiqa":
+            results, cleaned = _compute_epaiqa(table, opts)
+        else:
+            results = {dim: _compute(table, dim, method, rules, opts) for dim in table.dimensions}
         print_report(console, table, results, method, rules, opts, pre)
+        if method == "epaiqa":
+            print_removed(console, cleaned, listed_in=removed)
+            if removed is not None:
+                write_removed(removed, cleaned)
         if out_kind == "table":
             write_table(out, results)
             console.print(f"wrote [bold]{escape(str(out))}[/bold] "

@@ -12,6 +12,16 @@ that failed to score are left out and counted in the notes. When the scores lack
 ``instruction_alignment`` (``classic``), the overall column rests on the other dimensions
 and the notes say so: an editor that returns its input unchanged then ranks high on
 preservation, so read the ``no_op`` flags before trusting such a ranking.
+
+``--rankings FILE`` ranks editors the way EditHF's Table 3 does from human group rankings
+(the JSONL format of :mod:`ieqa.human.rankings`: one line per group, dimension and rater,
+editors best first, ties as inner lists): the raters' rankings of a group are averaged,
+every pair of its editors becomes a preference, each edit scores its win count in its
+group (1 per win, 0.5 per tie; ``--win-rate`` divides by the pairs it took part in), and
+the leaderboard averages those counts per editor and dimension with the overall weighted
+as ``--weights`` (EditHF's 0.3/0.4/0.3 by default). Without SCORES that is the
+leaderboard; with SCORES the rankings are the human side the predicted editor ranking is
+compared with (SRCC/KRCC over editors; the two sides are on different scales).
 """
 
 from __future__ import annotations
@@ -35,6 +45,7 @@ from ieqa.bench.leaderboard import (
 from ieqa.bench.predictions import is_predictions_file, read_predictions
 from ieqa.bench.report import HtmlReport, bar_chart, scatter_plot, write_csv, write_json
 from ieqa.errors import IeqaError
+from ieqa.human.rankings import RankingWins, ranking_win_counts, read_rankings
 from ieqa.metrics import MetricInputError
 
 NAME = "rank-editors"
@@ -141,6 +152,30 @@ def load_tables(scores: Path, human: Path | None, notes: list[str]) -> tuple[Sco
         return pred_table, None
     pred_table, human_table = _shared_ids(pred_table, _manifest_table(human), notes)
     return pred_table, human_table
+
+
+def rankings_table(path: Path, win_rate: bool, notes: list[str]) -> tuple[ScoreTable, RankingWins]:
+    """Win-count scores of the ranked edits of a rankings file, with notes on what the
+    leaderboard rests on (groups of different sizes, dimensions not ranked everywhere)."""
+    rankings = read_rankings(path)
+    wins = ranking_win_counts(rankings, normalize=win_rate)
+    n_raters = {r.rater for r in rankings}
+    groups = dict.fromkeys(wins.group.tolist())
+    notes.append(f"{len(rankings)} rankings of {len(groups)} groups ({len(n_raters - {None})} named raters) on "
+                 f"{', '.join(wins.wins)}: each edit scores its "
+                 + ("win rate (wins + 0.5 per tie, over its pairs)" if win_rate else "win count (1 per win, 0.5 per tie)")
+                 + " in its group; pairs per dimension: "
+                 + ", ".join(f"{d} {n}" for d, n in wins.n_pairs.items()))
+    for dim, w in wins.wins.items():
+        ranked = ~np.isnan(w)
+        sizes = {int(ranked[wins.group == g].sum()) for g in groups if ranked[wins.group == g].any()}
+        if len(sizes) > 1 and not win_rate:
+            notes.append(f"{dim}: groups rank {min(sizes)} to {max(sizes)} editors, so win counts range over "
+                         "different maxima (K-1); --win-rate compares groups of different sizes on one scale")
+        if not ranked.all():
+            notes.append(f"{dim}: {int((~ranked).sum())} of {len(w)} ranked edits have no {dim} ranking; their "
+                         "overall is undefined and they are left out of the overall column")
+    return score_table(wins.columns()), wins
 
 
 # --------------------------------------------------------------------------- display
@@ -306,10 +341,17 @@ def write_outputs(out: Path, lb: Leaderboard, human_lb: Leaderboard | None,
 
 
 def command(
-    scores: Path = typer.Argument(..., exists=True, dir_okay=False,
-                                  help="manifest with per-edit scores (human or predicted), or a predictions file"),
+    scores: Path | None = typer.Argument(None, exists=True, dir_okay=False,
+                                         help="manifest with per-edit scores (human or predicted), or a predictions "
+                                              "file; optional with --rankings"),
     human: Path | None = typer.Option(None, "--human", exists=True, dir_okay=False,
                                       help="manifest with human MOS to compare with"),
+    rankings: Path | None = typer.Option(
+        None, "--rankings", exists=True, dir_okay=False,
+        help="human group rankings (JSONL: group_id, dimension, ranking best first with ties as inner lists, "
+             "optional rater and task): each edit scores its win count in its group (EditHF Table 3)"),
+    win_rate: bool = typer.Option(False, "--win-rate", help="with --rankings: score each edit by its win rate "
+                                  "(0-1) instead of its win count, for groups of different sizes"),
     out: Path | None = typer.Option(None, "--out", "-o", help="folder for JSON, CSV and HTML report"),
     weights: str | None = typer.Option(
         None, "--weights",
@@ -329,7 +371,31 @@ def command(
     if n_boot == 1:
         raise typer.BadParameter("use 0 (normal intervals) or at least 2 resamples", param_hint="--bootstrap")
     notes: list[str] = []
-    pred_table, human_table = load_tables(scores, human, notes)
+    if win_rate and rankings is None:
+        raise typer.BadParameter("scores win rates of group rankings: add --rankings FILE, or leave --win-rate "
+                                 "out", param_hint="--win-rate")
+    if scores is None and rankings is None:
+        raise typer.BadParameter("give a SCORES file, or human group rankings with --rankings FILE",
+                                 param_hint="SCORES")
+    if rankings is not None and human is not None:
+        raise typer.BadParameter("--rankings and --human are both the human side: give one of them",
+                                 param_hint="--rankings")
+    ranked_table = None
+    if rankings is not None:
+        try:
+            ranked_table, _ = rankings_table(rankings, win_rate, notes)
+        except IeqaError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--rankings") from None
+    if scores is None:
+        pred_table, human_table = ranked_table, None
+    else:
+        if rankings is not None and is_predictions_file(scores) and not _is_score_file(scores):
+            raise typer.BadParameter(
+                "with --rankings the scores must name each edit's editor: give a manifest with scores or an "
+                "ieqa score output of edits with editors (a bare predictions file joins editors from --human "
+                "MANIFEST instead)", param_hint="SCORES")
+        pred_table, human_table = load_tables(scores, None if rankings else human, notes)
+        human_table = ranked_table if rankings is not None else human_table
     opts = {"weights": w, "by_task": by_task, "common_groups_only": common_groups_only, "n_boot": n_boot}
     lb = editor_leaderboard(pred_table, **opts)
     if "instruction_alignment" not in pred_table.dimensions:
@@ -339,13 +405,14 @@ def command(
     human_lb = None if human_table is None else editor_leaderboard(human_table, **opts)
     comparisons = {} if human_lb is None else _comparisons(lb, human_lb, notes)
     console.print(_summary_line(lb))
-    _print_board(f"editor leaderboard ({scores.name})", lb, human_lb)
+    _print_board(f"editor leaderboard ({(scores or rankings).name})", lb, human_lb)
     for task, board in lb.by_task.items():
         _print_board(f"task: {task}", board, None if human_lb is None else human_lb.by_task.get(task))
     if comparisons:
         _print_comparison(comparisons)
     if out is not None:
-        sources = {"scores": str(scores)} | ({"human": str(human)} if human else {})
+        sources = ({"scores": str(scores)} if scores else {}) | ({"human": str(human)} if human else {}) \
+            | ({"rankings": str(rankings)} if rankings else {})
         write_outputs(out, lb, human_lb, comparisons, sources, notes)
     for note in notes:
         console.print(f"[yellow]note:[/yellow] {note}")
