@@ -50,9 +50,11 @@ from ieqa.bench.errors import BenchError
 from ieqa.bench.judge import OFFICIAL_GENAI_VOTES, evaluate_judge_results
 from ieqa.bench.outputs import (
     DISPLAY_COLUMNS,
+    PUBLISHED_COLUMNS,
     display_rows,
     format_ci,
     format_value,
+    published_rows,
     write_bench_outputs,
 )
 from ieqa.bench.pointwise import _evaluate_pointwise
@@ -65,9 +67,9 @@ from ieqa.data.loaders.genai_bench import JudgeResults
 from ieqa.errors import UnknownDimensionError
 
 __all__ = [
-    "DISPLAY_COLUMNS", "OFFICIAL_GENAI_VOTES", "BenchResult", "Coverage", "MetricRow",
-    "display_rows", "evaluate_judge_results", "evaluate_predictions", "format_ci",
-    "format_value", "write_bench_outputs",
+    "DISPLAY_COLUMNS", "OFFICIAL_GENAI_VOTES", "PUBLISHED_COLUMNS", "BenchResult", "Coverage",
+    "MetricRow", "display_rows", "evaluate_judge_results", "evaluate_predictions", "format_ci",
+    "format_value", "published_rows", "write_bench_outputs",
 ]
 
 
