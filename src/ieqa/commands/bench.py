@@ -13,8 +13,9 @@ evaluates those scores; otherwise ``--predictions`` is either
   from re-parsing ``response`` with ieqa's verdict parser are both reported. With
   ``--root`` the items are loaded too and coverage is checked.
 
-The metric set of each benchmark is listed in :mod:`ieqa.bench.protocols`. A table is
-printed; ``--out`` writes ``results.json``, ``results.csv`` and ``report.html``
+The metric set of each benchmark is listed in :mod:`ieqa.bench.protocols`. A table per
+dimension is printed, then, where a peer's released evaluation code computes a number
+differently, its ``..._published`` number beside ieqa's correct one; ``--out`` writes ``results.json``, ``results.csv`` and ``report.html``
 (predicted-vs-human scatter plots per dimension, or accuracy bar charts).
 """
 

@@ -436,10 +436,13 @@ def grouped_pair_counts(
 # ---------------------------------------------------------------- multi-way accuracy
 
 
-def _all_pairs_right(scores, group_ids, true_ranks, eps, higher_better, nan_policy, rule):
-    """Per group: 1.0 when every pair relation is right, 0.0 otherwise, NaN for K < 2.
-    ``rule``: ``"eps"`` (:func:`multiway_accuracy`), ``"ties_free"``
-    (:func:`full_ranking_accuracy`) or ``"released"`` (:func:`strict_ranking_accuracy_released`)."""
+def _all_pairs_right(scores, group_ids, true_ranks, eps, higher_better, nan_policy,
+                     rule) -> GroupedResult:
+    """The fraction of groups whose every pair relation is right (per group 1.0 or 0.0,
+    NaN for K < 2) under ``rule``: ``"multiway_accuracy"`` (a model tie is
+    ``|delta| <= eps``), ``"full_ranking_accuracy"`` (human ties free) or
+    ``"strict_ranking_accuracy_released"`` (EditReward's released rule); the rule names the
+    public function in errors."""
     if not eps >= 0:
         raise MetricInputError(f"eps must be >= 0, got {eps!r}")
     check_choice(nan_policy, "nan_policy", ("raise", "wrong"))
@@ -468,17 +471,17 @@ def _all_pairs_right(scores, group_ids, true_ranks, eps, higher_better, nan_poli
         ds = bs[:, :, None] - bs[:, None, :]  # > 0: i scored above j
         dr = br[:, None, :] - br[:, :, None]  # > 0: humans rank i above j (rank 1 = best)
         with np.errstate(invalid="ignore"):
-            if rule == "released":  # i listed before j: a score tie puts j first
+            if rule == "strict_ranking_accuracy_released":  # i listed first: a tie puts j first
                 tie_ok = np.abs(ds) <= eps if k == 2 else False
                 ok = np.where(dr > 0, ds > 0, np.where(dr < 0, ds <= 0, tie_ok))
                 ok |= ~np.triu(np.ones((k, k), dtype=bool), 1)
             else:
-                tie_ok = True if rule == "ties_free" else np.abs(ds) <= eps
+                tie_ok = True if rule == "full_ranking_accuracy" else np.abs(ds) <= eps
                 ok = np.where(dr > 0, ds > eps, np.where(dr < 0, ds < -eps, tie_ok))
         per_group[codes] = ok.all(axis=(1, 2))
     has_nan = np.bincount(lay.codes, weights=np.isnan(s), minlength=len(lay.sizes)) > 0
     per_group[has_nan & (lay.sizes >= 2)] = 0.0  # nan_policy="wrong"
-    return per_group, lay
+    return _summarise(per_group, ~np.isnan(per_group), lay.ids, "mean", rule)
 
 
 def multiway_accuracy(
@@ -498,10 +501,8 @@ def multiway_accuracy(
     right only when ``|score difference| <= eps`` (``eps=0``: an exact tie). Groups of one
     candidate are skipped. ``nan_policy="wrong"`` makes a group with a NaN score wrong.
     """
-    per_group, lay = _all_pairs_right(
-        scores, group_ids, true_ranks, eps, higher_better, nan_policy, rule="eps"
-    )
-    return _summarise(per_group, ~np.isnan(per_group), lay.ids, "mean", "multiway_accuracy")
+    return _all_pairs_right(scores, group_ids, true_ranks, eps, higher_better, nan_policy,
+                            "multiway_accuracy")
 
 
 def full_ranking_accuracy(
@@ -516,10 +517,8 @@ def full_ranking_accuracy(
     every pair with distinct ``true_ranks`` strictly ordered right (a score tie there is
     wrong); human ties put no constraint (any order of tied candidates is fine). Equals
     :func:`multiway_accuracy` on groups without human ties."""
-    per_group, lay = _all_pairs_right(
-        scores, group_ids, true_ranks, 0.0, higher_better, nan_policy, rule="ties_free"
-    )
-    return _summarise(per_group, ~np.isnan(per_group), lay.ids, "mean", "full_ranking_accuracy")
+    return _all_pairs_right(scores, group_ids, true_ranks, 0.0, higher_better, nan_policy,
+                            "full_ranking_accuracy")
 
 
 def strict_ranking_accuracy_released(
@@ -551,11 +550,8 @@ def strict_ranking_accuracy_released(
     from :func:`multiway_accuracy`, where a model tie is ``|delta| <= eps`` everywhere and
     is never broken by position.
     """
-    per_group, lay = _all_pairs_right(
-        scores, group_ids, true_ranks, tie_eps, higher_better, nan_policy, rule="released"
-    )
-    return _summarise(per_group, ~np.isnan(per_group), lay.ids, "mean",
-                      "strict_ranking_accuracy_released")
+    return _all_pairs_right(scores, group_ids, true_ranks, tie_eps, higher_better, nan_policy,
+                            "strict_ranking_accuracy_released")
 
 
 def multiway_accuracy_by_k(
