@@ -124,8 +124,8 @@ POINTWISE_GROUPED: tuple[MetricSpec, ...] = (
 EDITOR_SRCC = MetricSpec(
     "editor_srcc_fisher_z", "SRCC per editor, Fisher-z averaged: tanh(mean(arctanh r))",
     "grouped_srcc", ties="average ranks; editors with constant scores skipped",
-    source="Fisher z average (ieqa.metrics.fisher_z_mean); the released codes below skip the "
-           "arctanh or the tanh",
+    source="Fisher z average (ieqa.metrics.fisher_z_mean); EditReward's and VIEScore's released "
+           "code average differently (the editor_srcc_*_published rows)",
     needs="samples with editor names", params={"average": "fisher_z", "by": "editor"})
 
 _CONSTANT_EDITORS = ("average ranks; editors with constant scores skipped and counted (the "
