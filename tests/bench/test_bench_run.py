@@ -405,7 +405,8 @@ def test_pairwise_report_has_bar_chart(tmp_path):
     res = evaluate_predictions(load_benchmark(path), preds, n_boot=50)
     paths = write_bench_outputs(res, tmp_path / "out")
     html = paths["html"].read_text()
-    assert html.count("data:image/png;base64,") == 1  # group accuracy per K
+    # per K: group accuracy, and EditReward's as-published group and pair accuracies
+    assert html.count("data:image/png;base64,") == 3
     assert "http://" not in html and "https://" not in html
 
 

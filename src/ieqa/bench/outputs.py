@@ -16,7 +16,8 @@ from ieqa.bench.report import HtmlReport, bar_chart, scatter_plot, write_csv, wr
 from ieqa.bench.results import BenchResult, MetricRow
 from ieqa.errors import IeqaError
 
-__all__ = ["DISPLAY_COLUMNS", "display_rows", "format_ci", "format_value", "write_bench_outputs"]
+__all__ = ["DISPLAY_COLUMNS", "PUBLISHED_COLUMNS", "display_rows", "format_ci", "format_value",
+           "published_rows", "write_bench_outputs"]
 
 
 def format_value(row: MetricRow) -> str:
@@ -50,6 +51,35 @@ def display_rows(result: BenchResult) -> list[list[str]]:
     """Text rows (:data:`DISPLAY_COLUMNS`) for tables."""
     return [[r.dimension, r.subset, r.metric, format_value(r), format_ci(r), str(r.n), r.note]
             for r in result.rows]
+
+
+PUBLISHED_COLUMNS = ("dimension", "ieqa (correct)", "value", "as published", "value ")
+
+
+def published_rows(result: BenchResult) -> list[list[str]]:
+    """The as-published numbers beside ieqa's correct ones, as text rows
+    (:data:`PUBLISHED_COLUMNS`): one per row of a metric with ``published_beside``
+    (:mod:`ieqa.bench.protocols`), matched to the correct metric's row of the same dimension
+    and subset (``–`` where that has none, e.g. per K). The first cell is the dimension,
+    with the subset after a comma unless it is ``all``; where the released code computes
+    the correct number itself, the as-published cell says ``same number``."""
+    by_key = {(r.metric, r.dimension, r.subset): r for r in result.rows}
+    out = []
+    for spec in result.specs:
+        if not spec.published_beside:
+            continue
+        for r in result.rows:
+            if r.metric != spec.name:
+                continue
+            where = r.dimension if r.subset == "all" else f"{r.dimension}, {r.subset}"
+            if spec.published_beside == spec.name:
+                out.append([where, r.metric, format_value(r), "same number", format_value(r)])
+                continue
+            correct = by_key.get((spec.published_beside, r.dimension, r.subset))
+            out.append([where, spec.published_beside,
+                         "–" if correct is None else format_value(correct),
+                         r.metric, format_value(r)])
+    return out
 
 
 def _figures(report: HtmlReport, result: BenchResult) -> None:
@@ -90,6 +120,13 @@ def write_bench_outputs(result: BenchResult, out_dir: str | os.PathLike[str]) ->
     cov = result.coverage
     report.add_paragraph(cov.describe() + ". Accuracies are in %, correlations in [-1, 1].")
     report.add_table(display_rows(result), DISPLAY_COLUMNS)
+    beside = published_rows(result)
+    if beside:
+        report.add_heading("As published, beside the correct number")
+        report.add_paragraph("Where a peer's released evaluation code computes the number "
+                             "differently, its number is reported beside ieqa's correct one; the "
+                             "protocol table names the released function.")
+        report.add_table(beside, PUBLISHED_COLUMNS)
     report.add_heading("Protocol")
     report.add_table([[s.name, s.label, s.per, s.ties, s.plcc, s.needs, s.source]
                       for s in result.specs],

@@ -38,6 +38,11 @@ from ieqa.metrics import (
     srcc,
 )
 
+#: how a grouped metric's ``average`` parameter combines groups, for the row notes
+_AVERAGES = {"mean": "mean", "fisher_z": "Fisher-z mean",
+             "tanh_of_mean": "tanh(mean r), no arctanh,", "pairs": "pairs pooled",
+             "groups": "mean"}
+
 
 @dataclass
 class _Items:
@@ -158,7 +163,8 @@ def _pointwise_row(spec: MetricSpec, dim: str, it: _Items, st: _Settings) -> Met
         def compute() -> tuple[float, int, str]:
             res = gfn(p, t, ids, higher_better=hb, **kw)
             what = "editors" if by == "editor" else "groups"
-            return res.value, res.n_groups, f"{res.n_groups} {what} ({res.n_skipped} skipped)"
+            return res.value, res.n_groups, (f"{_AVERAGES[kw['average']]} over {res.n_groups} "
+                                             f"{what} ({res.n_skipped} skipped)")
 
         return _row(st, spec.name, dim, compute,
                     lambda: _boot(st, grouped, len(p), ids, pass_groups=True), unit=unit)

@@ -14,12 +14,13 @@ import numpy as np
 
 from ieqa.bench._common import Predictions, _boot, _row, _Settings
 from ieqa.bench.errors import BenchError
-from ieqa.bench.multiway import _multiway_rows
+from ieqa.bench.multiway import _multiway_rows, _published_group_rows, _published_pair_rows
 from ieqa.bench.pairs import _Pairs, _pairs, _select_preferences, _with_subsets
 from ieqa.bench.protocols import MetricSpec
 from ieqa.bench.results import MetricRow
 from ieqa.data.loaders.base import BenchmarkData
 from ieqa.metrics import (
+    accuracy_with_ties_released,
     pairwise_accuracy,
     pairwise_accuracy_genai,
     strict_accuracy,
@@ -35,7 +36,10 @@ def _evaluate_preferences(bench: BenchmarkData, preds: Predictions, specs: Seque
     rows: list[MetricRow] = []
     compute = {"genai_accuracy": _genai_rows, "pair_accuracy": _pair_accuracy_rows,
                "strict_accuracy": _strict_rows, "tie_calibrated": _tie_calibrated_rows,
-               "tie_calibrated_optimistic": _tie_optimistic_rows, "multiway": _multiway_rows}
+               "tie_calibrated_optimistic": _tie_optimistic_rows, "multiway": _multiway_rows,
+               "with_ties_published": _with_ties_published_rows,
+               "editreward_groups_published": _published_group_rows,
+               "editreward_pairs_published": _published_pair_rows}
     for dim, pairs in _pairs(kept, idx, preds, st).items():
         for spec in specs:
             if spec.kind not in compute:
@@ -58,7 +62,6 @@ def _genai_rows(spec: MetricSpec, dim: str, pr: _Pairs, st: _Settings) -> list[M
         return pairwise_accuracy_genai(pr.votes[idx].tolist(), verdicts[idx].tolist())
 
     return _with_subsets(spec.name, dim, pr, st, acc, pr.votes, "|delta| <= eps is [[A=B]]")
-
 
 
 def _pair_accuracy_rows(spec: MetricSpec, dim: str, pr: _Pairs, st: _Settings) -> list[MetricRow]:
@@ -145,3 +148,19 @@ def _tie_optimistic_rows(spec: MetricSpec, dim: str, pr: _Pairs, st: _Settings) 
                               "(an upper bound, not a held-out accuracy)")
 
     return [_row(st, spec.name, dim, compute)]
+
+
+def _with_ties_published_rows(spec: MetricSpec, dim: str, pr: _Pairs,
+                              st: _Settings) -> list[MetricRow]:
+    """EditReward's released ``calc_accuracy_with_ties``: eps swept on these same pairs."""
+    d, lab = pr.delta, pr.label
+
+    def compute() -> tuple[float, int, str]:
+        acc, eps = accuracy_with_ties_released(d, lab)
+        return acc, len(pr), (f"as published: eps={eps:.6g} swept on these same pairs "
+                              "(optimistic; not a held-out accuracy)")
+
+    def acc(idx: np.ndarray, _ids: Any = None) -> float:
+        return accuracy_with_ties_released(d[idx], lab[idx])[0]
+
+    return [_row(st, spec.name, dim, compute, lambda: _boot(st, acc, len(pr), pr.groups))]

@@ -12,6 +12,13 @@ hand) gets the generic set of its protocol (the ``manifest`` entries).
 :func:`protocol_table` flattens the table into rows (rendered into ``docs/protocols.md`` with
 :func:`protocol_markdown`).
 
+Where a peer's released evaluation code computes a benchmark's number differently from ieqa's
+correct default, the protocol holds a second metric that follows that code, named
+``..._published``, with ``MetricSpec.published_beside`` naming the correct metric it stands
+beside and ``source`` naming the released function; both are computed and reported.
+:func:`published_table` lists these pairs (``docs/protocols.md``, via
+:func:`published_markdown`); ``ieqa bench`` prints them side by side.
+
 Conventions of the computations (see :mod:`ieqa.bench.run`, :mod:`ieqa.bench.pointwise`,
 :mod:`ieqa.bench.preferences`, :mod:`ieqa.bench.multiway` and :mod:`ieqa.bench.judge`):
 
@@ -35,6 +42,7 @@ from typing import Any
 
 __all__ = [
     "GENERIC", "MetricSpec", "PROTOCOLS", "protocol_for", "protocol_markdown", "protocol_table",
+    "published_markdown", "published_table",
 ]
 
 
@@ -54,6 +62,10 @@ class MetricSpec:
         source: paper / repository the protocol follows.
         needs: a condition on the data (the metric is skipped, with a note, otherwise).
         params: keyword arguments of the computation.
+        published_beside: set on a metric that reproduces a peer's released evaluation
+            code (its ``source`` names the function): the name of ieqa's correct metric it
+            is shown beside; its own name when the released code computes the correct
+            number itself.
     """
 
     name: str
@@ -65,6 +77,7 @@ class MetricSpec:
     source: str = ""
     needs: str = ""
     params: Mapping[str, Any] = field(default_factory=dict)
+    published_beside: str = ""
 
 
 # --------------------------------------------------------------------------- sources
@@ -72,8 +85,10 @@ class MetricSpec:
 _VQEG = "VQEG FR-TV Phase II (logistic fit); DESIGN.md §4"
 _EDITHF = "EditHF (seed 002): group SRCC and pair accuracy"
 _EDITREWARD_EVAL = "TIGER-AI-Lab/EditReward evaluate/eval_bench.py"
-_TIE_CAL = ("EditReward eval_bench.py calc_accuracy_with_ties "
-            "(Deutsch et al. 2023, arXiv:2305.14324)")
+_TIE_CAL = ("Deutsch et al. 2023 (arXiv:2305.14324) tie calibration, with eps fitted on a "
+            "held-out split (EditReward's calc_accuracy_with_ties fits it on the test pairs)")
+_EDITHF_NO_CODE = ("(paper text; IntMeGroup/EditHF releases inference code only, no "
+                   "evaluation script was found)")
 
 # --------------------------------------------------------------------------- metric sets
 
@@ -94,17 +109,44 @@ POINTWISE_GROUPED: tuple[MetricSpec, ...] = (
                ties="average ranks; constant groups skipped", source=_EDITHF,
                needs="samples with group_id, groups of >= 2", params={"average": "mean"}),
     MetricSpec("group_pair_accuracy", "within-group pair accuracy (pairs pooled)",
-               "grouped_pair_accuracy", ties="human-tied pairs left out; a prediction tie is wrong",
-               source=_EDITHF, needs="samples with group_id, groups of >= 2",
-               params={"average": "pairs"}),
+               "grouped_pair_accuracy", ties="human-tied pairs left out; a prediction tie is "
+               "wrong; every pair weighs the same (big groups weigh more)",
+               source="ieqa (pooled over all within-group pairs)",
+               needs="samples with group_id, groups of >= 2", params={"average": "pairs"}),
+    MetricSpec("group_pair_accuracy_group_mean",
+               "within-group pair accuracy, mean over groups (EditHF)", "grouped_pair_accuracy",
+               ties="human-tied pairs left out; a prediction tie is wrong; every group weighs "
+               "the same", source="EditHF (seed 002) Table 2 'Acc', averaged over image groups "
+               + _EDITHF_NO_CODE,
+               needs="samples with group_id, groups of >= 2", params={"average": "groups"}),
 )
 
 EDITOR_SRCC = MetricSpec(
-    "editor_srcc_fisher_z", "SRCC per editor, Fisher-z averaged", "grouped_srcc",
-    ties="average ranks; editors with constant scores skipped",
-    source=_EDITREWARD_EVAL + " (per-model Spearman, averaged; the released code skips the "
-           "arctanh, ieqa applies it)",
+    "editor_srcc_fisher_z", "SRCC per editor, Fisher-z averaged: tanh(mean(arctanh r))",
+    "grouped_srcc", ties="average ranks; editors with constant scores skipped",
+    source="Fisher z average (ieqa.metrics.fisher_z_mean); EditReward's and VIEScore's released "
+           "code average differently (the editor_srcc_*_published rows)",
     needs="samples with editor names", params={"average": "fisher_z", "by": "editor"})
+
+_CONSTANT_EDITORS = ("average ranks; editors with constant scores skipped and counted (the "
+                     "released code would average a NaN)")
+
+EDITOR_SRCC_TANH_PUBLISHED = MetricSpec(
+    "editor_srcc_tanh_mean_published",
+    "SRCC per editor, tanh(mean r) with no arctanh (as published by EditReward, VIEScore)",
+    "grouped_srcc", ties=_CONSTANT_EDITORS,
+    source=_EDITREWARD_EVAL + " evaluate_imagenhub_from_json; TIGER-AI-Lab/VIEScore "
+           "analyze_json.ipynb average_correlation (per task; it then repeats tanh(mean) over "
+           "tasks)",
+    needs="samples with editor names", params={"average": "tanh_of_mean", "by": "editor"},
+    published_beside="editor_srcc_fisher_z")
+
+EDITOR_SRCC_MEAN_PUBLISHED = MetricSpec(
+    "editor_srcc_mean_published", "SRCC per editor, arithmetic mean of r (as published by "
+    "EditReward for AURORA pointwise)", "grouped_srcc", ties=_CONSTANT_EDITORS,
+    source=_EDITREWARD_EVAL + " evaluate_aurora_from_json_pointwise",
+    needs="samples with editor names", params={"average": "mean", "by": "editor"},
+    published_beside="editor_srcc_fisher_z")
 
 NTIRE = MetricSpec(
     "ntire_final", "NTIRE final = 0.7 S_in + 0.3 S_out, S = mean over dims of (SRCC+PLCC)/2",
@@ -117,6 +159,15 @@ PAIR_WITHOUT_TIES = MetricSpec(
     ties="human ties left out; a model tie (|delta| <= eps) is wrong",
     source=_EDITREWARD_EVAL + " calc_accuracy_without_ties")
 
+WITH_TIES_PUBLISHED = MetricSpec(
+    "accuracy_with_ties_published",
+    "accuracy with ties, eps swept on the evaluated pairs (as published by EditReward)",
+    "with_ties_published", per="dimension",
+    ties="pairs sorted by |delta| become model ties one at a time; the best accuracy after any "
+         "step (at least one model tie; eps fitted on the test pairs: optimistic)",
+    source=_EDITREWARD_EVAL + " calc_accuracy_with_ties (its 'paper metric')",
+    published_beside="tie_calibrated_accuracy")
+
 TIE_CALIBRATED: tuple[MetricSpec, ...] = (
     MetricSpec("tie_calibrated_accuracy", "tie-calibrated accuracy (eps from a calibration split)",
                "tie_calibrated", ties="model tie |delta| <= eps, eps fitted on a seeded 50/50 "
@@ -125,7 +176,9 @@ TIE_CALIBRATED: tuple[MetricSpec, ...] = (
     MetricSpec("tie_calibrated_accuracy_optimistic",
                "tie-calibrated accuracy, optimistic (eps fitted on the evaluated pairs)",
                "tie_calibrated_optimistic", ties="model tie |delta| <= eps, eps fitted on the "
-               "test pairs themselves (an upper bound)", source=_TIE_CAL),
+               "test pairs themselves (an upper bound)",
+               source="Deutsch et al. 2023 (arXiv:2305.14324); the number of EditReward's "
+                      "calc_accuracy_with_ties_for_edit_reward_bench (evaluate/eval_bench.py)"),
 )
 
 GENAI_NUMERIC = MetricSpec(
@@ -138,7 +191,8 @@ GENAI_JUDGE: tuple[MetricSpec, ...] = (
                "judge_official", per="all items and per human vote",
                ties="exact strings: [[A=B]] right for tievote and bothbad_vote; null or any "
                     "other string wrong",
-               source="TIGER-AI-Lab/GenAI-Bench inference.py parse_response"),
+               source="TIGER-AI-Lab/GenAI-Bench inference.py parse_response",
+               published_beside="accuracy_reparsed"),
     MetricSpec("accuracy_reparsed", "GenAI-Bench accuracy re-parsing response with ieqa",
                "judge_reparsed", per="all items and per human vote",
                ties="last bracketed verdict, spaces and case ignored; [[A=B]] right for both "
@@ -151,7 +205,9 @@ GENAI_JUDGE: tuple[MetricSpec, ...] = (
 STRICT = MetricSpec(
     "strict_accuracy", "strict accuracy, macro-averaged over task types", "strict_accuracy",
     per="dimension (and per task)", ties="right only if score(preferred) > score(other); "
-    "any tie is wrong", source="VectorSpaceLab/EditScore evaluation.py, calculate_statistics.py")
+    "any tie is wrong", source="VectorSpaceLab/EditScore evaluation.py, calculate_statistics.py "
+    "(as published: the released code computes this same number)",
+    published_beside="strict_accuracy")
 
 MULTIWAY: tuple[MetricSpec, ...] = (
     MetricSpec("group_accuracy", "group accuracy: all K(K-1)/2 pairs right", "multiway",
@@ -161,6 +217,25 @@ MULTIWAY: tuple[MetricSpec, ...] = (
                source=_EDITREWARD_EVAL + "; EditReward (arXiv:2509.26346)"),
     PAIR_WITHOUT_TIES,
     *TIE_CALIBRATED,
+)
+
+EDITREWARD_PUBLISHED: tuple[MetricSpec, ...] = (
+    MetricSpec("group_accuracy_published",
+               "strict ranking accuracy as published by EditReward (its Table 2 K=2/3/4, overall)",
+               "editreward_groups_published", per="K (2, 3, 4) and all groups (micro average)",
+               ties="a K=2 human tie is right when |delta| <= the eps fitted on the K=2 test "
+                    "pairs; otherwise the score order must equal the human ranking, an exact "
+                    "score tie putting the later candidate first; a K>=3 human tie is wrong",
+               source=_EDITREWARD_EVAL + " evaluate_edit_reward_bench (strict_ranking_accuracy)",
+               published_beside="group_accuracy"),
+    MetricSpec("pair_accuracy_published",
+               "pairwise accuracy as published by EditReward (per K and overall)",
+               "editreward_pairs_published", per="K (2, 3, 4) and all pairs",
+               ties="K=2 and overall: eps fitted on those test pairs (optimistic); K=3/4: human "
+                    "ties left out, a model tie is wrong",
+               source=_EDITREWARD_EVAL + " calc_accuracy_with_ties_for_edit_reward_bench (K=2, "
+                      "overall), calc_accuracy_without_ties (K=3, K=4)",
+               published_beside="tie_calibrated_accuracy"),
 )
 
 POINTWISE_GENERIC = (*POINTWISE_CORE, *POINTWISE_GROUPED)
@@ -177,15 +252,15 @@ GENERIC: dict[str, tuple[MetricSpec, ...]] = {
 PROTOCOLS: dict[str, dict[str, tuple[MetricSpec, ...]]] = {
     "genai-bench": {
         "judge": GENAI_JUDGE,
-        "pairwise": (GENAI_NUMERIC, PAIR_WITHOUT_TIES, *TIE_CALIBRATED),
+        "pairwise": (GENAI_NUMERIC, PAIR_WITHOUT_TIES, *TIE_CALIBRATED, WITH_TIES_PUBLISHED),
     },
-    "imagenhub": {"pointwise": (*POINTWISE_GENERIC, EDITOR_SRCC)},
-    "editreward-bench": {"multiway": MULTIWAY},
+    "imagenhub": {"pointwise": (*POINTWISE_GENERIC, EDITOR_SRCC, EDITOR_SRCC_TANH_PUBLISHED)},
+    "editreward-bench": {"multiway": (*MULTIWAY, *EDITREWARD_PUBLISHED)},
     "editscore-bench": {"pairwise": (STRICT,)},
     "ebench": {"pointwise": POINTWISE_GENERIC},
     "aurora": {
-        "pointwise": (*POINTWISE_GENERIC, EDITOR_SRCC),
-        "pairwise": PAIRWISE_GENERIC,
+        "pointwise": (*POINTWISE_GENERIC, EDITOR_SRCC, EDITOR_SRCC_MEAN_PUBLISHED),
+        "pairwise": (*PAIRWISE_GENERIC, WITH_TIES_PUBLISHED),
     },
     "ntire-xaigc": {"pointwise": (*POINTWISE_GENERIC, NTIRE)},
     "shapesedit": dict(GENERIC),
@@ -224,5 +299,36 @@ def protocol_markdown() -> str:
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for row in protocol_table():
         cells = (row[c].replace("|", "\\|") or "-" for c in cols)
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def published_table() -> list[dict[str, str]]:
+    """One row per benchmark metric that follows a peer's released code
+    (``MetricSpec.published_beside`` set): ``benchmark``, ``protocol``, ``correct`` (ieqa's
+    metric), ``as_published`` (the metric following the released code, or ``"= correct"``
+    where the released code computes the correct number itself), ``released`` (the
+    released function, = the spec's ``source``) and ``rule`` (its tie rule)."""
+    rows = []
+    for bench, protocols in PROTOCOLS.items():
+        for protocol, specs in protocols.items():
+            for s in specs:
+                if not s.published_beside:
+                    continue
+                same = s.published_beside == s.name
+                rows.append({"benchmark": bench, "protocol": protocol,
+                             "correct": s.published_beside,
+                             "as_published": "= correct (the same number)" if same else s.name,
+                             "released": s.source, "rule": s.ties})
+    return rows
+
+
+def published_markdown() -> str:
+    """:func:`published_table` as a Markdown table (for ``docs/protocols.md``)."""
+    cols = ("benchmark", "protocol", "correct", "as_published", "released")
+    lines = ["| benchmark | protocol | correct (ieqa) | as published | released function |",
+             "|" + "---|" * len(cols)]
+    for row in published_table():
+        cells = (row[c].replace("|", "\\|") for c in cols)
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"

@@ -125,7 +125,8 @@ class BenchResult:
             "benchmark": self.benchmark, "protocol": self.protocol,
             "rows": [r.to_dict() for r in self.rows], "coverage": self.coverage.to_dict(),
             "protocol_table": [{"metric": s.name, "label": s.label, "per": s.per, "ties": s.ties,
-                                "plcc": s.plcc, "needs": s.needs, "source": s.source}
+                                "plcc": s.plcc, "needs": s.needs, "source": s.source,
+                                "published_beside": s.published_beside}
                                for s in self.specs],
             "notes": list(self.notes), "meta": dict(self.meta),
         }

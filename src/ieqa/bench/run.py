@@ -14,8 +14,13 @@ What gets computed is the benchmark's entry of :data:`ieqa.bench.protocols.PROTO
 * **pointwise** — predictions are joined to ``bench.samples`` by id; per dimension that
   both the predictions and the human scores have: SRCC, KRCC, PLCC raw and after the
   four-parameter logistic fit, RMSE after that fit, group SRCC / group pair accuracy
-  (when the samples carry ``group_id``), SRCC per editor (Fisher z) where the protocol
-  has it, and the NTIRE final score (``sample.meta["split"]`` in ``"in"`` / ``"out"``).
+  (when the samples carry ``group_id``; pair accuracy both pooled and averaged per
+  group), SRCC per editor (Fisher z) where the protocol has it, and the NTIRE final score
+  (``sample.meta["split"]`` in ``"in"`` / ``"out"``).
+* **as published** — where a peer's released evaluation code computes a benchmark's
+  number differently, the protocol also has a ``..._published`` metric following that
+  code (``MetricSpec.published_beside`` names the correct one it stands beside);
+  :func:`~ieqa.bench.outputs.published_rows` pairs them for display.
 * **pairwise / multi-way with numeric predictions** — a pair's model verdict comes from
   ``delta = score(a) - score(b)`` (``Preference.a.id`` / ``.b.id``), a model tie when
   ``|delta| <= eps``. The predicted dimension is the preference's own dimension unless
@@ -50,9 +55,11 @@ from ieqa.bench.errors import BenchError
 from ieqa.bench.judge import OFFICIAL_GENAI_VOTES, evaluate_judge_results
 from ieqa.bench.outputs import (
     DISPLAY_COLUMNS,
+    PUBLISHED_COLUMNS,
     display_rows,
     format_ci,
     format_value,
+    published_rows,
     write_bench_outputs,
 )
 from ieqa.bench.pointwise import _evaluate_pointwise
@@ -65,9 +72,9 @@ from ieqa.data.loaders.genai_bench import JudgeResults
 from ieqa.errors import UnknownDimensionError
 
 __all__ = [
-    "DISPLAY_COLUMNS", "OFFICIAL_GENAI_VOTES", "BenchResult", "Coverage", "MetricRow",
-    "display_rows", "evaluate_judge_results", "evaluate_predictions", "format_ci",
-    "format_value", "write_bench_outputs",
+    "DISPLAY_COLUMNS", "OFFICIAL_GENAI_VOTES", "PUBLISHED_COLUMNS", "BenchResult", "Coverage",
+    "MetricRow", "display_rows", "evaluate_judge_results", "evaluate_predictions", "format_ci",
+    "format_value", "published_rows", "write_bench_outputs",
 ]
 
 

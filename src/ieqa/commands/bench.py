@@ -13,8 +13,9 @@ evaluates those scores; otherwise ``--predictions`` is either
   from re-parsing ``response`` with ieqa's verdict parser are both reported. With
   ``--root`` the items are loaded too and coverage is checked.
 
-The metric set of each benchmark is listed in :mod:`ieqa.bench.protocols`. A table is
-printed; ``--out`` writes ``results.json``, ``results.csv`` and ``report.html``
+The metric set of each benchmark is listed in :mod:`ieqa.bench.protocols`. A table per
+dimension is printed, then, where a peer's released evaluation code computes a number
+differently, its ``..._published`` number beside ieqa's correct one; ``--out`` writes ``results.json``, ``results.csv`` and ``report.html``
 (predicted-vs-human scatter plots per dimension, or accuracy bar charts).
 """
 
@@ -24,6 +25,7 @@ import tempfile
 from pathlib import Path
 
 import typer
+from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -31,10 +33,12 @@ from rich.table import Table
 from ieqa.bench.predictions import read_predictions
 from ieqa.bench.run import (
     DISPLAY_COLUMNS,
+    PUBLISHED_COLUMNS,
     BenchResult,
     display_rows,
     evaluate_judge_results,
     evaluate_predictions,
+    published_rows,
     write_bench_outputs,
 )
 from ieqa.commands._inputs import (
@@ -92,17 +96,46 @@ def _score_benchmark(bench: BenchmarkData, scorer: Scorer, benchmark: str, root:
     return summary.out
 
 
+def _print_published(result: BenchResult) -> None:
+    """The as-published numbers beside the correct ones: metric names are never cut (the
+    dimension column folds first), so the table reads at 100 columns."""
+    rows = published_rows(result)
+    if not rows:
+        return
+    table = Table(title="as published (a peer's released code) beside ieqa's correct number",
+                  title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    for c in PUBLISHED_COLUMNS:
+        metric = c in ("ieqa (correct)", "as published")
+        table.add_column(c, justify="right" if c.startswith("value") else "left",
+                         no_wrap=metric or c.startswith("value"),
+                         overflow="ellipsis" if metric else "fold",
+                         style="bold" if c.startswith("value") else None)
+    for row in rows:
+        table.add_row(*(escape(cell) for cell in row))
+    console.print(table)
+
+
 def print_bench_result(result: BenchResult, source: str) -> None:
+    """The coverage line, one metric table per dimension, the as-published numbers beside
+    the correct ones, and the notes. Metric names and numbers are never cut; at a narrow
+    width (100 columns) the subset and note columns fold instead."""
     cov = result.coverage
     console.print(f"[bold]{escape(result.benchmark)}[/bold] ({result.protocol}) — "
                   f"{escape(source)}: {escape(cov.describe())}")
-    table = Table(title=f"{result.benchmark} metrics", title_justify="left")
-    for c in DISPLAY_COLUMNS:
-        table.add_column(c, justify="right" if c in ("value", "CI", "n") else "left",
-                         style="bold" if c == "value" else None, overflow="fold")
+    by_dim: dict[str, list[list[str]]] = {}
     for row in display_rows(result):
-        table.add_row(*(escape(cell) for cell in row))
-    console.print(table)
+        by_dim.setdefault(row[0], []).append(row[1:])
+    for dim, rows in by_dim.items():
+        table = Table(title=f"{result.benchmark} metrics: {dim}", title_justify="left",
+                      box=box.SIMPLE_HEAD, pad_edge=False)
+        for c in DISPLAY_COLUMNS[1:]:
+            table.add_column(c, justify="right" if c in ("value", "CI", "n") else "left",
+                             style="bold" if c == "value" else None, overflow="fold",
+                             no_wrap=c in ("metric", "value", "CI"))
+        for row in rows:
+            table.add_row(*(escape(cell) for cell in row))
+        console.print(table)
+    _print_published(result)
     for note in result.notes:
         console.print(f"[yellow]note:[/yellow] {escape(note)}")
 

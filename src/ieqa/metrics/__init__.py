@@ -1,7 +1,7 @@
 """Metrics: pure functions, arrays in, floats out (torchmetrics' functional style).
 
 * correlation — :func:`srcc`, :func:`krcc`, :func:`plcc`, :func:`rmse`, logistic fits,
-  :func:`fisher_z_mean`
+  :func:`fisher_z_mean` (and :func:`tanh_of_mean`, for reproducing published numbers only)
 * bootstrap — :func:`bootstrap_ci`
 * preference — GenAI-Bench verdicts, pairwise / tie-calibrated / strict accuracy
 * grouped — group SRCC, group pair accuracy, multi-way and full-ranking accuracy
@@ -26,6 +26,7 @@ from ieqa.metrics.correlation import (
     plcc,
     rmse,
     srcc,
+    tanh_of_mean,
 )
 from ieqa.metrics.grouped import (
     GroupedResult,
@@ -35,9 +36,11 @@ from ieqa.metrics.grouped import (
     grouped_srcc,
     multiway_accuracy,
     multiway_accuracy_by_k,
+    strict_ranking_accuracy_released,
 )
 from ieqa.metrics.human_ceiling import HumanCeiling, leave_one_out_ceiling
 from ieqa.metrics.preference import (
+    accuracy_with_ties_released,
     genai_bench_correct,
     pairwise_accuracy,
     pairwise_accuracy_genai,
@@ -52,6 +55,7 @@ __all__ = [
     "MetricInputError",
     "GroupedResult",
     "HumanCeiling",
+    "accuracy_with_ties_released",
     "bootstrap_ci",
     "fisher_z_mean",
     "fit_logistic",
@@ -75,7 +79,9 @@ __all__ = [
     "rmse",
     "srcc",
     "strict_accuracy",
+    "strict_ranking_accuracy_released",
     "tie_aware_accuracy",
     "tie_calibrated_accuracy",
     "tie_calibrated_accuracy_optimistic",
+    "tanh_of_mean",
 ]

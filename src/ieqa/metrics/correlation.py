@@ -228,15 +228,8 @@ def fit_logistic(
 # ------------------------------------------------------------------ averaging correlations
 
 
-def fisher_z_mean(correlations: object, weights: object | None = None) -> float:
-    """Average of correlations through the Fisher z transform: ``tanh(mean(arctanh(r)))``
-    (weighted when ``weights`` is given, e.g. by group size minus 3).
-
-    Each r must lie in [-1, 1]; it is clipped to ±(1 - 1e-12) first so |r| = 1 stays finite
-    (such values then weigh heavily — a group of two items always has SRCC ±1).
-    Some public evaluation codebases average the raw r instead; that is a different
-    (biased towards 0) number, not this one. Result in [-1, 1].
-    """
+def _correlations(correlations: object) -> np.ndarray:
+    """Validated correlations: 1-D, non-empty, no NaN, each in [-1, 1]."""
     r = as_1d_float(correlations, "correlations")
     if r.size == 0:
         raise MetricInputError("correlations is empty")
@@ -244,6 +237,20 @@ def fisher_z_mean(correlations: object, weights: object | None = None) -> float:
         raise MetricInputError(f"correlations has {int(np.isnan(r).sum())} NaN values")
     if (np.abs(r) > 1.0).any():
         raise MetricInputError("correlations must lie in [-1, 1]")
+    return r
+
+
+def fisher_z_mean(correlations: object, weights: object | None = None) -> float:
+    """Average of correlations through the Fisher z transform: ``tanh(mean(arctanh(r)))``
+    (weighted when ``weights`` is given, e.g. by group size minus 3).
+
+    Each r must lie in [-1, 1]; it is clipped to ±(1 - 1e-12) first so |r| = 1 stays finite
+    (such values then weigh heavily — a group of two items always has SRCC ±1).
+    Some public evaluation codebases average the raw r instead, or apply tanh to the mean
+    of the raw r (:func:`tanh_of_mean`); those are different numbers, not this one.
+    Result in [-1, 1].
+    """
+    r = _correlations(correlations)
     z = np.arctanh(np.clip(r, -_R_CLIP, _R_CLIP))
     if weights is None:
         return float(np.tanh(z.mean()))
@@ -253,3 +260,17 @@ def fisher_z_mean(correlations: object, weights: object | None = None) -> float:
     if not np.isfinite(w).all() or (w < 0).any() or w.sum() <= 0:
         raise MetricInputError("weights must be finite, non-negative and not all zero")
     return float(np.tanh(np.dot(w, z) / w.sum()))
+
+
+def tanh_of_mean(correlations: object) -> float:
+    """``tanh(mean(r))``: the mean of the raw correlations passed through tanh, *without*
+    the arctanh first — what TIGER-AI-Lab/EditReward's ``evaluate/eval_bench.py``
+    (``evaluate_imagenhub_from_json``) and TIGER-AI-Lab/VIEScore's ``analyze_json.ipynb``
+    (``average_correlation``) compute and call a Fisher-z average.
+
+    It is **not** a Fisher-z average (that is :func:`fisher_z_mean`, ``tanh(mean(arctanh r))``);
+    it exists only to reproduce published numbers (e.g. EditReward's ImagenHub column).
+    Each r must lie in [-1, 1]; the result lies in [-tanh(1), tanh(1)] ≈ [-0.762, 0.762].
+    """
+    r = _correlations(correlations)
+    return float(np.tanh(r.mean()))

@@ -4,6 +4,8 @@
 * :func:`grouped_pair_accuracy` — fraction of within-group pairs ordered as humans did.
 * :func:`multiway_accuracy` / :func:`full_ranking_accuracy` — a K-candidate group is
   right only if all its K(K-1)/2 relations are right (EditReward-Bench K=2/3/4).
+* :func:`strict_ranking_accuracy_released` — EditReward's released strict ranking
+  accuracy (its Table 2), position tie-breaks and all, for reproducing published numbers.
 
 Nothing loops over groups in Python. Every sort is one ``np.sort`` of packed int64 keys
 (group code, dense value codes and, where an order is needed, the item index, packed into
@@ -37,7 +39,7 @@ from ieqa.metrics._checks import (
     check_same_length,
     finite_mask,
 )
-from ieqa.metrics.correlation import fisher_z_mean
+from ieqa.metrics.correlation import fisher_z_mean, tanh_of_mean
 
 _BROADCAST_MAX_SIZE = 2048  # larger groups: O(k log k) Kendall counting, one at a time
 _MAX_CELLS = 1 << 22  # k*k cells per broadcast chunk (~16 MB of float32 per array)
@@ -206,18 +208,19 @@ def grouped_srcc(
     group_ids: object,
     *,
     min_size: int = 2,
-    average: Literal["mean", "fisher_z"] = "mean",
+    average: Literal["mean", "fisher_z", "tanh_of_mean"] = "mean",
     higher_better: bool = True,
     nan_policy: Literal["raise", "omit"] = "raise",
 ) -> GroupedResult:
     """SRCC inside each group (as :func:`scipy.stats.spearmanr`, average ranks for ties),
-    averaged over groups: ``"mean"`` (arithmetic, as EditHF reports) or ``"fisher_z"``
+    averaged over groups: ``"mean"`` (arithmetic, as EditHF reports), ``"fisher_z"``
     (:func:`fisher_z_mean`; note that groups of 2 always give ±1, which Fisher z weighs
-    heavily). Groups smaller than ``min_size`` (>= 2) or with constant pred or target are
+    heavily) or ``"tanh_of_mean"`` (:func:`tanh_of_mean`, ``tanh(mean r)`` without the
+    arctanh: only to reproduce EditReward's / VIEScore's published numbers). Groups smaller than ``min_size`` (>= 2) or with constant pred or target are
     skipped and counted in ``n_skipped``. ``nan_policy="omit"`` drops items with a NaN
     before grouping. Value in [-1, 1].
     """
-    check_choice(average, "average", ("mean", "fisher_z"))
+    check_choice(average, "average", ("mean", "fisher_z", "tanh_of_mean"))
     if min_size < 2:
         raise MetricInputError(f"min_size must be >= 2, got {min_size}")
     p, t, g = _prepare(
@@ -244,7 +247,8 @@ def _summarise(per_group, ok, ids, average, what) -> GroupedResult:
             f"{what}: no group could be scored ({len(ok)} groups, all too small or constant)"
         )
     vals = per_group[ok]
-    value = fisher_z_mean(vals) if average == "fisher_z" else float(vals.mean())
+    averages = {"fisher_z": fisher_z_mean, "tanh_of_mean": tanh_of_mean}
+    value = averages[average](vals) if average in averages else float(vals.mean())
     return GroupedResult(value, n_ok, len(ok) - n_ok, per_group, ids)
 
 
@@ -432,8 +436,13 @@ def grouped_pair_counts(
 # ---------------------------------------------------------------- multi-way accuracy
 
 
-def _all_pairs_right(scores, group_ids, true_ranks, eps, higher_better, nan_policy, ties_free):
-    """Per group: 1.0 when every pair relation is right, 0.0 otherwise, NaN for K < 2."""
+def _all_pairs_right(scores, group_ids, true_ranks, eps, higher_better, nan_policy,
+                     rule) -> GroupedResult:
+    """The fraction of groups whose every pair relation is right (per group 1.0 or 0.0,
+    NaN for K < 2) under ``rule``: ``"multiway_accuracy"`` (a model tie is
+    ``|delta| <= eps``), ``"full_ranking_accuracy"`` (human ties free) or
+    ``"strict_ranking_accuracy_released"`` (EditReward's released rule); the rule names the
+    public function in errors."""
     if not eps >= 0:
         raise MetricInputError(f"eps must be >= 0, got {eps!r}")
     check_choice(nan_policy, "nan_policy", ("raise", "wrong"))
@@ -461,13 +470,18 @@ def _all_pairs_right(scores, group_ids, true_ranks, eps, higher_better, nan_poli
         bs, br = _block(ss, lay.starts, k, codes), _block(rs, lay.starts, k, codes)
         ds = bs[:, :, None] - bs[:, None, :]  # > 0: i scored above j
         dr = br[:, None, :] - br[:, :, None]  # > 0: humans rank i above j (rank 1 = best)
-        tie_ok = True if ties_free else np.abs(ds) <= eps
         with np.errstate(invalid="ignore"):
-            ok = np.where(dr > 0, ds > eps, np.where(dr < 0, ds < -eps, tie_ok))
+            if rule == "strict_ranking_accuracy_released":  # i listed first: a tie puts j first
+                tie_ok = np.abs(ds) <= eps if k == 2 else False
+                ok = np.where(dr > 0, ds > 0, np.where(dr < 0, ds <= 0, tie_ok))
+                ok |= ~np.triu(np.ones((k, k), dtype=bool), 1)
+            else:
+                tie_ok = True if rule == "full_ranking_accuracy" else np.abs(ds) <= eps
+                ok = np.where(dr > 0, ds > eps, np.where(dr < 0, ds < -eps, tie_ok))
         per_group[codes] = ok.all(axis=(1, 2))
     has_nan = np.bincount(lay.codes, weights=np.isnan(s), minlength=len(lay.sizes)) > 0
     per_group[has_nan & (lay.sizes >= 2)] = 0.0  # nan_policy="wrong"
-    return per_group, lay
+    return _summarise(per_group, ~np.isnan(per_group), lay.ids, "mean", rule)
 
 
 def multiway_accuracy(
@@ -487,10 +501,8 @@ def multiway_accuracy(
     right only when ``|score difference| <= eps`` (``eps=0``: an exact tie). Groups of one
     candidate are skipped. ``nan_policy="wrong"`` makes a group with a NaN score wrong.
     """
-    per_group, lay = _all_pairs_right(
-        scores, group_ids, true_ranks, eps, higher_better, nan_policy, ties_free=False
-    )
-    return _summarise(per_group, ~np.isnan(per_group), lay.ids, "mean", "multiway_accuracy")
+    return _all_pairs_right(scores, group_ids, true_ranks, eps, higher_better, nan_policy,
+                            "multiway_accuracy")
 
 
 def full_ranking_accuracy(
@@ -505,10 +517,41 @@ def full_ranking_accuracy(
     every pair with distinct ``true_ranks`` strictly ordered right (a score tie there is
     wrong); human ties put no constraint (any order of tied candidates is fine). Equals
     :func:`multiway_accuracy` on groups without human ties."""
-    per_group, lay = _all_pairs_right(
-        scores, group_ids, true_ranks, 0.0, higher_better, nan_policy, ties_free=True
-    )
-    return _summarise(per_group, ~np.isnan(per_group), lay.ids, "mean", "full_ranking_accuracy")
+    return _all_pairs_right(scores, group_ids, true_ranks, 0.0, higher_better, nan_policy,
+                            "full_ranking_accuracy")
+
+
+def strict_ranking_accuracy_released(
+    scores: object,
+    group_ids: object,
+    true_ranks: object,
+    *,
+    tie_eps: float = 0.0,
+    higher_better: bool = True,
+    nan_policy: Literal["raise", "wrong"] = "raise",
+) -> GroupedResult:
+    """EditReward-Bench's "strict ranking accuracy" as TIGER-AI-Lab/EditReward's released
+    ``evaluate/eval_bench.py`` (``evaluate_edit_reward_bench``) computes it, for
+    reproducing its Table 2: a fraction in [0, 1] of groups judged right.
+
+    * A group of two that humans tie is right when ``|score difference| <= tie_eps`` (the
+      released code passes the epsilon it fitted on the K=2 test pairs themselves, see
+      :func:`tie_calibrated_accuracy_optimistic`).
+    * Any other group is right when the candidates sorted by score, highest first, are
+      exactly the human ranking. An exact score tie is ordered as the released
+      ``np.argsort(scores)[::-1]`` orders it with numpy's stable small-array sort: the
+      candidate listed later comes first. So a decided pair is right for the candidate
+      listed first only when it scores strictly higher; ``tie_eps`` plays no part here.
+    * A group of three or more with a human tie is wrong (the released code has no
+      ranking to compare it with).
+
+    Candidates are taken in the order they are listed (``group_ids`` need not be
+    contiguous; the order within a group is kept), e.g. letters A, B, C, D. This differs
+    from :func:`multiway_accuracy`, where a model tie is ``|delta| <= eps`` everywhere and
+    is never broken by position.
+    """
+    return _all_pairs_right(scores, group_ids, true_ranks, tie_eps, higher_better, nan_policy,
+                            "strict_ranking_accuracy_released")
 
 
 def multiway_accuracy_by_k(

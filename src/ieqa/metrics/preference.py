@@ -169,9 +169,15 @@ def tie_aware_accuracy(delta: object, label: object, eps: float) -> float:
     return float(np.mean(pred == lab))
 
 
-def _best_threshold(d: np.ndarray, lab: np.ndarray) -> tuple[float, float]:
+def _best_threshold(d: np.ndarray, lab: np.ndarray, *,
+                    prefixes: bool = False) -> tuple[float, float]:
     """``(eps, accuracy)`` maximising :func:`tie_aware_accuracy` over the candidates
-    {0} ∪ {|d|}; the smallest such eps on equal accuracy. O(n log n)."""
+    {0} ∪ {|d|}; the smallest such eps on equal accuracy. O(n log n).
+
+    ``prefixes=True`` follows the sweep of EditReward's released ``calc_accuracy_with_ties``
+    instead: pairs sorted by ``|d|`` (stable) become model ties one at a time, and the
+    accuracy is taken after each one (so at least one pair is always a model tie, and
+    pairs of equal ``|d|`` are switched one by one); ``eps`` is the last switched ``|d|``."""
     a = np.abs(d)
     order = np.argsort(a, kind="stable")
     a_sorted = a[order]
@@ -179,8 +185,12 @@ def _best_threshold(d: np.ndarray, lab: np.ndarray) -> tuple[float, float]:
     dir_ok = ((lab[order] != 0) & (np.sign(d[order]) == lab[order])).astype(np.int64)
     cum_tie = np.concatenate(([0], np.cumsum(tie_ok)))
     cum_dir = np.concatenate(([0], np.cumsum(dir_ok)))
-    candidates = np.unique(np.concatenate(([0.0], a_sorted)))
-    m = np.searchsorted(a_sorted, candidates, side="right")  # pairs called ties at eps
+    if prefixes:
+        m = np.arange(1, len(d) + 1)  # pairs called ties after each step
+        candidates = a_sorted
+    else:
+        candidates = np.unique(np.concatenate(([0.0], a_sorted)))
+        m = np.searchsorted(a_sorted, candidates, side="right")  # pairs called ties at eps
     correct = cum_tie[m] + (cum_dir[-1] - cum_dir[m])
     best = int(np.argmax(correct))
     return float(candidates[best]), float(correct[best] / len(d))
@@ -206,10 +216,29 @@ def tie_calibrated_accuracy_optimistic(delta: object, label: object) -> tuple[fl
     """``(accuracy, eps)`` with ``eps`` fitted on the evaluated pairs themselves.
 
     An optimistic upper bound of :func:`tie_calibrated_accuracy` (the threshold has seen
-    the test labels); report it as such, or use a separate calibration split.
+    the test labels); report it as such, or use a separate calibration split. It is the
+    number EditReward's released ``calc_accuracy_with_ties_for_edit_reward_bench`` returns
+    (same candidates, smallest eps on equal accuracy).
     """
     d, lab = _delta_label(delta, label, ("delta", "label"))
     eps, acc = _best_threshold(d, lab)
+    return acc, eps
+
+
+def accuracy_with_ties_released(delta: object, label: object) -> tuple[float, float]:
+    """``(accuracy, eps)`` as TIGER-AI-Lab/EditReward's released ``calc_accuracy_with_ties``
+    (``evaluate/eval_bench.py``; the "paper metric" of its GenAI-Bench and AURORA-Bench
+    pairwise evaluations) computes it, for reproducing published numbers.
+
+    Like :func:`tie_calibrated_accuracy_optimistic` the threshold is fitted on the
+    evaluated pairs themselves (an optimistic number), but by a sweep: the pairs, sorted
+    by ``|delta|`` (stable), become model ties one at a time and the best accuracy seen
+    after any step is kept. Hence at least one pair is always a model tie, and pairs of
+    equal ``|delta|`` are tried one by one (a state no single threshold gives).
+    ``delta = score_a - score_b``; ``label`` in {+1, 0, -1}; accuracy in [0, 1].
+    """
+    d, lab = _delta_label(delta, label, ("delta", "label"))
+    eps, acc = _best_threshold(d, lab, prefixes=True)
     return acc, eps
 
 
