@@ -28,7 +28,8 @@ def data():
 
 def _builder(vlm, data, template, cache_mb=0.0, **stage):
     cfg = StageConfig(**{"name": "s", "template": template, **stage})
-    return BatchBuilder(vlm, cfg, resolve_template(template), data.scale, cache_mb=cache_mb)
+    return BatchBuilder(vlm, cfg, resolve_template(template), data.scale, cache_mb=cache_mb,
+                        ranges=data.ranges)
 
 
 def _decoded_labels(vlm, batch, row):
