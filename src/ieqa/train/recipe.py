@@ -101,8 +101,10 @@ class DataConfig(_Strict):
     eval_fraction: float = Field(0.2, gt=0, lt=1)
     max_eval_samples: int | None = Field(None, ge=1)
     score_scale: tuple[float, float] | None = Field(
-        None, description="data score range; default: the samples' meta score_scale, "
-        "else their observed min and max")
+        None, description="data score range, one for every dimension (digit and critique "
+        "targets are rescaled from it; level targets use it with level_bins: scale); "
+        "default: the samples' meta score_scale, else their observed min and max over all "
+        "dimensions")
     explanation_key: str = "explanation"
     cache_mb: float = Field(
         1024, ge=0, description="keep up to this many MiB of processed model inputs (token "
