@@ -8,11 +8,16 @@ grounding -> level scoring). Each stage has an ``objective``:
 * ``text``: supervised fine-tuning on text targets written in the paper's answer format
   (``target``: ``digits`` for DS-IEQA ``X.XX``, ``level`` for the five level words,
   ``box`` for EPAIQA's ``(x, y, w, h)`` region); ``loss`` ``ce`` or ``tdrl`` (digits).
+  Level words bin each dimension over its own range by default (``level_bins``).
 * ``pointwise``: the head regresses the scores; ``loss`` ``mse``, ``huber`` or
-  ``re-reward`` (Huber + queue ranking + 1 - PLCC).
+  ``re-reward`` (Huber + ranking against a rank queue + 1 - PLCC over a PLCC queue,
+  ``loss_args`` ``rank_queue_size`` / ``plcc_queue_size``).
 * ``pairwise``: the head ranks within-group pairs; ``loss`` ``bt``, ``bt-ties``,
-  ``uncertainty`` (HPSv3 sampled) or ``probit`` (closed form) — the last two need a
-  Gaussian head.
+  ``uncertainty`` (Gaussian scores with a logistic link, sampled; ``loss_args.form``
+  ``nll`` = EditReward Eq. 4, the default, or ``expected-bt`` = EditReward's released
+  trainer) or ``probit`` (Thurstone Case V, ``-log P(s_w > s_l)``) — the last two need a
+  Gaussian head, whose dimensions combine by ``aggregation`` (the means) and
+  ``sigma_aggregation`` (the sigmas).
 * ``dual``: ReasonEdit SFT, CE on the critique text plus Huber on the head.
 
 Built-in recipes (``ieqa list recipes``) carry each paper's hyper-parameters as defaults;

@@ -149,11 +149,12 @@ def score_ranges(samples: Sequence[EditSample]) -> dict[str, tuple[float, float]
     column does not count for it. ``{}`` when no sample has a score.
 
     >>> from ieqa.data.schema import EditSample
+    >>> scored = [{"instruction_alignment": 0, "visual_quality": 40},
+    ...           {"instruction_alignment": 100, "visual_quality": 90}]
     >>> rows = [EditSample(id=str(i), source="s.png", edited="e.png", instruction="x",
-    ...                    scores=sc)
-    ...         for i, sc in enumerate([{"a": 0, "b": 40}, {"a": 100, "b": 90}])]
+    ...                    scores=sc) for i, sc in enumerate(scored)]
     >>> score_ranges(rows)
-    {'a': (0.0, 100.0), 'b': (40.0, 90.0)}
+    {'instruction_alignment': (0.0, 100.0), 'visual_quality': (40.0, 90.0)}
     """
     ranges: dict[str, tuple[float, float]] = {}
     for sample in samples:
