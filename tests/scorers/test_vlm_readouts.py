@@ -241,6 +241,15 @@ def test_gaussian_sigma_and_aggregation(tiny_models, edit_samples):
         dims = [d for d in mu]
         assert sigma["overall"] == pytest.approx(
             math.sqrt(sum(sigma[d] ** 2 for d in dims)) / 3)
+    # sigma_aggregation="elementwise" (EditReward's released model): the overall sigma of
+    # "mean" is the geometric mean of the dimensions' sigma, of "min" the smallest sigma
+    for rule, combine in (("mean", lambda s: math.prod(s) ** (1 / 3)), ("min", min)):
+        released = build("vlm-gaussian", model, hidden_features=16, aggregation=rule,
+                         sigma_aggregation="elementwise").score(edit_samples[:2])
+        for k in range(2):
+            assert released[k].scores == pytest.approx(results[rule][k].scores)
+            sigma = {d: v for d, v in released[k].sigma.items() if d != "overall"}
+            assert released[k].sigma["overall"] == pytest.approx(combine(list(sigma.values())))
 
 
 def test_dual_overall_and_critique(tiny_models, edit_samples):

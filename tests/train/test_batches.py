@@ -28,7 +28,8 @@ def data():
 
 def _builder(vlm, data, template, cache_mb=0.0, **stage):
     cfg = StageConfig(**{"name": "s", "template": template, **stage})
-    return BatchBuilder(vlm, cfg, resolve_template(template), data.scale, cache_mb=cache_mb)
+    return BatchBuilder(vlm, cfg, resolve_template(template), data.scale, cache_mb=cache_mb,
+                        ranges=data.ranges)
 
 
 def _decoded_labels(vlm, batch, row):
@@ -109,3 +110,54 @@ def test_cache_gives_identical_batches_and_skips_the_processor(vlm, data, monkey
                     dimensions=["overall"])
     tiny.head_batch(samples)
     assert tiny._cache == {}
+
+
+def _rated(tmp_path, rows):
+    """A manifest of edits with the given (instruction_alignment, visual_quality) scores."""
+    import json
+
+    lines = [json.dumps({"id": f"e{i}", "source": "s.png", "edited": f"e{i}.png",
+                         "instruction": "x", "group_id": f"g{i}",
+                         "scores": {"instruction_alignment": ia, "visual_quality": vq}})
+             for i, (ia, vq) in enumerate(rows)]
+    (tmp_path / "rated.jsonl").write_text("\n".join(lines) + "\n")
+    return load_training_data(DataConfig(train=str(tmp_path / "rated.jsonl"),
+                                         eval_fraction=0.2), 0)
+
+
+def test_level_bins_are_per_dimension_by_default(vlm, tmp_path):
+    # instruction alignment spans 0-100, visual quality only 40-90 (the issue's example)
+    data = _rated(tmp_path, [(0, 40), (50, 70), (100, 90), (30, 65), (80, 50)])
+    assert data.ranges == {"instruction_alignment": (0.0, 100.0), "visual_quality": (40.0, 90.0)}
+    assert data.scale == (0.0, 100.0)  # no stated scale: both dimensions pooled
+    by_dim = _builder(vlm, data, SHORT_LEVELS, objective="text", target="level", loss="ce",
+                      dimensions=["visual_quality"])
+    pooled = _builder(vlm, data, SHORT_LEVELS, objective="text", target="level", loss="ce",
+                      dimensions=["visual_quality"], level_bins="scale")
+    assert by_dim.level_range("visual_quality") == (40.0, 90.0)
+    assert pooled.level_range("visual_quality") == (0.0, 100.0)
+    # own range [40, 90]: bins of width 10 -> 40 bad, 50 poor (inner edge goes up),
+    # 65 fair (2.5 bins), 70 good (3 bins, an inner edge), 90 excellent.
+    # pooled [0, 100]: bins of width 20 -> 40 fair (an inner edge), 50 fair, 65 good,
+    # 70 good, 90 excellent
+    own = {40: " bad", 50: " poor", 65: " fair", 70: " good", 90: " excellent"}
+    shared = {40: " fair", 50: " fair", 65: " good", 70: " good", 90: " excellent"}
+    for sample in data.train + data.eval:
+        vq = int(sample.scores["visual_quality"])
+        assert by_dim.target_text(sample, "visual_quality") == own[vq]
+        assert pooled.target_text(sample, "visual_quality") == shared[vq]
+    # instruction alignment's own range is the pooled one: the same words either way
+    ia_dim = _builder(vlm, data, SHORT_LEVELS, objective="text", target="level", loss="ce",
+                      dimensions=["instruction_alignment"])
+    assert ia_dim.level_range("instruction_alignment") == (0.0, 100.0)
+
+
+def test_level_bins_of_a_constant_dimension_say_what_to_do(vlm, tmp_path):
+    data = _rated(tmp_path, [(0, 60), (50, 60), (100, 60), (30, 60), (80, 60)])
+    builder = _builder(vlm, data, SHORT_LEVELS, objective="text", target="level", loss="ce",
+                       dimensions=["visual_quality"])
+    with pytest.raises(ValueError, match="level_bins: scale"):
+        builder.target_text(data.train[0], "visual_quality")
+    pooled = _builder(vlm, data, SHORT_LEVELS, objective="text", target="level", loss="ce",
+                      dimensions=["visual_quality"], level_bins="scale")
+    assert pooled.target_text(data.train[0], "visual_quality") == " good"  # 60 of [0, 100]

@@ -353,33 +353,115 @@ def test_probit_matches_scipy():
     assert loss.item() == pytest.approx(expected, rel=1e-10)
 
 
-def test_uncertainty_matches_numerical_integral():
+def _gaussian_bt_forms(m: float, s: float) -> tuple[float, float]:
+    """``(E[softplus(-z)], -log E[sigmoid(z)])`` for z ~ N(m, s^2) by adaptive quadrature."""
+    expected_bt, _ = integrate.quad(
+        lambda x: np.logaddexp(0.0, -(m + s * x)) * stats.norm.pdf(x), -np.inf, np.inf,
+        epsabs=1e-13, epsrel=1e-12)
+    p, _ = integrate.quad(
+        lambda x: np.exp(-np.logaddexp(0.0, -(m + s * x))) * stats.norm.pdf(x), -np.inf, np.inf,
+        epsabs=1e-13, epsrel=1e-12)
+    return expected_bt, -math.log(p)
+
+
+# The audit's case (issue 15): one pair, the same mu and sigma, 0.967 for the released form
+# and 0.655 for the paper's Eq. 4. The issue gives only the two values; this pair was
+# constructed to produce them: mu_w - mu_l = 0.123 and sigma_w^2 = sigma_l^2 = 1.74, so
+# z ~ N(0.123, 3.48). Checked by quadrature (below) and to 30 digits with mpmath.quad:
+# E[softplus(-z)] = 0.967235..., E[sigmoid(z)] = 0.519392..., -log of it = 0.655096...,
+# and the probit (Thurstone) loss -log Phi(0.123 / sqrt(3.48)) = -log Phi(0.065935...)
+# = -log 0.526285... = 0.641912... is a third value.
+_AUDIT = {"mu_win": 0.123, "mu_lose": 0.0, "var": 1.74}
+
+
+def _audit_args() -> tuple[torch.Tensor, ...]:
+    log_sigma = 0.5 * math.log(_AUDIT["var"])
+    return (t64([_AUDIT["mu_win"]]), t64([log_sigma]), t64([_AUDIT["mu_lose"]]), t64([log_sigma]))
+
+
+def test_audit_case_gives_0967_released_and_0655_eq4():
+    m, s = _AUDIT["mu_win"] - _AUDIT["mu_lose"], math.sqrt(2 * _AUDIT["var"])
+    expected_bt, nll = _gaussian_bt_forms(m, s)
+    assert round(expected_bt, 3) == 0.967 and round(nll, 3) == 0.655
+    assert expected_bt == pytest.approx(0.967235, abs=1e-6)
+    assert nll == pytest.approx(0.655096, abs=1e-6)
+
+    def run(form: str) -> float:
+        return uncertainty_ranking_loss(*_audit_args(), form=form, n_samples=1_000_000,
+                                        generator=torch.Generator().manual_seed(0)).item()
+
+    # one million draws: standard errors about 0.0009 (expected-bt) and 0.0006 (nll)
+    assert run("expected-bt") == pytest.approx(0.967, abs=0.004)
+    assert run("nll") == pytest.approx(0.655, abs=0.003)
+    assert probit_ranking_loss(*_audit_args()).item() == pytest.approx(0.641912, abs=1e-6)
+
+
+@pytest.mark.parametrize("form", ["nll", "expected-bt"])
+def test_uncertainty_forms_match_numerical_integral(form):
     mw, sw, ml, sl = 0.5, 1.0, 0.0, 2.0
-    m, s = mw - ml, math.sqrt(sw**2 + sl**2)
-    # E[softplus(-z)], z ~ N(m, s^2)
-    expected, _ = integrate.quad(
-        lambda x: np.logaddexp(0.0, -(m + s * x)) * stats.norm.pdf(x), -np.inf, np.inf
-    )
+    expected_bt, nll = _gaussian_bt_forms(mw - ml, math.sqrt(sw**2 + sl**2))
+    # 30-digit mpmath values of the same integrals: 0.908398 and 0.561693
+    expected = {"expected-bt": expected_bt, "nll": nll}[form]
     loss = uncertainty_ranking_loss(
         t64([mw]),
         t64([math.log(sw)]),
         t64([ml]),
         t64([math.log(sl)]),
+        form=form,
         n_samples=200_000,
         generator=torch.Generator().manual_seed(0),
     )
     assert loss.item() == pytest.approx(expected, abs=0.015)  # ~5 standard errors
+    assert {"expected-bt": 0.908398, "nll": 0.561693}[form] == pytest.approx(expected, abs=1e-6)
 
 
-def test_uncertainty_deterministic_and_small_sigma_limit():
+def test_uncertainty_default_form_is_the_papers_eq4():
+    gen = torch.Generator().manual_seed(5)
+    default = uncertainty_ranking_loss(*_audit_args(), n_samples=64, generator=gen)
+    gen = torch.Generator().manual_seed(5)
+    nll = uncertainty_ranking_loss(*_audit_args(), form="nll", n_samples=64, generator=gen)
+    assert default.item() == nll.item()
+
+
+def test_uncertainty_forms_on_the_same_draws_obey_jensen():
+    # same generator state -> the same eps: E[-log sigmoid(z)] >= -log E[sigmoid(z)] exactly
+    args = (t64([0.3, -1.0, 2.0]), t64([0.1, 0.5, -0.2]), t64([0.0, 0.5, -1.0]),
+            t64([0.0, 0.3, 0.4]))
+
+    def run(form: str) -> float:
+        return uncertainty_ranking_loss(*args, form=form, n_samples=32,
+                                        generator=torch.Generator().manual_seed(2)).item()
+
+    assert run("expected-bt") > run("nll")
+
+
+def test_only_the_nll_form_lets_sigma_grow_on_a_wrongly_ordered_pair():
+    # means in the wrong order (mu_w - mu_l = -1): more sigma makes the preference more
+    # probable, so -log E[sigmoid(z)] falls; E[softplus(-z)] rises with sigma for any pair
+    # (softplus is convex). Quadrature at sigma_w = sigma_l = 1 and 2:
+    low_bt, low_nll = _gaussian_bt_forms(-1.0, math.sqrt(2.0))
+    high_bt, high_nll = _gaussian_bt_forms(-1.0, math.sqrt(8.0))
+    assert high_nll < low_nll and high_bt > low_bt
+    grads = {}
+    for form in ("nll", "expected-bt"):
+        log_sigma = t64([0.0]).requires_grad_(True)
+        uncertainty_ranking_loss(t64([-1.0]), log_sigma, t64([0.0]), t64([0.0]), form=form,
+                                 n_samples=100_000,
+                                 generator=torch.Generator().manual_seed(0)).backward()
+        grads[form] = log_sigma.grad.item()
+    assert grads["nll"] < 0 < grads["expected-bt"]
+
+
+@pytest.mark.parametrize("form", ["nll", "expected-bt"])
+def test_uncertainty_deterministic_and_small_sigma_limit(form):
     args = (t64([1.0, -0.5]), t64([-30.0, -30.0]), t64([0.0, 0.5]), t64([-30.0, -30.0]))
 
     def run(seed: int) -> torch.Tensor:
         gen = torch.Generator().manual_seed(seed)
-        return uncertainty_ranking_loss(*args, n_samples=64, generator=gen)
+        return uncertainty_ranking_loss(*args, form=form, n_samples=64, generator=gen)
 
     assert run(3).item() == run(3).item()
-    # σ -> 0: the sampled loss is Bradley–Terry on the means (d = 1 and d = -1)
+    # σ -> 0: both forms are Bradley–Terry on the means (d = 1 and d = -1)
     expected = (math.log1p(math.exp(-1.0)) + math.log1p(math.exp(1.0))) / 2
     assert run(3).item() == pytest.approx(expected, abs=1e-9)
 
@@ -405,12 +487,13 @@ def test_gaussian_ranking_gradcheck():
     lsl = t64([-0.2, 0.2, 0.0]).requires_grad_(True)
     inputs = (mw, lsw, ml, lsl)
     assert torch.autograd.gradcheck(probit_ranking_loss, inputs)
-    assert torch.autograd.gradcheck(
-        lambda *x: uncertainty_ranking_loss(
-            *x, n_samples=16, generator=torch.Generator().manual_seed(1)
-        ),
-        inputs,
-    )
+    for form in ("nll", "expected-bt"):
+        assert torch.autograd.gradcheck(
+            lambda *x, form=form: uncertainty_ranking_loss(
+                *x, form=form, n_samples=16, generator=torch.Generator().manual_seed(1)
+            ),
+            inputs,
+        )
 
 
 def test_aggregate_gaussian_rules():
@@ -433,6 +516,39 @@ def test_aggregate_gaussian_rules():
     one_hot = t64([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
     assert torch.equal(mu.grad, one_hot)
     assert torch.equal(log_sigma.grad, one_hot)
+
+
+def test_aggregate_gaussian_sigma_options_by_hand():
+    # one candidate, three dimensions: mu = (1, 2, 3), sigma = (2, 1, 4)
+    mu = t64([[1.0, 2.0, 3.0]])
+    log_sigma = torch.log(t64([[2.0, 1.0, 4.0]]))
+    cases = {
+        # mean: sqrt(4 + 1 + 16) / 3 = sqrt(21) / 3 = 1.5275... vs the geometric mean
+        # (2 * 1 * 4)^(1/3) = 8^(1/3) = 2 (the mean of log sigma, EditReward's released model)
+        ("mean", "independent"): (2.0, math.sqrt(21.0) / 3),
+        ("mean", "elementwise"): (2.0, 2.0),
+        # min: the sigma of the smallest-mu dimension (2) vs the smallest sigma (1), which
+        # belongs to another dimension
+        ("min", "independent"): (1.0, 2.0),
+        ("min", "elementwise"): (1.0, 1.0),
+        # sum: sqrt(21) either way (the released code adds variances for sum)
+        ("sum", "independent"): (6.0, math.sqrt(21.0)),
+        ("sum", "elementwise"): (6.0, math.sqrt(21.0)),
+    }
+    for (rule, sigma), (want_mu, want_sigma) in cases.items():
+        m, ls = aggregate_gaussian(mu, log_sigma, rule, sigma)
+        assert m.item() == pytest.approx(want_mu), (rule, sigma)
+        assert ls.exp().item() == pytest.approx(want_sigma), (rule, sigma)
+    assert aggregate_gaussian(mu, log_sigma, "mean")[1].exp().item() == pytest.approx(
+        math.sqrt(21.0) / 3)  # the default is "independent"
+
+    # elementwise min: each of mu and log sigma sends its gradient to its own argmin
+    mu.requires_grad_(True)
+    log_sigma.requires_grad_(True)
+    m, ls = aggregate_gaussian(mu, log_sigma, "min", "elementwise")
+    (m + ls).sum().backward()
+    assert mu.grad.tolist() == [[1.0, 0.0, 0.0]]
+    assert log_sigma.grad.tolist() == [[0.0, 1.0, 0.0]]
 
 
 # ------------------------------------------------------------------------------------------
@@ -510,7 +626,9 @@ def test_score_queue_fifo_and_state_round_trip():
     assert len(off) == 0
 
 
-def _re_reward_by_loops(batch_p, batch_t, queue_p, queue_t):
+def _re_reward_by_loops(batch_p, batch_t, rank_p, rank_t, plcc_p, plcc_t):
+    """The RE-Reward terms by plain loops: ranking against the rank-queue rows, PLCC over
+    the batch and the PLCC-queue rows."""
     dims = len(batch_p[0])
     hub = sum(
         huber(p - t)
@@ -522,8 +640,8 @@ def _re_reward_by_loops(batch_p, batch_t, queue_p, queue_t):
     for d in range(dims):
         bp = [r[d] for r in batch_p]
         bt = [r[d] for r in batch_t]
-        qp = [r[d] for r in queue_p]
-        qt = [r[d] for r in queue_t]
+        qp = [r[d] for r in rank_p]
+        qt = [r[d] for r in rank_t]
         pairs = [(i, j) for i in range(len(bp)) for j in range(i + 1, len(bp))]
         # pairs with equal targets (e.g. 1.0 vs 1.0 in dimension 0) are not ranked
         terms = [
@@ -538,27 +656,50 @@ def _re_reward_by_loops(batch_p, batch_t, queue_p, queue_t):
             if bt[i] != qt[j]
         ]
         ranks.append(sum(terms) / len(terms))
-        plccs.append(1 - stats.pearsonr(bp + qp, bt + qt)[0])
+        plccs.append(1 - stats.pearsonr(bp + [r[d] for r in plcc_p],
+                                        bt + [r[d] for r in plcc_t])[0])
     return hub, sum(ranks) / dims, sum(plccs) / dims
 
 
-def test_re_reward_by_hand_with_queue():
+def test_re_reward_by_hand_with_separate_queues():
     p1, t1 = [[0.5, 2.0], [1.5, 0.0], [3.0, 1.0]], [[1.0, 1.5], [1.0, 0.5], [2.0, 3.0]]
     p2, t2 = [[0.0, 1.0], [2.5, 2.0]], [[0.5, 2.5], [2.0, 0.0]]
-    q = ScoreQueue(10)
+    p3, t3 = [[1.0, 0.5]], [[1.5, 1.0]]
+    # the rank queue keeps 1 row, the PLCC queue 3
+    rank_q, plcc_q = ScoreQueue(1), ScoreQueue(3)
     kw = {"huber_weight": 0.5, "rank_weight": 2.0, "plcc_weight": 0.3, "return_parts": True}
 
-    total, parts = re_reward_loss(t64(p1), t64(t1), queue=q, **kw)
-    hub, rank, plcc = _re_reward_by_loops(p1, t1, [], [])
-    assert parts == pytest.approx({"huber": hub, "rank": rank, "plcc": plcc}, abs=1e-8)
-    assert total.item() == pytest.approx(0.5 * hub + 2.0 * rank + 0.3 * plcc, abs=1e-8)
-    assert len(q) == 3  # pushed after the loss
+    def step(p, t):
+        return re_reward_loss(t64(p), t64(t), rank_queue=rank_q, plcc_queue=plcc_q, **kw)
 
-    total, parts = re_reward_loss(t64(p2), t64(t2), queue=q, **kw)
-    hub, rank, plcc = _re_reward_by_loops(p2, t2, p1, t1)
+    total, parts = step(p1, t1)
+    hub, rank, plcc = _re_reward_by_loops(p1, t1, [], [], [], [])
     assert parts == pytest.approx({"huber": hub, "rank": rank, "plcc": plcc}, abs=1e-8)
     assert total.item() == pytest.approx(0.5 * hub + 2.0 * rank + 0.3 * plcc, abs=1e-8)
-    assert len(q) == 5
+    assert (len(rank_q), len(plcc_q)) == (1, 3)  # pushed after the loss, each to its size
+
+    # batch 2 ranks against p1's last row only, correlates over all three rows of p1
+    total, parts = step(p2, t2)
+    hub, rank, plcc = _re_reward_by_loops(p2, t2, p1[2:], t1[2:], p1, t1)
+    assert parts == pytest.approx({"huber": hub, "rank": rank, "plcc": plcc}, abs=1e-8)
+    assert total.item() == pytest.approx(0.5 * hub + 2.0 * rank + 0.3 * plcc, abs=1e-8)
+    assert rank_q.tensors()[0].tolist() == [p2[1]]
+    assert plcc_q.tensors()[0].tolist() == [p1[2], *p2]
+
+    # batch 3 (one row): rank pairs only with the queued p2[1]; PLCC over 1 + 3 rows
+    total, parts = step(p3, t3)
+    hub, rank, plcc = _re_reward_by_loops(p3, t3, p2[1:], t2[1:], [p1[2], *p2], [t1[2], *t2])
+    assert parts == pytest.approx({"huber": hub, "rank": rank, "plcc": plcc}, abs=1e-8)
+    # dimension 0: 1.5 < 2.0 -> softplus(1.0 - 2.5) ; dimension 1: 1.0 > 0.0 ->
+    # softplus(-(0.5 - 2.0)); the rank term is their mean
+    assert parts["rank"] == pytest.approx((softplus(-1.5) + softplus(1.5)) / 2, abs=1e-12)
+
+
+def test_re_reward_one_queue_for_both_is_pushed_once():
+    shared = ScoreQueue(10)
+    re_reward_loss(t64([[0.0], [1.0]]), t64([[0.0], [2.0]]), rank_queue=shared,
+                   plcc_queue=shared)
+    assert len(shared) == 2
 
 
 def test_re_reward_single_row_is_huber_only():
@@ -579,7 +720,7 @@ def test_re_reward_gradcheck():
     def with_queue(p: torch.Tensor) -> torch.Tensor:
         q = ScoreQueue(4)
         q.load_state_dict(state)
-        return re_reward_loss(p, target, queue=q, margin=0.1)
+        return re_reward_loss(p, target, rank_queue=q, plcc_queue=ScoreQueue(0), margin=0.1)
 
     assert torch.autograd.gradcheck(with_queue, (pred,))
 
@@ -652,6 +793,9 @@ _P3 = torch.tensor([[0, 1, 2], [0, 1, 2]])
         ),
         (lambda: probit_ranking_loss(_V1, _V1, _V1, torch.zeros(2)), "log_sigma_lose"),
         (lambda: uncertainty_ranking_loss(_V1, _V1, _V1, _V1, n_samples=0), "n_samples"),
+        (lambda: uncertainty_ranking_loss(_V1, _V1, _V1, _V1, form="probit"), "form"),
+        (lambda: aggregate_gaussian(torch.zeros(2, 3), torch.zeros(2, 3), "mean", "max"),
+         "sigma"),
         (lambda: aggregate_gaussian(torch.zeros(2, 3), torch.zeros(2, 3), "median"), "rule"),
         (lambda: aggregate_gaussian(torch.zeros(2, 3), torch.zeros(2, 2)), "log_sigma"),
         (lambda: plcc_loss(torch.zeros(1), torch.zeros(1)), "pred"),
@@ -676,5 +820,7 @@ def test_queue_dimension_mismatch_raises():
     q.push(torch.zeros(2, 2), torch.zeros(2, 2))
     with pytest.raises(ValueError, match="pred"):
         q.push(torch.zeros(2, 3), torch.zeros(2, 3))
-    with pytest.raises(ValueError, match="queue"):
-        re_reward_loss(torch.zeros(2, 3), torch.zeros(2, 3), queue=q)
+    with pytest.raises(ValueError, match="rank_queue"):
+        re_reward_loss(torch.zeros(2, 3), torch.zeros(2, 3), rank_queue=q)
+    with pytest.raises(ValueError, match="plcc_queue"):
+        re_reward_loss(torch.zeros(2, 3), torch.zeros(2, 3), plcc_queue=q)

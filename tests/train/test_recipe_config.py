@@ -45,3 +45,30 @@ def test_unknown_recipe_lists_the_builtin_ones():
 def test_uncertainty_loss_needs_a_gaussian_head():
     with pytest.raises(RecipeError, match="gaussian"):
         load_recipe("editreward", ["head.kind=regression"])
+
+
+def test_loss_fidelity_options_and_their_defaults():
+    ranking = load_recipe("editreward").stages[0]
+    assert ranking.loss_args["form"] == "nll"  # EditReward Eq. 4
+    assert ranking.sigma_aggregation == "independent" and ranking.aggregation == "mean"
+    released = load_recipe("editreward", ["stages.0.loss_args.form=expected-bt",
+                                          "stages.0.sigma_aggregation=elementwise"]).stages[0]
+    assert (released.loss_args["form"], released.sigma_aggregation) == (
+        "expected-bt", "elementwise")
+    reward = load_recipe("re-reward").stages[0]
+    assert (reward.loss_args["rank_queue_size"], reward.loss_args["plcc_queue_size"]) == (
+        4096, 256)
+    assert all(s.level_bins == "dimension" for s in load_recipe("edithf").stages)
+
+
+@pytest.mark.parametrize("recipe, override, message", [
+    ("editreward", ["stages.0.loss_args.form=probit"], "form must be nll"),
+    ("editreward", ["stages.0.sigma_aggregation=geometric"], "sigma_aggregation"),
+    ("edithf", ["stages.0.level_bins=pooled"], "level_bins"),
+    ("re-reward", ["stages.0.loss_args.queue_size=256"], "rank_queue_size and plcc_queue_size"),
+    ("re-reward", ["stages.0.loss_args.plcc_queue_size=-1"], "plcc_queue_size"),
+    ("re-reward", ["stages.0.loss_args.rank_queue_size=1.5"], "rank_queue_size"),
+])
+def test_bad_loss_options_name_the_field(recipe, override, message):
+    with pytest.raises(RecipeError, match=message):
+        load_recipe(recipe, override)

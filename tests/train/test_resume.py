@@ -44,3 +44,49 @@ def test_resume_without_checkpoint_is_an_error(tiny_train_vlm, tmp_path):
     with pytest.raises(TrainError, match="no checkpoint"):
         train(_recipe(tiny_train_vlm, tmp_path), output_dir=tmp_path / "none", resume=True,
               progress=False)
+
+
+def _queues_state(rank_rows, plcc_rows):
+    import torch
+
+    from ieqa.train.objectives import new_loss_state
+
+    stage = load_recipe("re-reward", ["stages.0.loss_args.rank_queue_size=3",
+                                      "stages.0.loss_args.plcc_queue_size=2"]).stages[0]
+    state = new_loss_state(stage, seed=0)
+    assert (state.rank_queue.size, state.plcc_queue.size) == (3, 2)
+    for rows, queue in ((rank_rows, state.rank_queue), (plcc_rows, state.plcc_queue)):
+        for r in rows:
+            queue.push(torch.tensor([[r, r, r]]), torch.tensor([[r, r, r]]))
+    return stage, state
+
+
+def test_loss_state_saves_and_restores_both_queues(tmp_path):
+    import torch
+
+    from ieqa.train.objectives import new_loss_state
+
+    stage, state = _queues_state([1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0])
+    torch.save(state.state_dict(), tmp_path / "state.pt")
+    restored = new_loss_state(stage, seed=0)
+    restored.load_state_dict(torch.load(tmp_path / "state.pt", weights_only=False))
+    assert restored.rank_queue.tensors()[0][:, 0].tolist() == [2.0, 3.0, 4.0]
+    assert restored.plcc_queue.tensors()[0][:, 0].tolist() == [6.0, 7.0]
+
+
+def test_loss_state_from_a_single_queue_checkpoint_fills_both(tmp_path):
+    # checkpoints written before the split hold one "queue" that served both terms
+    import torch
+
+    from ieqa.train.losses import ScoreQueue
+    from ieqa.train.objectives import new_loss_state
+
+    stage, _ = _queues_state([], [])
+    old = ScoreQueue(4)
+    for r in (1.0, 2.0, 3.0, 4.0):
+        old.push(torch.tensor([[r, r, r]]), torch.tensor([[r, r, r]]))
+    state = new_loss_state(stage, seed=0)
+    state.load_state_dict({"generator": torch.Generator().manual_seed(0).get_state(),
+                           "queue": old.state_dict()})
+    assert state.rank_queue.tensors()[0][:, 0].tolist() == [2.0, 3.0, 4.0]  # its 3 newest
+    assert state.plcc_queue.tensors()[0][:, 0].tolist() == [3.0, 4.0]  # its 2 newest

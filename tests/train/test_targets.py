@@ -23,6 +23,7 @@ from ieqa.train.targets import (
     level_index,
     level_target,
     rescale,
+    score_ranges,
 )
 
 CORE = ("visual_quality", "instruction_alignment", "content_preservation")
@@ -247,3 +248,18 @@ def test_critique_errors():
     text = critique_target(_sample(scores=scores, meta={"critique": "ok"}), key="critique")
     assert text.startswith("ok\n\n[Final Assessment]\n")
     assert math.isclose(parse_critique(text).scores["visual_quality"], 3.0)
+
+
+def test_score_ranges_are_per_column():
+    rows = [{"instruction_alignment": 0.0, "visual_quality": 40.0},
+            {"instruction_alignment": 100.0, "visual_quality": 90.0},
+            {"instruction_alignment": 30.0}]
+    samples = [EditSample(id=str(i), source="s.png", edited="e.png", instruction="x", scores=r)
+               for i, r in enumerate(rows)]
+    assert score_ranges(samples) == {"instruction_alignment": (0.0, 100.0),
+                                     "visual_quality": (40.0, 90.0)}
+    assert score_ranges([]) == {}
+    # the example: visual quality's minimum 40 is "bad" on its own range [40, 90]
+    # and "fair" on the range pooled with instruction alignment [0, 100]
+    assert level_target(40.0, lo=40.0, hi=90.0) == " bad"
+    assert level_target(40.0, lo=0.0, hi=100.0) == " fair"

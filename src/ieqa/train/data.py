@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +34,7 @@ from ieqa.train.targets import (
     digit_values,
     digits_target,
     level_target,
+    score_ranges,
 )
 
 __all__ = ["TrainData", "load_training_data", "BatchBuilder", "stage_examples",
@@ -43,13 +44,15 @@ __all__ = ["TrainData", "load_training_data", "BatchBuilder", "stage_examples",
 @dataclass
 class TrainData:
     """Samples for training and held-out evaluation, plus human preferences if the source
-    had them (pairwise benchmarks), and the data's score range."""
+    had them (pairwise benchmarks), the data's score scale (one range for every dimension)
+    and each score column's own observed range (``ranges``, for per-dimension level bins)."""
 
     train: list[EditSample]
     eval: list[EditSample]
     scale: tuple[float, float]
     train_preferences: list[Preference] = field(default_factory=list)
     eval_preferences: list[Preference] = field(default_factory=list)
+    ranges: dict[str, tuple[float, float]] = field(default_factory=dict)
 
 
 def _load_source(spec: str | dict[str, Any]) -> tuple[list[EditSample], list[Preference]]:
@@ -76,19 +79,20 @@ def _load_source(spec: str | dict[str, Any]) -> tuple[list[EditSample], list[Pre
     return list(data.samples), list(data.preferences)
 
 
-def _scale(samples: Sequence[EditSample], given: tuple[float, float] | None) -> tuple[float, float]:
+def _scale(samples: Sequence[EditSample], given: tuple[float, float] | None,
+           ranges: Mapping[str, tuple[float, float]]) -> tuple[float, float]:
+    """``given``, else the samples' meta ``score_scale``, else the pooled observed range."""
     if given is not None:
         return (float(given[0]), float(given[1]))
     for s in samples:
         if "score_scale" in s.meta:
             lo, hi = s.meta["score_scale"]
             return (float(lo), float(hi))
-    values = [v for s in samples for v in s.scores.values()]
-    if not values:
+    if not ranges:
         raise TrainDataError("the training samples carry no scores; compute scores from raw ratings "
                              "with `ieqa mos RATINGS --scale LO,HI -o scored.jsonl --manifest SAMPLES` "
                              "and train on that, or train on a scored dataset")
-    return (float(min(values)), float(max(values)))
+    return (min(lo for lo, _ in ranges.values()), max(hi for _, hi in ranges.values()))
 
 
 def _split(samples: list[EditSample], fraction: float, seed: int
@@ -120,7 +124,9 @@ def load_training_data(cfg: DataConfig, seed: int = 0) -> TrainData:
         eval_prefs = [p for p in prefs if p.a.id in keep and p.b.id in keep]
     if cfg.max_eval_samples is not None:
         evals = evals[:cfg.max_eval_samples]
-    return TrainData(train, evals, _scale(samples, cfg.score_scale), train_prefs, eval_prefs)
+    ranges = score_ranges(samples)
+    return TrainData(train, evals, _scale(samples, cfg.score_scale, ranges), train_prefs,
+                     eval_prefs, ranges)
 
 
 def label_column(stage: StageConfig, dimension: str) -> str:
@@ -193,14 +199,19 @@ class BatchBuilder:
         template: the resolved prompt template.
         scale: the data's score range (targets are rescaled from it).
         explanation_key: ``sample.meta`` key of critique texts.
+        ranges: each score column's observed ``(min, max)`` over the whole training data
+            (:attr:`TrainData.ranges`); level targets bin each dimension over its own range
+            with the stage's default ``level_bins: dimension``.
         cache_mb: memory budget (MiB) for processed prompts kept across batches (a sample
             seen again, in a later epoch or pair, skips image loading and the processor);
             once full, further prompts are processed each time. 0 disables the cache.
     """
 
     def __init__(self, vlm: Any, stage: StageConfig, template: Any, scale: tuple[float, float],
-                 explanation_key: str = "explanation", cache_mb: float = 0.0) -> None:
+                 explanation_key: str = "explanation", cache_mb: float = 0.0,
+                 ranges: Mapping[str, tuple[float, float]] | None = None) -> None:
         self.vlm = vlm
+        self.ranges = dict(ranges or {})
         self._cache: dict[tuple[int, str | None], dict[str, Any]] = {}
         self._cache_left = int(cache_mb * 2**20)
         self.stage = stage
@@ -233,10 +244,29 @@ class BatchBuilder:
             return digits_target(self.score(sample, dimension), scale=self.scale,
                                  template_scale=scale)
         if target == "level":
-            return level_target(self.score(sample, dimension), lo=self.scale[0], hi=self.scale[1])
+            lo, hi = self.level_range(dimension)
+            return level_target(self.score(sample, dimension), lo=lo, hi=hi)
         if target == "box":
             return box_target(sample.bbox)
         raise TrainDataError(f"stage {self.stage.name!r}: unknown target {target!r}")
+
+    def level_range(self, dimension: str) -> tuple[float, float]:
+        """The ``[lo, hi]`` that ``dimension``'s level words are binned over: its data
+        column's own observed range (``level_bins: dimension``, EditHF) or the data scale
+        shared by every dimension (``level_bins: scale``)."""
+        if self.stage.level_bins == "scale":
+            return self.scale
+        column = label_column(self.stage, dimension)
+        if column not in self.ranges:
+            raise TrainDataError(f"stage {self.stage.name!r}: no score range for {column!r} "
+                                 "(per-dimension level bins need BatchBuilder(ranges=...), "
+                                 "TrainData.ranges)")
+        lo, hi = self.ranges[column]
+        if not hi > lo:
+            raise TrainDataError(f"stage {self.stage.name!r}: every {column!r} score is {lo:g}, "
+                                 "so its own range cannot be cut into levels; set "
+                                 "level_bins: scale (bins over the data scale)")
+        return lo, hi
 
     def critique(self, sample: EditSample) -> str | None:
         text = explanation_of(sample, self.explanation_key)

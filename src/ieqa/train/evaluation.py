@@ -37,7 +37,8 @@ def build_scorer(recipe: Recipe, stage: StageConfig, vlm: Any, head: Any, templa
     h = recipe.head
     kwargs = {"anchor": h.anchor, "head": head, "dimensions": stage.dimensions}
     if recipe.head.kind == "gaussian":
-        scorer = create_scorer("vlm-gaussian", aggregation=stage.aggregation, **kwargs, **common)
+        scorer = create_scorer("vlm-gaussian", aggregation=stage.aggregation,
+                               sigma_aggregation=stage.sigma_aggregation, **kwargs, **common)
     elif stage.objective == "dual":
         scorer = create_scorer("vlm-dual", score_only=True, **kwargs, **common)
     else:

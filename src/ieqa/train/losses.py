@@ -8,10 +8,11 @@ batch unless its docstring says otherwise) and raises :class:`LossInputError` (a
 * Level words (Q-Align): :func:`level_ce_loss`
 * Pointwise regression (EditHF, RE-Reward): :func:`mse_loss`, :func:`huber_loss`
 * Pairwise preference: :func:`bradley_terry_loss`, :func:`bt_ties_loss`
-* Gaussian scores (EditReward / HPSv3): :func:`uncertainty_ranking_loss`,
-  :func:`probit_ranking_loss`, :func:`aggregate_gaussian`
+* Gaussian scores (EditReward / HPSv3): :func:`uncertainty_ranking_loss` (two forms,
+  ``"nll"`` and ``"expected-bt"``), :func:`probit_ranking_loss` (Thurstone Case V),
+  :func:`aggregate_gaussian`
 * RE-Reward composite (ReasonEdit): :func:`plcc_loss`, :class:`ScoreQueue`,
-  :func:`pairwise_ranking_loss`, :func:`re_reward_loss`
+  :func:`pairwise_ranking_loss`, :func:`re_reward_loss` (separate rank and PLCC queues)
 
 Optional per-sample ``weight`` arguments ([B], finite, non-negative, positive sum) turn the
 batch mean into the weighted mean ``Σ w_b·l_b / Σ w_b``.
@@ -33,6 +34,8 @@ from ieqa.errors import IeqaError
 
 __all__ = [
     "DIGIT_WEIGHTS",
+    "RE_REWARD_PLCC_QUEUE_SIZE",
+    "RE_REWARD_RANK_QUEUE_SIZE",
     "LossInputError",
     "ScoreQueue",
     "aggregate_gaussian",
@@ -57,6 +60,17 @@ DIGIT_WEIGHTS: tuple[float, float, float] = (1.0, 0.1, 0.01)
 Normalisation = Literal["digits", "vocab"]
 TiesModel = Literal["rao-kupper", "davidson"]
 AggregationRule = Literal["mean", "sum", "min"]
+SigmaAggregation = Literal["independent", "elementwise"]
+UncertaintyForm = Literal["nll", "expected-bt"]
+
+#: RE-Reward queue capacities in rows. ReasonEdit (appendix C.4, Table 7) gives the rank
+#: queue and the PLCC queue sizes of their own; the numbers did not survive the extracted
+#: table, so these are the defaults of a public trainer with exactly those settings
+#: (rank queue 4096, rank-label margin 0.03, PLCC queue 256). A rank queue makes many pairs
+#: per step (batch x queue) at the cost of staler predictions; a PLCC queue only needs
+#: enough rows for a stable correlation.
+RE_REWARD_RANK_QUEUE_SIZE = 4096
+RE_REWARD_PLCC_QUEUE_SIZE = 256
 
 
 class LossInputError(IeqaError, ValueError):
@@ -620,6 +634,7 @@ def uncertainty_ranking_loss(
     mu_lose: Tensor,
     log_sigma_lose: Tensor,
     *,
+    form: UncertaintyForm = "nll",
     n_samples: int = 1000,
     generator: torch.Generator | None = None,
     weight: Tensor | None = None,
@@ -627,23 +642,45 @@ def uncertainty_ranking_loss(
     """Uncertainty-aware ranking loss with Gaussian scores, estimated by sampling.
 
     Scores are independent Gaussians ``N(μ, σ²)`` with ``σ = exp(log_sigma)``. For a pair with
-    the first item preferred, ``z ~ N(μ_w − μ_l, σ_w² + σ_l²)`` and the loss is
-    ``E[−log σ(z)] = E[softplus(−z)]``, estimated with ``n_samples`` reparametrised draws
+    the first item preferred, ``z ~ N(μ_w − μ_l, σ_w² + σ_l²)`` and the Bradley–Terry
+    probability of the preference given ``z`` is ``sigmoid(z)``. Two losses are built on it:
+
+    * ``form="nll"`` (default): ``−log P`` with ``P = E[sigmoid(z)]``, the negative
+      log-likelihood of the observed preference with the score uncertainty integrated out.
+      This is Eq. 4 of EditReward and the HPSv3 loss it follows.
+    * ``form="expected-bt"``: ``E[−log sigmoid(z)] = E[softplus(−z)]``, the Bradley–Terry
+      loss averaged over score draws. This is what EditReward's released trainer computes
+      (its ``uncertainty`` loss type); use it to reproduce the released checkpoints.
+
+    By Jensen's inequality ``expected-bt >= nll`` for every pair. They also differ in what
+    σ learns: ``softplus(−z)`` is convex, so ``expected-bt`` grows with σ for *every* pair
+    and pushes σ down everywhere, while under ``nll`` a larger σ lowers the loss of a pair
+    whose means are in the wrong order, so σ can grow where the data disagree with the means.
+    That, and being the paper's definition, is why ``"nll"`` is the default.
+
+    Both are estimated from the same ``n_samples`` reparametrised draws
     ``z = (μ_w − μ_l) + sqrt(σ_w² + σ_l²)·ε``, ``ε ~ N(0, 1)`` of shape [B, n_samples] from
-    ``generator`` (so gradients reach μ and log σ, and a seeded generator makes the loss
-    deterministic). :func:`probit_ranking_loss` is the closed-form alternative.
+    ``generator`` (gradients reach μ and log σ; a seeded generator makes the loss
+    deterministic). ``nll`` averages ``sigmoid(z)`` in log space
+    (``log n − logsumexp(logsigmoid(z))``), so it stays finite when every draw is far in a
+    tail. :func:`probit_ranking_loss` is a third, different likelihood, not a closed form of
+    either.
 
     Args:
         mu_win, log_sigma_win, mu_lose, log_sigma_lose: [B] float.
-        n_samples: number of draws per pair (>= 1); the reference code uses 1000.
+        form: ``"nll"`` or ``"expected-bt"`` (see above).
+        n_samples: number of draws per pair (>= 1); EditReward's released code uses 1000.
         generator: source of ε (must live on the inputs' device); ``None`` uses the global RNG.
         weight: optional [B] per-pair weights.
 
     Returns:
         Scalar (nats), mean (or weighted mean) over pairs.
 
-    Reference: EditReward / HPSv3 uncertainty-aware ranking loss.
+    Reference: EditReward (003) §3.2 Eq. 4 / HPSv3 (``"nll"``); EditReward's released trainer
+    (``"expected-bt"``).
     """
+    if form not in ("nll", "expected-bt"):
+        raise LossInputError(f"form must be 'nll' or 'expected-bt', got {form!r}")
     if isinstance(n_samples, bool) or not isinstance(n_samples, int) or n_samples < 1:
         raise LossInputError(f"n_samples must be an integer >= 1, got {n_samples!r}")
     diff, scale = _gaussian_pair(mu_win, log_sigma_win, mu_lose, log_sigma_lose)
@@ -651,7 +688,11 @@ def uncertainty_ranking_loss(
         (diff.shape[0], n_samples), generator=generator, device=diff.device, dtype=diff.dtype
     )
     z = diff.unsqueeze(-1) + scale.unsqueeze(-1) * eps
-    return _weighted_mean(F.softplus(-z).mean(dim=-1), weight, "mu_win")
+    if form == "expected-bt":
+        per_pair = F.softplus(-z).mean(dim=-1)
+    else:
+        per_pair = math.log(n_samples) - torch.logsumexp(F.logsigmoid(z), dim=-1)
+    return _weighted_mean(per_pair, weight, "mu_win")
 
 
 def probit_ranking_loss(
@@ -662,10 +703,18 @@ def probit_ranking_loss(
     *,
     weight: Tensor | None = None,
 ) -> Tensor:
-    """Closed-form Gaussian ranking loss ``−log Φ((μ_w − μ_l) / sqrt(σ_w² + σ_l²))``.
+    """Thurstone Case V ranking loss ``−log Φ((μ_w − μ_l) / sqrt(σ_w² + σ_l²))``.
 
-    ``Φ(·)`` is the probability that the preferred item's Gaussian score exceeds the other's,
-    computed with :func:`torch.special.log_ndtr` (stable far in the tails).
+    ``Φ(·)`` is the exact probability ``P(s_w > s_l)`` that the preferred item's Gaussian
+    score draw exceeds the other's, for independent scores ``s ~ N(μ, σ²)``; the loss is the
+    negative log of it (Thurstone's comparative judgement with per-item variances), computed
+    with :func:`torch.special.log_ndtr` (stable far in the tails).
+
+    It is *not* a closed form of :func:`uncertainty_ranking_loss`: both of those forms put
+    a logistic (Bradley–Terry) link on the score difference ``z`` and average over ``z``
+    (``−log E[sigmoid(z)]`` or ``E[−log sigmoid(z)]``); this one has no logistic link, the
+    comparison of the two draws *is* the outcome. All three agree only in the ordering they
+    reward.
 
     Args:
         mu_win, log_sigma_win, mu_lose, log_sigma_lose: [B] float, ``σ = exp(log_sigma)``.
@@ -674,31 +723,47 @@ def probit_ranking_loss(
     Returns:
         Scalar (nats), mean (or weighted mean) over pairs.
 
-    Reference: closed-form variant of the EditReward / HPSv3 uncertainty-aware ranking loss.
+    Reference: Thurstone (1927) Case V; an alternative likelihood for the Gaussian scores of
+    EditReward / HPSv3.
     """
     diff, scale = _gaussian_pair(mu_win, log_sigma_win, mu_lose, log_sigma_lose)
     return _weighted_mean(-torch.special.log_ndtr(diff / scale), weight, "mu_win")
 
 
 def aggregate_gaussian(
-    mu: Tensor, log_sigma: Tensor, rule: AggregationRule = "mean"
+    mu: Tensor,
+    log_sigma: Tensor,
+    rule: AggregationRule = "mean",
+    sigma: SigmaAggregation = "independent",
 ) -> tuple[Tensor, Tensor]:
-    """Aggregate D independent Gaussian dimension scores into one Gaussian per sample.
+    """Aggregate D Gaussian dimension scores into one Gaussian per sample.
 
-    * ``"sum"``: ``μ = Σ μ_d``, ``σ = sqrt(Σ σ_d²)``
-    * ``"mean"``: ``μ = Σ μ_d / D``, ``σ = sqrt(Σ σ_d²) / D`` (best in EditReward)
-    * ``"min"``: ``μ`` and ``σ`` of the dimension with the smallest ``μ`` (the gradient flows
-      to that dimension only)
+    ``rule`` combines the means (EditReward Eq. 3): ``"mean"`` ``Σ μ_d / D`` (best in
+    EditReward), ``"sum"`` ``Σ μ_d``, ``"min"`` ``min_d μ_d``. ``sigma`` says how the
+    standard deviations combine:
+
+    * ``"independent"`` (default): the σ of the aggregate when the dimension scores are
+      independent Gaussians — ``sqrt(Σ σ_d²) / D`` for ``mean``, ``sqrt(Σ σ_d²)`` for
+      ``sum`` (both exact), and for ``min`` the σ of the dimension whose μ is smallest (the
+      gradient flows to that dimension only). It keeps σ a standard deviation of the
+      aggregated score, the model the paper states.
+    * ``"elementwise"``: the rule applied to ``[μ, log σ]`` elementwise, as EditReward's
+      released model fuses its heads: ``mean`` takes the mean of ``log σ_d`` (σ is the
+      geometric mean of the σ_d), ``min`` takes the smallest ``log σ_d`` (possibly of a
+      different dimension than the smallest μ); for ``sum`` the released code adds the
+      variances, so ``sum`` is the same as ``"independent"``. Use it to reproduce the
+      released checkpoints.
 
     Args:
         mu: [B, D] float means.
         log_sigma: [B, D] float log standard deviations.
         rule: ``"mean"``, ``"sum"`` or ``"min"``.
+        sigma: ``"independent"`` or ``"elementwise"``.
 
     Returns:
         ``(mu_agg [B], log_sigma_agg [B])`` (not reduced over the batch).
 
-    Reference: EditReward dimension aggregation.
+    Reference: EditReward (003) §3.2 Eq. 3 and its released multi-head model.
     """
     mu = _float_tensor(mu, "mu", 2)
     log_sigma = _float_tensor(log_sigma, "log_sigma", 2)
@@ -706,14 +771,20 @@ def aggregate_gaussian(
     dims = mu.shape[1]
     if dims == 0:
         raise LossInputError("mu must have at least one dimension (D >= 1)")
+    if rule not in ("mean", "sum", "min"):
+        raise LossInputError(f"rule must be 'mean', 'sum' or 'min', got {rule!r}")
+    if sigma not in ("independent", "elementwise"):
+        raise LossInputError(f"sigma must be 'independent' or 'elementwise', got {sigma!r}")
     if rule == "min":
+        if sigma == "elementwise":
+            return mu.min(dim=1).values, log_sigma.min(dim=1).values
         idx = mu.argmin(dim=1, keepdim=True)
         return mu.gather(1, idx).squeeze(1), log_sigma.gather(1, idx).squeeze(1)
-    if rule not in ("mean", "sum"):
-        raise LossInputError(f"rule must be 'mean', 'sum' or 'min', got {rule!r}")
     log_sigma_sum = 0.5 * torch.logsumexp(2 * log_sigma, dim=1)  # log sqrt(Σ σ²)
     if rule == "sum":
         return mu.sum(dim=1), log_sigma_sum
+    if sigma == "elementwise":
+        return mu.mean(dim=1), log_sigma.mean(dim=1)
     return mu.mean(dim=1), log_sigma_sum - math.log(dims)
 
 
@@ -891,11 +962,28 @@ def pairwise_ranking_loss(
     return F.softplus(-torch.sign(diff_t[keep]) * diff_p[keep]).mean()
 
 
+def _queue_rows(queue: ScoreQueue | None, name: str, like: Tensor) -> tuple[Tensor, Tensor] | None:
+    """The rows of ``queue`` as constants on ``like``'s device and dtype (``None`` if empty)."""
+    if queue is None:
+        return None
+    if not isinstance(queue, ScoreQueue):
+        raise LossInputError(f"{name} must be a ScoreQueue or None, got {type(queue).__name__}")
+    if len(queue) == 0:
+        return None
+    if queue.dims != like.shape[1]:
+        raise LossInputError(
+            f"{name} holds rows with {queue.dims} dimensions, pred has {like.shape[1]}"
+        )
+    qp, qt = queue.tensors()
+    return qp.detach().to(like), qt.detach().to(like)
+
+
 def re_reward_loss(
     pred: Tensor,
     target: Tensor,
     *,
-    queue: ScoreQueue | None = None,
+    rank_queue: ScoreQueue | None = None,
+    plcc_queue: ScoreQueue | None = None,
     huber_weight: float = 1.0,
     rank_weight: float = 1.0,
     plcc_weight: float = 1.0,
@@ -906,18 +994,26 @@ def re_reward_loss(
     """RE-Reward composite loss (ReasonEdit appendix C.2).
 
     ``huber_weight·Huber(pred, target)
-    + rank_weight·mean_d pairwise_ranking(batch vs batch + queue)
-    + plcc_weight·mean_d (1 − PLCC(batch ∪ queue))``, per score dimension d. Queue rows are
-    constants (detached). The batch is pushed into ``queue`` after the loss is computed, so a
-    batch never meets itself in the queue. When the batch plus the queue hold fewer than two
-    rows, the PLCC term is a zero with a gradient.
+    + rank_weight·mean_d pairwise_ranking(batch vs batch + rank_queue)
+    + plcc_weight·mean_d (1 − PLCC(batch ∪ plcc_queue))``, per score dimension d.
+
+    The ranking term and the PLCC term read separate queues, each with its own capacity
+    (ReasonEdit Table 7 sizes them separately; ieqa's recipe defaults are
+    :data:`RE_REWARD_RANK_QUEUE_SIZE` and :data:`RE_REWARD_PLCC_QUEUE_SIZE`). Queue rows are
+    constants (detached). The batch is pushed into each queue after the loss is computed, so
+    a batch never meets itself in a queue; passing one queue object as both pushes it once.
+    When the batch plus the PLCC queue hold fewer than two rows, the PLCC term is a zero
+    with a gradient.
 
     Args:
         pred, target: [B, D] float predicted and ground-truth scores (D dimensions).
-        queue: optional :class:`ScoreQueue` of past rows with the same D (updated in place).
+        rank_queue: optional :class:`ScoreQueue` of past rows for the ranking term (same D,
+            updated in place).
+        plcc_queue: optional :class:`ScoreQueue` of past rows for the PLCC term (same D,
+            updated in place).
         huber_weight, rank_weight, plcc_weight: non-negative term weights.
         delta: Huber switch point (> 0, score units).
-        margin: minimal target gap of a ranked pair (>= 0).
+        margin: minimal target gap of a ranked pair (>= 0, score units).
         return_parts: also return ``{"huber", "rank", "plcc"}`` (unweighted terms, floats).
 
     Returns:
@@ -933,43 +1029,34 @@ def re_reward_loss(
     w_huber = _real(huber_weight, "huber_weight", minimum=0.0)
     w_rank = _real(rank_weight, "rank_weight", minimum=0.0)
     w_plcc = _real(plcc_weight, "plcc_weight", minimum=0.0)
-    if queue is not None and not isinstance(queue, ScoreQueue):
-        raise LossInputError(f"queue must be a ScoreQueue or None, got {type(queue).__name__}")
+    ranked = _queue_rows(rank_queue, "rank_queue", pred)
+    correlated = _queue_rows(plcc_queue, "plcc_queue", pred)
     target = target.to(pred.dtype)
 
     huber = huber_loss(pred, target, delta=delta)
-
-    qp: Tensor | None = None
-    qt: Tensor | None = None
-    if queue is not None and len(queue) > 0:
-        if queue.dims != dims:
-            raise LossInputError(f"queue holds rows with {queue.dims} dimensions, pred has {dims}")
-        qp_raw, qt_raw = queue.tensors()
-        qp = qp_raw.detach().to(pred)
-        qt = qt_raw.detach().to(pred)
 
     rank = torch.stack(
         [
             pairwise_ranking_loss(
                 pred[:, d],
                 target[:, d],
-                queue_pred=None if qp is None else qp[:, d],
-                queue_target=None if qt is None else qt[:, d],
+                queue_pred=None if ranked is None else ranked[0][:, d],
+                queue_target=None if ranked is None else ranked[1][:, d],
                 margin=margin,
             )
             for d in range(dims)
         ]
     ).mean()
 
-    all_pred = pred if qp is None else torch.cat([pred, qp])
-    all_target = target if qt is None else torch.cat([target, qt])
+    all_pred = pred if correlated is None else torch.cat([pred, correlated[0]])
+    all_target = target if correlated is None else torch.cat([target, correlated[1]])
     if all_pred.shape[0] >= 2:
         plcc = (1 - _plcc_columns(all_pred, all_target, 1e-8)).mean()
     else:
         plcc = pred.sum() * 0
 
     total = w_huber * huber + w_rank * rank + w_plcc * plcc
-    if queue is not None:
+    for queue in {id(q): q for q in (rank_queue, plcc_queue) if q is not None}.values():
         queue.push(pred, target)
     if return_parts:
         parts = {

@@ -2,8 +2,8 @@
 
 One function per objective kind; each takes the model, the stage's
 :class:`~ieqa.train.data.BatchBuilder`, the examples of one micro-batch and a
-:class:`LossState` (the RE-Reward queue and the sampling generator, which checkpoints
-save so that a resumed run computes the same losses).
+:class:`LossState` (the RE-Reward rank and PLCC queues and the sampling generator, which
+checkpoints save so that a resumed run computes the same losses).
 """
 
 from __future__ import annotations
@@ -17,15 +17,17 @@ import torch
 from ieqa.train import losses as L
 from ieqa.train.recipe import StageConfig
 
-__all__ = ["LossState", "compute_loss"]
+__all__ = ["LossState", "compute_loss", "new_loss_state"]
 
 
 @dataclass
 class LossState:
-    """Loss-side state carried across steps (saved in checkpoints)."""
+    """Loss-side state carried across steps (saved in checkpoints): the sampling generator
+    and, for RE-Reward, the rank and PLCC queues."""
 
     seed: int = 0
-    queue: L.ScoreQueue | None = None
+    rank_queue: L.ScoreQueue | None = None
+    plcc_queue: L.ScoreQueue | None = None
     generator: torch.Generator = field(default_factory=torch.Generator)
 
     def __post_init__(self) -> None:
@@ -33,19 +35,41 @@ class LossState:
 
     def state_dict(self) -> dict[str, Any]:
         return {"generator": self.generator.get_state(),
-                "queue": self.queue.state_dict() if self.queue is not None else None}
+                "rank_queue": _queue_state(self.rank_queue),
+                "plcc_queue": _queue_state(self.plcc_queue)}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore from :meth:`state_dict`. A checkpoint written before the queues were split
+        holds one ``"queue"`` that served both terms: it fills both queues (each keeps its
+        newest ``size`` rows)."""
         self.generator.set_state(state["generator"])
-        if self.queue is not None and state.get("queue") is not None:
-            self.queue.load_state_dict(state["queue"])
+        shared = state.get("queue")
+        for queue, key in ((self.rank_queue, "rank_queue"), (self.plcc_queue, "plcc_queue")):
+            saved = state.get(key, shared)
+            if queue is not None and saved is not None:
+                queue.load_state_dict(saved)
+
+
+def _queue_state(queue: L.ScoreQueue | None) -> dict[str, Any] | None:
+    return queue.state_dict() if queue is not None else None
+
+
+#: RE-Reward loss_args that size the queues rather than being passed to the loss.
+QUEUE_ARGS = ("rank_queue_size", "plcc_queue_size")
 
 
 def new_loss_state(stage: StageConfig, seed: int) -> LossState:
-    queue = None
-    if stage.loss == "re-reward":
-        queue = L.ScoreQueue(int(stage.loss_args.get("queue_size", 256)))
-    return LossState(seed=seed, queue=queue)
+    """Fresh loss state for ``stage``: RE-Reward gets its rank and PLCC queues, sized by
+    ``loss_args`` ``rank_queue_size`` / ``plcc_queue_size`` (defaults
+    :data:`~ieqa.train.losses.RE_REWARD_RANK_QUEUE_SIZE` and
+    :data:`~ieqa.train.losses.RE_REWARD_PLCC_QUEUE_SIZE`)."""
+    if stage.loss != "re-reward":
+        return LossState(seed=seed)
+    args = stage.loss_args
+    return LossState(
+        seed=seed,
+        rank_queue=L.ScoreQueue(int(args.get("rank_queue_size", L.RE_REWARD_RANK_QUEUE_SIZE))),
+        plcc_queue=L.ScoreQueue(int(args.get("plcc_queue_size", L.RE_REWARD_PLCC_QUEUE_SIZE))))
 
 
 def _loss_kwargs(stage: StageConfig, drop: Sequence[str] = ()) -> dict[str, Any]:
@@ -86,8 +110,9 @@ def compute_loss(model: Any, builder: Any, stage: StageConfig, samples: Sequence
         elif stage.loss == "huber":
             loss = L.huber_loss(pred, target, **_loss_kwargs(stage))
         else:
-            return L.re_reward_loss(pred, target, queue=state.queue, return_parts=True,
-                                    **_loss_kwargs(stage, drop=("queue_size",)))
+            return L.re_reward_loss(pred, target, rank_queue=state.rank_queue,
+                                    plcc_queue=state.plcc_queue, return_parts=True,
+                                    **_loss_kwargs(stage, drop=QUEUE_ARGS))
         return loss, {stage.loss: float(loss.detach())}
     # pairwise
     batch = builder.pair_batch(samples, examples)
@@ -99,7 +124,8 @@ def compute_loss(model: Any, builder: Any, stage: StageConfig, samples: Sequence
     if stage.loss in ("uncertainty", "probit"):
         d = head.shape[1] // 2
         mu, log_sigma = head.view(2 * n, d, 2).unbind(-1)
-        mu, log_sigma = L.aggregate_gaussian(mu, log_sigma, stage.aggregation)
+        mu, log_sigma = L.aggregate_gaussian(mu, log_sigma, stage.aggregation,
+                                             stage.sigma_aggregation)
         a_wins = outcome == 0
         win = torch.where(a_wins, torch.arange(n, device=head.device),
                           torch.arange(n, 2 * n, device=head.device))

@@ -8,11 +8,16 @@ grounding -> level scoring). Each stage has an ``objective``:
 * ``text``: supervised fine-tuning on text targets written in the paper's answer format
   (``target``: ``digits`` for DS-IEQA ``X.XX``, ``level`` for the five level words,
   ``box`` for EPAIQA's ``(x, y, w, h)`` region); ``loss`` ``ce`` or ``tdrl`` (digits).
+  Level words bin each dimension over its own range by default (``level_bins``).
 * ``pointwise``: the head regresses the scores; ``loss`` ``mse``, ``huber`` or
-  ``re-reward`` (Huber + queue ranking + 1 - PLCC).
+  ``re-reward`` (Huber + ranking against a rank queue + 1 - PLCC over a PLCC queue,
+  ``loss_args`` ``rank_queue_size`` / ``plcc_queue_size``).
 * ``pairwise``: the head ranks within-group pairs; ``loss`` ``bt``, ``bt-ties``,
-  ``uncertainty`` (HPSv3 sampled) or ``probit`` (closed form) — the last two need a
-  Gaussian head.
+  ``uncertainty`` (Gaussian scores with a logistic link, sampled; ``loss_args.form``
+  ``nll`` = EditReward Eq. 4, the default, or ``expected-bt`` = EditReward's released
+  trainer) or ``probit`` (Thurstone Case V, ``-log P(s_w > s_l)``) — the last two need a
+  Gaussian head, whose dimensions combine by ``aggregation`` (the means) and
+  ``sigma_aggregation`` (the sigmas).
 * ``dual``: ReasonEdit SFT, CE on the critique text plus Huber on the head.
 
 Built-in recipes (``ieqa list recipes``) carry each paper's hyper-parameters as defaults;
@@ -29,6 +34,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ieqa.errors import IeqaError
+from ieqa.train.losses import RE_REWARD_PLCC_QUEUE_SIZE, RE_REWARD_RANK_QUEUE_SIZE
 
 __all__ = ["Recipe", "StageConfig", "RecipeError", "load_recipe", "list_recipes",
            "apply_overrides", "RECIPE_DIR"]
@@ -100,8 +106,10 @@ class DataConfig(_Strict):
     eval_fraction: float = Field(0.2, gt=0, lt=1)
     max_eval_samples: int | None = Field(None, ge=1)
     score_scale: tuple[float, float] | None = Field(
-        None, description="data score range; default: the samples' meta score_scale, "
-        "else their observed min and max")
+        None, description="data score range, one for every dimension (digit and critique "
+        "targets are rescaled from it; level targets use it with level_bins: scale); "
+        "default: the samples' meta score_scale, else their observed min and max over all "
+        "dimensions")
     explanation_key: str = "explanation"
     cache_mb: float = Field(
         1024, ge=0, description="keep up to this many MiB of processed model inputs (token "
@@ -139,6 +147,17 @@ class StageConfig(_Strict):
     sampler_args: dict[str, Any] = Field(default_factory=dict)
     pairs: dict[str, Any] = Field(default_factory=dict, description="build_pairs options")
     aggregation: Literal["mean", "sum", "min"] = "mean"
+    sigma_aggregation: Literal["independent", "elementwise"] = Field(
+        "independent", description="Gaussian heads: how the dimensions' sigma combine. "
+        "'independent' (default): the sigma of the aggregated score of independent Gaussian "
+        "dimensions (sqrt(sum sigma^2)/D for mean, sqrt(sum sigma^2) for sum, the sigma of "
+        "the smallest-mu dimension for min); 'elementwise': the rule applied to log sigma "
+        "as to mu, as EditReward's released model does (mean / min of log sigma)")
+    level_bins: Literal["dimension", "scale"] = Field(
+        "dimension", description="level targets: 'dimension' (default, EditHF / Q-Align) "
+        "cuts each dimension's own [min, max] over the training data into the five level "
+        "bins; 'scale' uses one range for every dimension: data.score_scale, else the "
+        "samples' meta score_scale, else the [min, max] of all dimensions pooled")
     text_weight: float = Field(1.0, ge=0)
     head_weight: float = Field(1.0, ge=0)
     samples: Literal["all", "with_text", "without_text"] = "all"
@@ -157,6 +176,22 @@ class StageConfig(_Strict):
             raise ValueError(f"stage {self.name!r}: tdrl needs target: digits")
         if not self.dimensions:
             raise ValueError(f"stage {self.name!r}: dimensions is empty")
+        if self.loss == "uncertainty" and self.loss_args.get("form", "nll") not in (
+                "nll", "expected-bt"):
+            raise ValueError(f"stage {self.name!r}: loss_args.form must be nll (EditReward "
+                             "Eq. 4, -log E[sigmoid(z)]) or expected-bt (EditReward's released "
+                             f"trainer, E[-log sigmoid(z)]), got {self.loss_args['form']!r}")
+        if self.loss == "re-reward":
+            if "queue_size" in self.loss_args:
+                raise ValueError(f"stage {self.name!r}: loss_args.queue_size was split into "
+                                 "rank_queue_size and plcc_queue_size (ReasonEdit Table 7; "
+                                 f"defaults {RE_REWARD_RANK_QUEUE_SIZE} and "
+                                 f"{RE_REWARD_PLCC_QUEUE_SIZE})")
+            for key in ("rank_queue_size", "plcc_queue_size"):
+                size = self.loss_args.get(key, 0)
+                if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+                    raise ValueError(f"stage {self.name!r}: loss_args.{key} must be an "
+                                     f"integer >= 0 (rows; 0 turns the queue off), got {size!r}")
         return self
 
 

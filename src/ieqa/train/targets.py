@@ -47,6 +47,7 @@ __all__ = [
     "level_index",
     "level_target",
     "rescale",
+    "score_ranges",
 ]
 
 #: The ``EditSample.meta`` key that holds a sample's explanation / critique text.
@@ -139,14 +140,42 @@ def digit_values(text: str) -> list[int]:
 
 
 # ----------------------------------------------------------------------------- levels
+def score_ranges(samples: Sequence[EditSample]) -> dict[str, tuple[float, float]]:
+    """The observed ``(min, max)`` of each score column over ``samples``, keyed by the
+    column name as it appears in ``sample.scores``.
+
+    These are EditHF's level ranges (§4.2 textual learning: each dimension is binned over
+    its own range) and Q-Align's (the range of the dataset's scores); a sample without a
+    column does not count for it. ``{}`` when no sample has a score.
+
+    >>> from ieqa.data.schema import EditSample
+    >>> scored = [{"instruction_alignment": 0, "visual_quality": 40},
+    ...           {"instruction_alignment": 100, "visual_quality": 90}]
+    >>> rows = [EditSample(id=str(i), source="s.png", edited="e.png", instruction="x",
+    ...                    scores=sc) for i, sc in enumerate(scored)]
+    >>> score_ranges(rows)
+    {'instruction_alignment': (0.0, 100.0), 'visual_quality': (40.0, 90.0)}
+    """
+    ranges: dict[str, tuple[float, float]] = {}
+    for sample in samples:
+        for column, value in sample.scores.items():
+            v = _finite(value, f"sample {sample.id!r} score {column!r}")
+            lo, hi = ranges.get(column, (v, v))
+            ranges[column] = (min(lo, v), max(hi, v))
+    return ranges
+
+
 def level_target(score: float, *, lo: float, hi: float) -> str:
     """EditHF / Q-Align level word of ``score``, with a leading space: ``" good"``.
 
-    The dataset range ``[lo, hi]`` is cut into five equal bins named bad, poor, fair, good,
+    The range ``[lo, hi]`` is cut into five equal bins named bad, poor, fair, good,
     excellent, lowest first (EditHF §4.2 textual learning; the bins of
     :func:`ieqa.human.mos.level_indices`: a score on an inner edge takes the upper level,
-    ``hi`` is ``excellent``). Pass the range of the whole dataset (or its nominal scale),
-    not of one batch. A score outside ``[lo, hi]`` or ``lo >= hi`` raises.
+    ``hi`` is ``excellent``). EditHF bins each dimension over its own range over the whole
+    dataset (:func:`score_ranges`), not over one batch and not over all dimensions pooled:
+    with visual quality in [40, 90] and another dimension in [0, 100], a visual-quality 40
+    is ``" bad"`` on its own range but ``" fair"`` on the pooled one. A score outside
+    ``[lo, hi]`` or ``lo >= hi`` raises.
 
     The leading space is deliberate: the EPAIQA answer prefixes end without one
     (``"Harmony level is:"``, ``"The harmony of the edited image is"``), and BPE tokenizers

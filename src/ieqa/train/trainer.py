@@ -365,7 +365,7 @@ def _run_stage(run: _Run, recipe: Recipe, index: int, stage: StageConfig, model:
     template = _resolve_template(stage)
     key = recipe.data.explanation_key
     builder = BatchBuilder(vlm, stage, template, data.scale, key,
-                           cache_mb=recipe.data.cache_mb)
+                           cache_mb=recipe.data.cache_mb, ranges=data.ranges)
     needs_bbox = "crop" in template.images
     examples = stage_examples(stage, data, explanation_key=key, needs_bbox=needs_bbox)
     eval_pairs = (stage_examples(stage, data, explanation_key=key, split="eval")

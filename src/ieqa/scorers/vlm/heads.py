@@ -9,7 +9,8 @@ All three run one forward pass over the prompt and pool the final-layer hidden s
 * ``vlm-head`` (EditHF): one output per dimension.
 * ``vlm-gaussian`` (EditReward): ``(mu, log sigma)`` per dimension; the score is ``mu``,
   ``sigma = exp(log sigma)`` is reported, and ``overall`` aggregates the ``mu`` by
-  ``min``, ``mean`` (the paper's best) or ``sum``.
+  ``min``, ``mean`` (the paper's best) or ``sum`` and the sigma by ``sigma_aggregation``
+  (:func:`ieqa.train.losses.aggregate_gaussian`).
 * ``vlm-dual`` (ReasonEdit): three scores (visual quality, instruction alignment, content
   preservation) from the prefill state, ``overall = 0.3 VQ + 0.4 IA + 0.3 CP``, while the
   model generates a structured critique (the explanation). ``score_only=True`` skips the
@@ -178,15 +179,24 @@ class GaussianScorer(HeadScorer):
     Args:
         aggregation: how ``overall`` combines the dimensions' ``mu``: ``"min"``,
             ``"mean"`` or ``"sum"``; ``None`` reports no overall.
+        sigma_aggregation: how the ``overall`` sigma combines the dimensions' sigma:
+            ``"independent"`` (default) or ``"elementwise"`` (EditReward's released model);
+            see :func:`ieqa.train.losses.aggregate_gaussian`. A checkpoint records the
+            training stage's choice.
         (other arguments: :class:`HeadScorer`)
     """
 
     readout = "gaussian"
 
-    def __init__(self, *, aggregation: str | None = "mean", **kwargs: Any) -> None:
+    def __init__(self, *, aggregation: str | None = "mean",
+                 sigma_aggregation: str = "independent", **kwargs: Any) -> None:
         if aggregation not in (None, "min", "mean", "sum"):
             raise ScorerError(f"aggregation must be min, mean, sum or None, got {aggregation!r}")
+        if sigma_aggregation not in ("independent", "elementwise"):
+            raise ScorerError("sigma_aggregation must be independent or elementwise, got "
+                              f"{sigma_aggregation!r}")
         self.aggregation = aggregation
+        self.sigma_aggregation = sigma_aggregation
         super().__init__(**kwargs)
 
     @property
@@ -199,10 +209,12 @@ class GaussianScorer(HeadScorer):
         return 2 * len(self.score_dimensions)
 
     def readout_config(self) -> dict[str, Any]:
-        return {**super().readout_config(), "aggregation": self.aggregation}
+        return {**super().readout_config(), "aggregation": self.aggregation,
+                "sigma_aggregation": self.sigma_aggregation}
 
     def checkpoint_args(self) -> dict[str, Any]:
-        return {**super().checkpoint_args(), "aggregation": self.aggregation}
+        return {**super().checkpoint_args(), "aggregation": self.aggregation,
+                "sigma_aggregation": self.sigma_aggregation}
 
     def score_items(self, items: Sequence[LoadedSample]) -> list[ScoreResult]:
         from ieqa.train.losses import aggregate_gaussian
@@ -210,7 +222,8 @@ class GaussianScorer(HeadScorer):
         out = self.head_outputs_of(items).double().view(len(items), len(self.score_dimensions), 2)
         mu, log_sigma = out.unbind(-1)
         if self.aggregation:  # the training loss's aggregation, so the two cannot drift
-            overall_mu, overall_log_sigma = aggregate_gaussian(mu, log_sigma, self.aggregation)
+            overall_mu, overall_log_sigma = aggregate_gaussian(
+                mu, log_sigma, self.aggregation, self.sigma_aggregation)
         results = []
         for k, item in enumerate(items):
             scores = dict(zip(self.score_dimensions, mu[k].tolist(), strict=True))
