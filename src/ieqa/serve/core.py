@@ -1,0 +1,196 @@
+"""What a reward request computes, shared by ``ieqa serve``, :class:`LocalRewarder` and
+the RL adapters: score results -> :class:`~ieqa.serve.schema.ItemResult` under a
+:class:`~ieqa.scorers.reward.RewardRule`, and a group's candidates -> preference
+probabilities (:func:`compare_group`).
+
+:class:`LocalRewarder` is the in-process twin of :class:`ieqa.serve.RewardClient`: the same
+``score`` / ``compare`` calls returning the same response models, without a server (items
+may then hold any image reference :func:`ieqa.data.images.load_image` accepts: paths, PIL
+images, arrays, encoded bytes).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from scipy.special import expit
+
+from ieqa.data.dimensions import canonical_dimension
+from ieqa.scorers.base import SampleLike, Scorer, ScoreResult
+from ieqa.scorers.reward import Reward, RewardRule
+from ieqa.serve.schema import CompareResponse, GroupResult, ItemResult, ScoreResponse
+
+__all__ = ["LocalRewarder", "compare_group", "default_rule", "item_result", "p_better"]
+
+_SQRT_2PI = math.sqrt(2 * math.pi)
+
+
+def p_better(delta: float, sigma: float | None = None) -> float:
+    """P(first is better) for a reward difference ``delta`` (first minus second).
+
+    With ``sigma`` (the standard deviation of the difference, >= 0): ``E[sigmoid(z)]`` for
+    ``z ~ N(delta, sigma²)`` (EditReward / HPSv3, the paper's Eq. 4 probability), integrated
+    adaptively over the standard normal with a breakpoint where ``z = 0`` (agrees with a
+    30-digit mpmath integral to 1e-15 for |delta| <= 20, 0.01 <= sigma <= 50). Without
+    (or with sigma 0): ``sigmoid(delta)`` (Bradley-Terry). Returns a probability in [0, 1].
+    """
+    if sigma is not None and (sigma < 0 or not math.isfinite(sigma)):
+        raise ValueError(f"sigma must be a finite number >= 0, got {sigma}")
+    if not sigma:
+        return float(expit(delta))
+    from scipy import integrate
+
+    def integrand(x: float) -> float:
+        return float(expit(delta + sigma * x)) * math.exp(-0.5 * x * x) / _SQRT_2PI
+
+    step = -delta / sigma
+    points = [step] if -40.0 < step < 40.0 else None
+    value = integrate.quad(integrand, -40.0, 40.0, points=points, limit=200,
+                           epsabs=1e-12, epsrel=1e-10)[0]
+    return float(min(1.0, max(0.0, value)))
+
+
+def item_result(result: ScoreResult, reward: Reward,
+                dimensions: Sequence[str] | None = None) -> ItemResult:
+    """The API's view of one scored item.
+
+    Args:
+        result: the scorer's result.
+        reward: ``rule(result)``.
+        dimensions: keep only these dimensions' scores and σ (canonical names or aliases);
+            ``None`` keeps all.
+    """
+    scores, sigma, unavailable = result.scores, result.sigma, result.unavailable
+    if dimensions is not None:
+        keep = {canonical_dimension(d) for d in dimensions}
+        scores = {d: v for d, v in scores.items() if d in keep}
+        sigma = {d: v for d, v in sigma.items() if d in keep}
+        unavailable = {d: v for d, v in unavailable.items() if d in keep}
+    return ItemResult(id=result.id, scores=scores, sigma=sigma or None, unavailable=unavailable,
+                      overall=reward.overall, reward=reward.reward, floored=reward.floored,
+                      flags=list(result.flags), error=reward.error)
+
+
+def compare_group(group_id: str, candidates: Sequence[ItemResult], sigmas: Sequence[float | None],
+                  tie_threshold: float = 0.0) -> GroupResult:
+    """Preferences among one group's scored candidates (see :class:`GroupResult`).
+
+    Args:
+        group_id: echoed back.
+        candidates: the candidates' item results, in request order.
+        sigmas: each candidate's reward σ (``None`` when the scorer has none; 0 for a
+            floored candidate, whose reward is a constant).
+        tie_threshold: ``|r_i - r_j| <= tie_threshold`` is a tie (>= 0, reward units).
+    """
+    k = len(candidates)
+    rewards = [c.reward for c in candidates]
+    matrix: list[list[float | None]] = [[None] * k for _ in range(k)]
+    ties: list[list[int]] = []
+    for i in range(k):
+        for j in range(k):
+            ri, rj = rewards[i], rewards[j]
+            if ri is None or rj is None:
+                continue
+            if i == j:
+                matrix[i][j] = 0.5
+                continue
+            si, sj = sigmas[i], sigmas[j]
+            sigma = math.hypot(si, sj) if si is not None and sj is not None else None
+            matrix[i][j] = p_better(ri - rj, sigma)
+            if i < j and abs(ri - rj) <= tie_threshold:
+                ties.append([i, j])
+    ranking = sorted((i for i in range(k) if rewards[i] is not None), key=lambda i: -rewards[i])
+    return GroupResult(id=group_id, candidates=list(candidates), preference=matrix,
+                       ranking=ranking, ties=ties)
+
+
+def _reward_sigma(reward: Reward) -> float | None:
+    if reward.floored:
+        return 0.0
+    return reward.sigma
+
+
+class LocalRewarder:
+    """Rewards in-process, with the calls and answers of :class:`ieqa.serve.RewardClient`.
+
+    Args:
+        scorer: a scorer instance, or a registry name built with ``scorer_options``.
+        rule: the reward rule (a :class:`RewardRule` or its rule string; default
+            ``"overall"`` when the scorer reports ``overall``, else ``"mean"``).
+        tie_threshold: reward difference at or below which two candidates tie (>= 0).
+        scorer_options: keyword arguments for :func:`ieqa.create_scorer` when ``scorer`` is
+            a name.
+
+    Example:
+        >>> from ieqa.serve import LocalRewarder
+        >>> rewarder = LocalRewarder("classic", rule="mean")
+        >>> rewarder.rule.formula()
+        'mean over dimensions'
+    """
+
+    def __init__(self, scorer: Scorer | str, rule: RewardRule | str | None = None, *,
+                 tie_threshold: float = 0.0, **scorer_options: Any) -> None:
+        if isinstance(scorer, str):
+            from ieqa.scorers.catalog import create_scorer
+
+            scorer = create_scorer(scorer, **scorer_options)
+        elif scorer_options:
+            raise TypeError("scorer options are only accepted with a scorer name, not an instance")
+        self.scorer = scorer
+        self.rule = default_rule(scorer) if rule is None else (
+            rule if isinstance(rule, RewardRule) else RewardRule(rule))
+        if not math.isfinite(tie_threshold) or tie_threshold < 0:
+            raise ValueError(f"tie_threshold must be a finite number >= 0, got {tie_threshold}")
+        self.tie_threshold = float(tie_threshold)
+
+    def _score(self, items: Sequence[SampleLike]) -> tuple[list[ScoreResult], list[Reward]]:
+        results = self.scorer.score(items)
+        return results, self.rule.rewards(results)
+
+    def score(self, items: Sequence[SampleLike],
+              dimensions: Sequence[str] | None = None) -> ScoreResponse:
+        """Score edits (EditSamples, ``(source, edited[, instruction])`` tuples or dicts).
+
+        Returns the :class:`ScoreResponse` the server would: one result per item, in order;
+        a failed item has ``error`` set and the others are unaffected.
+        """
+        results, rewards = self._score(items)
+        out = [item_result(r, w, dimensions) for r, w in zip(results, rewards, strict=True)]
+        return ScoreResponse(results=out, n_ok=sum(o.reward is not None for o in out),
+                             n_failed=sum(o.reward is None for o in out), scorer=self.scorer.name,
+                             reward_rule=self.rule.describe())
+
+    def compare(self, groups: Sequence[Mapping[str, Any]]) -> CompareResponse:
+        """Preferences among each group's candidates.
+
+        Args:
+            groups: dicts with ``source``, ``instruction`` and ``candidates`` (K >= 2 image
+                references), optionally ``id`` (default: the group's position).
+        """
+        flat: list[dict[str, Any]] = []
+        spans: list[tuple[str, int, int]] = []
+        for g, group in enumerate(groups):
+            gid = str(group.get("id") if group.get("id") is not None else g)
+            cands = list(group["candidates"])
+            if len(cands) < 2:
+                raise ValueError(f"group {gid!r} has {len(cands)} candidate(s); a comparison needs at least 2")
+            start = len(flat)
+            flat.extend({"id": f"{gid}/{c}", "source": group["source"], "edited": cand,
+                         "instruction": group.get("instruction", ""), "group_id": gid}
+                        for c, cand in enumerate(cands))
+            spans.append((gid, start, len(flat)))
+        results, rewards = self._score(flat)
+        out = []
+        for gid, start, stop in spans:
+            items = [item_result(r, w) for r, w in zip(results[start:stop], rewards[start:stop], strict=True)]
+            out.append(compare_group(gid, items, [_reward_sigma(w) for w in rewards[start:stop]],
+                                     self.tie_threshold))
+        return CompareResponse(results=out, scorer=self.scorer.name, reward_rule=self.rule.describe(),
+                               tie_threshold=self.tie_threshold)
+
+
+def default_rule(scorer: Scorer) -> RewardRule:
+    """``overall`` when the scorer reports an overall dimension, else ``mean``."""
+    return RewardRule("overall" if "overall" in scorer.dimensions else "mean")
