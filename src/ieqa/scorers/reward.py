@@ -114,7 +114,9 @@ def _parse_expression(text: str) -> dict[str, float]:
         try:
             dim = canonical_dimension(match.group(3))
         except Exception as exc:  # noqa: BLE001 - re-raised with the rule's context
-            raise RewardRuleError(f"reward rule {text!r}: {exc}") from None
+            raise RewardRuleError(f"reward rule {text!r} is neither a rule name "
+                                  f"({', '.join(REWARD_RULES)}) nor an expression over known "
+                                  f"dimensions: {exc}") from None
         weights[dim] = weights.get(dim, 0.0) + sign * weight
         pos = match.end()
         first = False
