@@ -295,9 +295,11 @@ def group_advantages(rewards: Sequence[float] | np.ndarray, group_ids: Sequence[
         values = r[valid]
         centred = values - values.mean()
         std = float(values.std(ddof=ddof))
-        if std == 0.0:
+        if std == 0.0:  # all equal: no relative signal (and no 0/0 when eps is 0)
             info["n_zero_std_groups"] += 1
-        adv[valid] = centred / (std + eps) if scale else centred
+            adv[valid] = 0.0
+        else:
+            adv[valid] = centred / (std + eps) if scale else centred
     return adv, info
 
 
