@@ -15,7 +15,13 @@ import pytest
 from PIL import Image
 
 from ieqa.data.schema import EditSample
-from ieqa.serve import AsyncRewardClient, LocalRewarder, RewardClient, RewardServiceError, ServerPath
+from ieqa.serve import (
+    AsyncRewardClient,
+    LocalRewarder,
+    RewardClient,
+    RewardServiceError,
+    ServerPath,
+)
 from ieqa.serve.client import encode_image
 
 from .conftest import FakeServer, grey
