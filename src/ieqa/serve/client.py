@@ -207,7 +207,9 @@ def _item_dict(item: Any, index: int) -> dict[str, Any]:
         raise ValueError(
             f"item {index} has field(s) {extra} that API v1 does not carry (it sends id, source, "
             "edited and instruction), so a server-side scorer would never see them; score such "
-            "items in-process with ieqa.serve.LocalRewarder, or drop the fields")
+            "items in-process with ieqa.serve.LocalRewarder, or send (source, edited, instruction) "
+            "tuples (for an EditSample: sample.model_copy(update={'meta': {}, 'bbox': None, "
+            "'mask': None}))")
     for key in ("source", "edited"):
         if data.get(key) is None:
             raise ValueError(f"item {index} has no {key!r} image; API v1 scores (source, edited, "
