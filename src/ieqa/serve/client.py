@@ -34,6 +34,7 @@ import base64
 import binascii
 import email.utils
 import io
+import itertools
 import math
 import os
 import re
@@ -444,6 +445,23 @@ class _Base:
             return retry_after
         return min(self.max_backoff_s, self.backoff_s * 2.0 ** attempt)
 
+    def _next(self, attempt: int, label: str, response: httpx.Response | None,
+              error: httpx.TransportError | None) -> tuple[bool, Any]:
+        """After attempt ``attempt`` (0-based): ``(True, json)`` when done, ``(False,
+        seconds)`` to wait before retrying; raises :class:`RewardServiceError` when the
+        failure is final (not retryable, or retries used up)."""
+        if error is not None:
+            if isinstance(error, httpx.ReadTimeout) or attempt >= self.max_retries:
+                raise _transport_error(error, attempt, label, self.base_url, self.timeout_s)
+            return False, self._delay(attempt, None)
+        assert response is not None
+        outcome = _classify(response, attempt, self.max_retries, label)
+        if outcome.error is not None:
+            raise outcome.error
+        if response.status_code < 300:
+            return True, outcome.data
+        return False, self._delay(attempt, outcome.retry_after)
+
     def _score_plan(self, items: Sequence[Any]) -> tuple[list[dict[str, Any]], list[list[int]]]:
         dicts = [_item_dict(item, i) for i, item in enumerate(items)]
         return dicts, [list(r) for r in _chunks(len(dicts), self.max_items_per_request)]
@@ -513,24 +531,15 @@ class RewardClient(_Base):
 
     # ------------------------------------------------------------------ transport
     def _request(self, method: str, path: str, body: Any = None) -> Any:
-        label = f"{method} {path}"
-        attempt = 0
-        while True:
+        for attempt in itertools.count():
             try:
-                response = self._http.request(method, path, json=body)
+                response, error = self._http.request(method, path, json=body), None
             except httpx.TransportError as exc:
-                if isinstance(exc, httpx.ReadTimeout) or attempt >= self.max_retries:
-                    raise _transport_error(exc, attempt, label, self.base_url, self.timeout_s) from None
-                _sleep(self._delay(attempt, None))
-                attempt += 1
-                continue
-            outcome = _classify(response, attempt, self.max_retries, label)
-            if outcome.error is not None:
-                raise outcome.error
-            if response.status_code < 300:
-                return outcome.data
-            _sleep(self._delay(attempt, outcome.retry_after))
-            attempt += 1
+                response, error = None, exc
+            done, value = self._next(attempt, f"{method} {path}", response, error)
+            if done:
+                return value
+            _sleep(value)
 
     # ------------------------------------------------------------------ API
     def score(self, items: Sequence[Any], dimensions: Sequence[str] | None = None) -> ScoreResponse:
@@ -643,24 +652,15 @@ class AsyncRewardClient(_Base):
         self._http = httpx.AsyncClient(**self._client_kwargs())
 
     async def _request(self, method: str, path: str, body: Any = None) -> Any:
-        label = f"{method} {path}"
-        attempt = 0
-        while True:
+        for attempt in itertools.count():
             try:
-                response = await self._http.request(method, path, json=body)
+                response, error = await self._http.request(method, path, json=body), None
             except httpx.TransportError as exc:
-                if isinstance(exc, httpx.ReadTimeout) or attempt >= self.max_retries:
-                    raise _transport_error(exc, attempt, label, self.base_url, self.timeout_s) from None
-                await _asleep(self._delay(attempt, None))
-                attempt += 1
-                continue
-            outcome = _classify(response, attempt, self.max_retries, label)
-            if outcome.error is not None:
-                raise outcome.error
-            if response.status_code < 300:
-                return outcome.data
-            await _asleep(self._delay(attempt, outcome.retry_after))
-            attempt += 1
+                response, error = None, exc
+            done, value = self._next(attempt, f"{method} {path}", response, error)
+            if done:
+                return value
+            await _asleep(value)
 
     async def _gather(self, calls: Sequence[Callable[[], Any]]) -> list[Any]:
         gate = asyncio.Semaphore(self.max_concurrent_requests)
