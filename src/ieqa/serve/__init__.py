@@ -1,15 +1,53 @@
 """Rewards for RL and data work: the ``ieqa serve`` reward service, its client, and
-in-process equivalents with the same calls (see ``docs/howto/serve.md``).
+in-process equivalents with the same calls (see ``docs/howto/serve.md`` and
+``docs/howto/rewards-rl.md``).
 
 * :class:`LocalRewarder` — score and compare in-process (:mod:`ieqa.serve.core`).
+* :class:`RewardClient` / :class:`AsyncRewardClient` — the same calls against a running
+  ``ieqa serve`` (:mod:`ieqa.serve.client`, on httpx; imported on first use).
+* :func:`edit_reward_fn`, :func:`group_advantages`, :func:`best_of_n`,
+  :func:`trl_reward_func` — rewards in the shapes RL libraries call them
+  (:mod:`ieqa.serve.adapters`), on either of the above.
 * :class:`~ieqa.scorers.reward.RewardRule` — the documented rule that makes a reward.
 * :mod:`ieqa.serve.schema` — the JSON contract (API v1).
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from ieqa.scorers.reward import Reward, RewardRule, RewardRuleError
+from ieqa.serve.adapters import (
+    BestOfN,
+    Rewarder,
+    best_of_n,
+    best_of_n_batch,
+    edit_reward_fn,
+    group_advantages,
+    trl_reward_func,
+)
 from ieqa.serve.core import LocalRewarder, compare_group, default_rule, item_result, p_better
 
-__all__ = ["LocalRewarder", "Reward", "RewardRule", "RewardRuleError", "compare_group", "default_rule",
-           "item_result", "p_better"]
+if TYPE_CHECKING:
+    from ieqa.serve.client import (
+        AsyncRewardClient,
+        RewardClient,
+        RewardServiceError,
+        ServerPath,
+        encode_image,
+    )
+
+_CLIENT_NAMES = ("AsyncRewardClient", "RewardClient", "RewardServiceError", "ServerPath", "encode_image")
+
+__all__ = ["AsyncRewardClient", "BestOfN", "LocalRewarder", "Reward", "RewardClient", "RewardRule",
+           "RewardRuleError", "RewardServiceError", "Rewarder", "ServerPath", "best_of_n", "best_of_n_batch",
+           "compare_group", "default_rule", "edit_reward_fn", "encode_image", "group_advantages",
+           "item_result", "p_better", "trl_reward_func"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _CLIENT_NAMES:  # httpx is imported only when a client is used
+        from ieqa.serve import client
+
+        return getattr(client, name)
+    raise AttributeError(f"module 'ieqa.serve' has no attribute {name!r}")
