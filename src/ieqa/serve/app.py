@@ -309,6 +309,10 @@ def create_app(scorer: Scorer, *, rule: RewardRule | str | None = None,
         bad = _check_dimensions(request.dimensions)
         if bad is not None:
             return bad
+        try:
+            service.batcher.check_size(len(request.items))
+        except batching.TooManyItems as exc:
+            return _refusal(exc)
 
         def prepare() -> list[dict[str, Any] | ScoreResult]:
             out: list[dict[str, Any] | ScoreResult] = []
@@ -362,6 +366,10 @@ def create_app(scorer: Scorer, *, rule: RewardRule | str | None = None,
     async def compare(request: CompareRequest) -> Response | CompareResponse:
         """Preference probabilities among each group's candidates (K >= 2)."""
         namespace = uuid.uuid4().hex  # group ids are the caller's: keep them apart across requests
+        try:
+            service.batcher.check_size(sum(len(g.candidates) for g in request.groups))
+        except batching.TooManyItems as exc:
+            return _refusal(exc)
 
         def prepare() -> tuple[list[dict[str, Any] | ScoreResult], list[tuple[str, int, int]]]:
             flat: list[dict[str, Any] | ScoreResult] = []

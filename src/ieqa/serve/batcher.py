@@ -177,6 +177,13 @@ class Batcher:
         return max(1, math.ceil(backlog * self._seconds_per_item))
 
     # ------------------------------------------------------------------ submitting
+    def check_size(self, n_items: int) -> None:
+        """Raise :class:`TooManyItems` when a request of ``n_items`` could never be queued."""
+        if n_items > self.max_queue:
+            raise TooManyItems(f"the request has {n_items} items, more than the server's "
+                               f"queue holds ({self.max_queue}, --max-queue); split it into "
+                               f"requests of at most {self.max_queue} items")
+
     async def submit(self, items: Sequence[Any], keys: Sequence[Hashable] | None = None,
                      timeout_s: float | None = None) -> list[Any]:
         """Queue ``items`` and wait for their results (in order).
@@ -198,10 +205,7 @@ class Batcher:
                                "the request to another replica or retry once it is back")
         if not items:
             return []
-        if len(items) > self.max_queue:
-            raise TooManyItems(f"the request has {len(items)} items, more than the server's "
-                               f"queue holds ({self.max_queue}, --max-queue); split it into "
-                               f"requests of at most {self.max_queue} items")
+        self.check_size(len(items))
         if len(self._queue) + len(items) > self.max_queue:
             retry = self.retry_after_s()
             raise QueueFull(f"the server's queue is full ({len(self._queue)} of {self.max_queue} "
