@@ -256,8 +256,8 @@ def _wait_for(condition, timeout_s=10.0):
 
 
 def test_request_over_its_timeout_is_504():
-    scorer = SlowScorer(pause_s=1.0)
-    config = ServeConfig(timeout_s=0.2, max_wait_ms=0)
+    scorer = SlowScorer(pause_s=0.5)
+    config = ServeConfig(timeout_s=0.1, max_wait_ms=0)
     with running(create_app(scorer, rule="mean", config=config)) as url:
         answer = httpx.post(f"{url}/v1/score", json={"items": [item(1)]}, timeout=10)
         assert answer.status_code == 504 and "--timeout-s" in answer.json()["detail"]

@@ -34,19 +34,19 @@ def _close(a, b):
 
 
 def test_scores_equal_offline_whatever_the_batch(gaussian):
-    # three sources x two instructions; requests of sizes 1..5 mixing groups
+    # three sources x two instructions; requests of sizes 1-3 mixing groups
     def item(i):
         return {"id": f"e{i}", "source": png(200 + i % 3), "edited": png(i),
                 "instruction": ("make it warmer", "add a hat")[i % 2]}
 
-    sizes = (1, 3, 2, 4, 2)
+    sizes = (1, 2, 3, 2)
     requests, n = [], 0
     for size in sizes:
         requests.append([item(n + k) for k in range(size)])
         n += size
     config = ServeConfig(max_batch=8, max_wait_ms=30, max_pixels=None)
     app = create_app(gaussian, rule="mean", config=config)
-    with running(app) as url, httpx.Client(timeout=60) as client, ThreadPoolExecutor(5) as pool:
+    with running(app) as url, httpx.Client(timeout=60) as client, ThreadPoolExecutor(4) as pool:
         answers = list(pool.map(lambda its: client.post(f"{url}/v1/score", json={"items": [
             {**it, "source": b64(it["source"]), "edited": b64(it["edited"])} for it in its]}),
             requests))
