@@ -294,3 +294,29 @@ def test_shutdown_drains_in_flight_requests():
     assert not thread.is_alive()
     assert [a.status_code for a in answers] == [200, 200, 200]
     assert all(a.json()["n_ok"] == 2 for a in answers)
+
+
+def test_readyz_is_503_until_the_warm_up_item_is_scored():
+    import time
+
+    scorer = SlowScorer(pause_s=0.0)
+    scorer.gate.clear()  # the warm-up call waits at the gate
+    with running(create_app(scorer, rule="mean"), ready=False) as url:
+        not_yet = httpx.get(f"{url}/readyz")
+        assert not_yet.status_code == 503 and "warming up" in not_yet.json()["detail"]
+        assert httpx.get(f"{url}/healthz").status_code == 200
+        scorer.gate.set()
+        deadline = time.monotonic() + 10
+        while httpx.get(f"{url}/readyz").status_code != 200:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+
+
+def test_a_bad_group_source_fails_only_its_group(server):
+    good = {"id": "ok", "source": b64(png(7)), "candidates": [b64(png(8)), b64(png(9))]}
+    bad = {"id": "bad", "source": "https://example.com/a.png", "candidates": [b64(png(8)), b64(png(9))]}
+    body = httpx.post(f"{server}/v1/compare", json={"groups": [bad, good]}, headers=AUTH).json()
+    failed, fine = body["results"]
+    assert all("never fetches URLs" in c["error"] for c in failed["candidates"])
+    assert failed["ranking"] == [] and failed["preference"][0][1] is None
+    assert fine["ranking"] and all(c["error"] is None for c in fine["candidates"])
