@@ -25,6 +25,10 @@ right before a block (they do not show on the site) change what happens to it:
 ``<!-- file: PATH -->``
     write the block's text to PATH (relative to the page's folder) instead of running it:
     a YAML recipe or a CSV shown on the page, used by later blocks.
+``<!-- background: URL -->``
+    a long-running ``bash`` block (a server): started in the background, the page goes on
+    once ``URL`` answers 200 (at most :data:`BACKGROUND_READY_S` seconds), and it is
+    stopped (SIGTERM, then SIGKILL) when the page ends; its exit status is not checked.
 
 Two comment forms stand on their own:
 
@@ -35,6 +39,10 @@ Two comment forms stand on their own:
     the page needs a local OpenAI-compatible judge (:mod:`tests.docs.judge_server`): it
     is started before the page's first block, and ``http://localhost:8000/v1`` in the
     page's blocks is replaced by its address.
+``<!-- fixture: free-port 8000 -->``
+    the page's blocks use a free TCP port instead of 8000 (``127.0.0.1:8000``,
+    ``localhost:8000`` and ``--port 8000`` are rewritten), so a server a page starts in
+    the background cannot collide with another test run.
 """
 
 from __future__ import annotations
@@ -55,9 +63,11 @@ EXECUTED_PAGES = ("getting-started.md", "howto/*.md")
 RUN_LANGUAGES = ("bash", "python")
 SERVED_URL = "http://localhost:8000/v1"
 BLOCK_TIMEOUT_S = 300
+#: longest wait for a ``background`` block's URL to answer 200, seconds
+BACKGROUND_READY_S = 120
 
 _FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,})(?P<lang>[\w+-]*)[^\n`]*$")
-_DIRECTIVE = re.compile(r"^\s*<!--\s*(?P<key>skip|requires|file|fixture)\s*:\s*(?P<value>.*?)\s*-->\s*$")
+_DIRECTIVE = re.compile(r"^\s*<!--\s*(?P<key>skip|requires|file|fixture|background)\s*:\s*(?P<value>.*?)\s*-->\s*$")
 _CHECK_OPEN = re.compile(r"^\s*<!--\s*check\s*$")
 
 
@@ -72,6 +82,7 @@ class Block:
     skip: str | None = None
     requires: list[str] = field(default_factory=list)
     file: str | None = None
+    background: str | None = None  # the URL that answers 200 once the block is up
 
     @property
     def label(self) -> str:
@@ -122,7 +133,8 @@ def parse_page(path: Path) -> Page:
             if target is not None or lang in RUN_LANGUAGES:
                 blocks.append(Block(name, i + 1, "file" if target else lang, code,
                                     skip="; ".join(pending["skip"]) if "skip" in pending else None,
-                                    requires=pending.get("requires", []), file=target))
+                                    requires=pending.get("requires", []), file=target,
+                                    background=pending.get("background", [None])[-1]))
             pending = {}
             i = end + 1
             continue
@@ -304,9 +316,12 @@ class BlockFailed(AssertionError):
     pass
 
 
-def run_block(block: Block, workdir: Path, env: dict[str, str], url: str | None = None) -> Outcome:
-    """Run one block in ``workdir``; raise :class:`BlockFailed` with its output on failure."""
+def run_block(block: Block, workdir: Path, env: dict[str, str], url: str | None = None,
+              replace: dict[str, str] | None = None) -> Outcome:
+    """Run one block in ``workdir``; raise :class:`BlockFailed` with its output on failure.
+    ``url`` replaces the judge server's address; ``replace`` maps other texts to rewrite."""
     code = block.code if url is None else block.code.replace(SERVED_URL, url)
+    code = rewrite(code, replace)
     t0 = time.perf_counter()
     if block.kind == "file":
         target = workdir / block.file
@@ -327,3 +342,68 @@ def run_block(block: Block, workdir: Path, env: dict[str, str], url: str | None 
         raise BlockFailed(f"{block.label} exited with {done.returncode}\n--- code\n{code}"
                           f"--- output\n{output[-6000:]}")
     return Outcome(block, time.perf_counter() - t0, output)
+
+
+def port_replacements(port: int, original: int = 8000) -> dict[str, str]:
+    """The rewrites of ``<!-- fixture: free-port ORIGINAL -->``."""
+    return {f"127.0.0.1:{original}": f"127.0.0.1:{port}", f"localhost:{original}": f"localhost:{port}",
+            f"--port {original}": f"--port {port}"}
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def rewrite(code: str, replace: dict[str, str] | None) -> str:
+    for old, new in (replace or {}).items():
+        code = code.replace(old, new)
+    return code
+
+
+def start_background(block: Block, workdir: Path, env: dict[str, str],
+                     replace: dict[str, str] | None = None) -> Callable[[], None]:
+    """Start a ``background`` block; return once its URL answers 200. Returns the function
+    that stops it. Raises :class:`BlockFailed` when it exits or is not up in time."""
+    import signal
+    import urllib.error
+    import urllib.request
+
+    code = rewrite(block.code, replace)
+    url = rewrite(block.background or "", replace)
+    script = workdir / f".block-{block.line}.sh"
+    script.write_text(code, encoding="utf-8")
+    log = workdir / f".block-{block.line}.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(["bash", "-e", "-o", "pipefail", str(script)], cwd=workdir, env=env,
+                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def stop() -> None:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(10)
+
+    deadline = time.monotonic() + BACKGROUND_READY_S
+    while True:
+        if proc.poll() is not None:
+            raise BlockFailed(f"{block.label} exited with {proc.returncode} before {url} answered"
+                              f"\n--- code\n{code}--- output\n{log.read_text()[-6000:]}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as answer:
+                if answer.status == 200:
+                    return stop
+        except (urllib.error.URLError, OSError):
+            pass
+        if time.monotonic() > deadline:
+            stop()
+            raise BlockFailed(f"{block.label}: {url} did not answer 200 within "
+                              f"{BACKGROUND_READY_S} s\n--- output\n{log.read_text()[-6000:]}")
+        time.sleep(0.2)

@@ -19,7 +19,17 @@ from pathlib import Path
 import pytest
 
 from .judge_server import judge_server
-from .runner import Block, Page, executed_pages, requirement_met, run_block, run_env
+from .runner import (
+    Block,
+    Page,
+    executed_pages,
+    free_port,
+    port_replacements,
+    requirement_met,
+    run_block,
+    run_env,
+    start_background,
+)
 
 pytestmark = pytest.mark.slow  # about a minute and a half of CPU time in all
 
@@ -47,10 +57,14 @@ def _run_page(page: Page, workdir: Path, reasons: dict[str, str | None]) -> dict
     failed: str | None = None
     with contextlib.ExitStack() as stack:
         url = None
+        replace: dict[str, str] = {}
         for fixture in page.fixtures:
-            if fixture != "judge-server":
+            if fixture == "judge-server":
+                url = stack.enter_context(judge_server())
+            elif fixture.startswith("free-port "):
+                replace.update(port_replacements(free_port(), int(fixture.split()[1])))
+            else:
                 raise ValueError(f"{page.name}: unknown fixture {fixture!r}")
-            url = stack.enter_context(judge_server())
         for block in page.blocks:
             if reasons[block.label] is not None:
                 results[block.label] = Result("skipped", reasons[block.label])
@@ -59,7 +73,10 @@ def _run_page(page: Page, workdir: Path, reasons: dict[str, str | None]) -> dict
             else:
                 t0 = time.perf_counter()
                 try:
-                    run_block(block, workdir, env, url)
+                    if block.background is not None:
+                        stack.callback(start_background(block, workdir, env, replace))
+                    else:
+                        run_block(block, workdir, env, url, replace)
                 except AssertionError as exc:
                     failed = block.label
                     results[block.label] = Result("failed", str(exc), time.perf_counter() - t0)

@@ -14,6 +14,7 @@ import httpx
 import numpy as np
 import pytest
 
+import ieqa
 from ieqa.data.schema import EditSample
 from ieqa.scorers.base import Scorer, ScoreResult, ScorerInfo
 from ieqa.serve import LocalRewarder
@@ -136,3 +137,9 @@ def sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
 def async_transport(handler: Callable[[httpx.Request], httpx.Response]) -> httpx.MockTransport:
     """MockTransport serves sync and async clients alike."""
     return httpx.MockTransport(handler)
+
+
+@pytest.fixture(scope="session")
+def classic() -> Scorer:
+    """The classic scorer, built once per session (the server tests share it)."""
+    return ieqa.create_scorer("classic")

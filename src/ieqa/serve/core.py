@@ -22,7 +22,8 @@ from ieqa.scorers.base import SampleLike, Scorer, ScoreResult
 from ieqa.scorers.reward import Reward, RewardRule
 from ieqa.serve.schema import CompareResponse, GroupResult, ItemResult, ScoreResponse
 
-__all__ = ["LocalRewarder", "compare_group", "default_rule", "item_result", "p_better"]
+__all__ = ["LocalRewarder", "compare_group", "compare_response", "default_rule", "group_items",
+           "item_result", "p_better", "score_response"]
 
 _SQRT_2PI = math.sqrt(2 * math.pi)
 
@@ -112,6 +113,43 @@ def _reward_sigma(reward: Reward) -> float | None:
     return reward.sigma
 
 
+def score_response(results: Sequence[ScoreResult], rewards: Sequence[Reward], *, scorer: str,
+                   rule: RewardRule, dimensions: Sequence[str] | None = None) -> ScoreResponse:
+    """The :class:`ScoreResponse` of scored items (one result and reward each, in order)."""
+    out = [item_result(r, w, dimensions) for r, w in zip(results, rewards, strict=True)]
+    return ScoreResponse(results=out, n_ok=sum(o.reward is not None for o in out),
+                         n_failed=sum(o.reward is None for o in out), scorer=scorer,
+                         reward_rule=rule.describe())
+
+
+def group_items(group_id: str, source: Any, instruction: str,
+                candidates: Sequence[Any]) -> list[dict[str, Any]]:
+    """One group's candidates as score items: ids ``"<group_id>/<k>"``, the group's source,
+    instruction and ``group_id`` (so a batch keeps them together)."""
+    return [{"id": f"{group_id}/{c}", "source": source, "edited": cand, "instruction": instruction,
+             "group_id": group_id} for c, cand in enumerate(candidates)]
+
+
+def compare_response(spans: Sequence[tuple[str, int, int]], results: Sequence[ScoreResult],
+                     rewards: Sequence[Reward], *, scorer: str, rule: RewardRule,
+                     tie_threshold: float) -> CompareResponse:
+    """The :class:`CompareResponse` of scored groups.
+
+    Args:
+        spans: ``(group_id, start, stop)`` of each group's candidates in ``results``.
+        results, rewards: every candidate's score result and reward, groups one after the other.
+        scorer: the scorer's name; rule: the reward rule;
+        tie_threshold: see :func:`compare_group`.
+    """
+    out = []
+    for gid, start, stop in spans:
+        items = [item_result(r, w) for r, w in zip(results[start:stop], rewards[start:stop], strict=True)]
+        out.append(compare_group(gid, items, [_reward_sigma(w) for w in rewards[start:stop]],
+                                 tie_threshold))
+    return CompareResponse(results=out, scorer=scorer, reward_rule=rule.describe(),
+                           tie_threshold=tie_threshold)
+
+
 class LocalRewarder:
     """Rewards in-process, with the calls and answers of :class:`ieqa.serve.RewardClient`.
 
@@ -157,10 +195,8 @@ class LocalRewarder:
         a failed item has ``error`` set and the others are unaffected.
         """
         results, rewards = self._score(items)
-        out = [item_result(r, w, dimensions) for r, w in zip(results, rewards, strict=True)]
-        return ScoreResponse(results=out, n_ok=sum(o.reward is not None for o in out),
-                             n_failed=sum(o.reward is None for o in out), scorer=self.scorer.name,
-                             reward_rule=self.rule.describe())
+        return score_response(results, rewards, scorer=self.scorer.name, rule=self.rule,
+                              dimensions=dimensions)
 
     def compare(self, groups: Sequence[Mapping[str, Any]]) -> CompareResponse:
         """Preferences among each group's candidates.
@@ -177,18 +213,11 @@ class LocalRewarder:
             if len(cands) < 2:
                 raise ValueError(f"group {gid!r} has {len(cands)} candidate(s); a comparison needs at least 2")
             start = len(flat)
-            flat.extend({"id": f"{gid}/{c}", "source": group["source"], "edited": cand,
-                         "instruction": group.get("instruction", ""), "group_id": gid}
-                        for c, cand in enumerate(cands))
+            flat.extend(group_items(gid, group["source"], group.get("instruction", ""), cands))
             spans.append((gid, start, len(flat)))
         results, rewards = self._score(flat)
-        out = []
-        for gid, start, stop in spans:
-            items = [item_result(r, w) for r, w in zip(results[start:stop], rewards[start:stop], strict=True)]
-            out.append(compare_group(gid, items, [_reward_sigma(w) for w in rewards[start:stop]],
-                                     self.tie_threshold))
-        return CompareResponse(results=out, scorer=self.scorer.name, reward_rule=self.rule.describe(),
-                               tie_threshold=self.tie_threshold)
+        return compare_response(spans, results, rewards, scorer=self.scorer.name, rule=self.rule,
+                                tie_threshold=self.tie_threshold)
 
 
 def default_rule(scorer: Scorer) -> RewardRule:

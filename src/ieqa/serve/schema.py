@@ -16,8 +16,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
-    "API_VERSION", "CompareGroup", "CompareRequest", "CompareResponse", "GroupResult",
-    "InfoResponse", "ItemResult", "ScoreItem", "ScoreRequest", "ScoreResponse",
+    "API_VERSION", "CompareGroup", "CompareRequest", "CompareResponse", "ErrorResponse",
+    "GroupResult", "InfoResponse", "ItemResult", "ScoreItem", "ScoreRequest", "ScoreResponse",
 ]
 
 #: the API version in every path (``/v1/...``) and in ``/v1/info``
@@ -138,3 +138,12 @@ class InfoResponse(_Strict):
     model: str | None = Field(None, description="model reference (hub id, local path or checkpoint)")
     max_batch: int
     max_wait_ms: float
+
+
+class ErrorResponse(BaseModel):
+    """The body of every error status (401, 403, 413, 422, 429, 503, 504): ``detail`` says
+    what went wrong and what to do; a 422 lists each invalid field with its location
+    (``loc``, e.g. ``["body", "items", 0, "source"]``) and ``error`` names them in one line."""
+
+    detail: Any
+    error: str | None = Field(None, description="422 only: the invalid fields, one line")
