@@ -15,6 +15,7 @@ import pytest
 from PIL import Image
 
 from ieqa.data.schema import EditSample
+from ieqa.errors import ImageNotFoundError
 from ieqa.serve import (
     AsyncRewardClient,
     LocalRewarder,
@@ -249,7 +250,7 @@ def test_encode_image_forms(tmp_path) -> None:
     assert encode_image(path) == encode_image(str(path)) == b64
     decoded = np.asarray(Image.open(io.BytesIO(base64.b64decode(encode_image(grey(102))))))
     assert (decoded == grey(102)).all()  # lossless
-    with pytest.raises(ValueError, match="ServerPath"):
+    with pytest.raises(ImageNotFoundError, match="ServerPath"):
         encode_image("images/not-here.png")
     with pytest.raises(TypeError, match="PIL image"):
         encode_image(3.5)

@@ -50,7 +50,7 @@ from PIL import Image, ImageOps
 from pydantic import BaseModel, ValidationError
 
 from ieqa.data.schema import EditSample
-from ieqa.errors import IeqaError, ImageLoadError
+from ieqa.errors import IeqaError, ImageLoadError, ImageNotFoundError
 from ieqa.serve.schema import API_VERSION, CompareResponse, InfoResponse, ItemResult, ScoreResponse
 
 __all__ = ["AsyncRewardClient", "RewardClient", "RewardServiceError", "ServerPath", "encode_image"]
@@ -113,7 +113,8 @@ def encode_image(ref: Any) -> str:
     Raises:
         ImageLoadError: a missing or unreadable file, an array that is not an image, or an
             image mode that cannot be converted.
-        ValueError: a string that is neither a file, a ``data:`` URL nor base64.
+        ImageNotFoundError: a string that is neither a file, a ``data:`` URL nor base64 (like
+            a missing path in :class:`LocalRewarder`, it is that item's error in ``score``).
         TypeError: none of the above types.
     """
     if isinstance(ref, ServerPath):
@@ -130,8 +131,8 @@ def encode_image(ref: Any) -> str:
                 pass
             else:
                 return ref
-        raise ValueError(
-            f"{ref[:80]!r} is neither a local file, a data: URL nor base64; pass an existing "
+        raise ImageNotFoundError(
+            ref[:80], "neither a local file, a data: URL nor base64; pass an existing "
             "path, encoded bytes or an in-memory image, or wrap a path that the server should "
             "open (ieqa serve --allow-root DIR) in ieqa.serve.ServerPath(...)")
     if isinstance(ref, os.PathLike):
