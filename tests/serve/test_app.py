@@ -214,6 +214,21 @@ def test_bodies_over_the_limit_are_413(server):
     assert httpx.post(f"{server}/v1/score", json={"items": [item(1)]}, headers=AUTH).status_code == 200
 
 
+
+def test_images_over_the_request_pixel_budget_are_413(classic):
+    # 48x48 images: 2304 px each; budget 10 000 px = two items (4 images) but not three
+    config = ServeConfig(max_request_pixels=10_000, max_wait_ms=1)
+    with running(create_app(classic, rule="mean", config=config)) as url:
+        fits = httpx.post(f"{url}/v1/score", json={"items": [item(1), item(2)]})
+        assert fits.status_code == 200 and fits.json()["n_ok"] == 2
+        over = httpx.post(f"{url}/v1/score", json={"items": [item(1), item(2), item(3)]})
+        assert over.status_code == 413 and "--max-request-pixels" in over.json()["detail"]
+        group = {"source": b64(png(100)), "instruction": "x",
+                 "candidates": [b64(png(i)) for i in range(4)]}  # 5 images
+        assert httpx.post(f"{url}/v1/compare", json={"groups": [group]}).status_code == 413
+        group["candidates"] = group["candidates"][:2]  # 3 images
+        assert httpx.post(f"{url}/v1/compare", json={"groups": [group]}).status_code == 200
+
 def test_more_items_than_the_queue_holds_is_413(server):
     items = [{"source": "QQ==", "edited": "QQ=="}] * 65  # --max-queue 64
     answer = httpx.post(f"{server}/v1/score", json={"items": items}, headers=AUTH)

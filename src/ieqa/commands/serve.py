@@ -71,6 +71,9 @@ def command(
                                       "body (MiB); larger -> 413"),
     max_pixels: int = typer.Option(4096 * 4096, "--max-pixels", min=1, help="pixel budget per "
                                    "image (width x height); a larger image is that item's error"),
+    max_request_pixels: int = typer.Option(2**28, "--max-request-pixels", min=1,
+                                           help="pixel budget of a whole request (sum over its "
+                                                "images, from their headers); more -> 413"),
     reward: str | None = typer.Option(None, "--reward", help="reward rule: overall, reasonedit, "
                                       "viescore, min, mean or a weighted expression such as "
                                       "'0.5*IA + 0.5*VQ' (default: overall when the scorer "
@@ -116,6 +119,7 @@ def command(
         parse_options(option).get("model")
     config = ServeConfig(max_batch=max_batch, max_wait_ms=max_wait_ms, max_queue=max_queue,
                          timeout_s=timeout_s, max_body_mb=max_body_mb, max_pixels=max_pixels,
+                         max_request_pixels=max_request_pixels,
                          allow_root=allow_root, tokens=tokens, tie_threshold=tie_threshold,
                          model_ref=None if model_ref is None else str(model_ref))
     app = create_app(scorer, rule=rule, config=config)

@@ -62,12 +62,15 @@ from ieqa.serve.schema import (
     ScoreResponse,
 )
 
-__all__ = ["DEFAULT_MAX_PIXELS", "ServeConfig", "create_app"]
+__all__ = ["DEFAULT_MAX_PIXELS", "DEFAULT_MAX_REQUEST_PIXELS", "ServeConfig", "create_app"]
 
 log = logging.getLogger(__name__)
 
 #: default pixel budget per image (width x height): 4096 x 4096
 DEFAULT_MAX_PIXELS = 4096 * 4096
+#: default pixel budget of one request (sum over its images): 256 Mpx, about 0.75 GiB as
+#: decoded 8-bit RGB
+DEFAULT_MAX_REQUEST_PIXELS = 2**28
 
 
 @dataclass(frozen=True)
@@ -83,6 +86,10 @@ class ServeConfig:
         max_pixels: pixel budget per image (width x height); a larger image is that
             item's error (its neighbours are scored). ``None``: no budget beyond the
             scorers' own decompression-bomb guard.
+        max_request_pixels: pixel budget of a whole request (the sum over its images, read
+            from their headers before anything is decoded); a larger request is refused
+            with 413, so one request cannot make the server decode more than this.
+            ``None``: no request budget.
         allow_root: folder that image paths may name (``None``: paths refused).
         tokens: accepted bearer tokens (``None``: no authentication).
         tie_threshold: reward difference (reward units, >= 0) at or below which two
@@ -98,6 +105,7 @@ class ServeConfig:
     timeout_s: float = 60.0
     max_body_mb: float = 64.0
     max_pixels: int | None = DEFAULT_MAX_PIXELS
+    max_request_pixels: int | None = DEFAULT_MAX_REQUEST_PIXELS
     allow_root: Path | None = None
     tokens: TokenSet | None = None
     tie_threshold: float = 0.0
@@ -110,6 +118,8 @@ class ServeConfig:
             raise ValueError(f"max_body_mb must be > 0, got {self.max_body_mb}")
         if self.max_pixels is not None and self.max_pixels < 1:
             raise ValueError(f"max_pixels must be >= 1 or None, got {self.max_pixels}")
+        if self.max_request_pixels is not None and self.max_request_pixels < 1:
+            raise ValueError(f"max_request_pixels must be >= 1 or None, got {self.max_request_pixels}")
         if not self.tie_threshold >= 0:
             raise ValueError(f"tie_threshold must be >= 0, got {self.tie_threshold}")
         if self.allow_root is not None and not Path(self.allow_root).is_dir():
@@ -120,7 +130,7 @@ class ServeConfig:
 _ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorResponse, "description": text} for status, text in (
         (401, "no or malformed Authorization header"), (403, "unknown token"),
-        (413, "body over --max-body-mb, or more items than --max-queue"),
+        (413, "body over --max-body-mb, images over --max-request-pixels, or more items than --max-queue"),
         (422, "malformed request: the invalid fields are named"),
         (429, "queue full: retry after the Retry-After header's seconds"),
         (503, "shutting down"), (504, "not scored within --timeout-s"))}
@@ -157,9 +167,9 @@ class _Service:
         self.ready = True
 
     # -------------------------------------------------------------- item preparation
-    def prepare(self, raw: str, field: str) -> bytes | Path:
+    def prepare(self, raw: str, field: str, budget: _PixelBudget) -> bytes | Path:
         image = decode_image(raw, allow_root=self.config.allow_root, field=field)
-        check_pixels(image, self.config.max_pixels, field)
+        budget.add(check_pixels(image, self.config.max_pixels, field))
         return image
 
     async def run(self, items: Sequence[dict[str, Any] | ScoreResult]) -> list[ScoreResult]:
@@ -174,6 +184,29 @@ class _Service:
         n_ok = sum(r.error is None for r in results)
         self.metrics.count_items(n_ok, len(results) - n_ok)
         return results  # type: ignore[return-value]
+
+
+class RequestTooLarge(Exception):
+    """The request's images hold more pixels than ``max_request_pixels`` (413)."""
+
+
+class _PixelBudget:
+    """Sums a request's image pixels; raises :class:`RequestTooLarge` past the budget."""
+
+    def __init__(self, limit: int | None) -> None:
+        self.limit, self.total = limit, 0
+
+    def add(self, pixels: int) -> None:
+        self.total += pixels
+        if self.limit is not None and self.total > self.limit:
+            raise RequestTooLarge(
+                f"the request's images hold more than {self.limit:,} pixels, the server's "
+                "budget per request (--max-request-pixels); send fewer or smaller images per "
+                "request (RewardClient: lower max_items_per_request)")
+
+
+def _too_large(exc: RequestTooLarge) -> JSONResponse:
+    return JSONResponse({"detail": str(exc)}, status_code=413)
 
 
 def _share_key(item: dict[str, Any]) -> tuple[str, str]:
@@ -316,18 +349,23 @@ def create_app(scorer: Scorer, *, rule: RewardRule | str | None = None,
 
         def prepare() -> list[dict[str, Any] | ScoreResult]:
             out: list[dict[str, Any] | ScoreResult] = []
+            budget = _PixelBudget(config.max_request_pixels)
             for i, item in enumerate(request.items):
                 ident = item.id if item.id is not None else str(i)
                 try:
                     out.append({"id": ident, "instruction": item.instruction,
-                                "source": service.prepare(item.source, f"items[{i}].source"),
-                                "edited": service.prepare(item.edited, f"items[{i}].edited")})
+                                "source": service.prepare(item.source, f"items[{i}].source", budget),
+                                "edited": service.prepare(item.edited, f"items[{i}].edited", budget)})
                 except BadImage as exc:
                     out.append(ScoreResult.failed(ident, str(exc)))
             return out
 
         try:
-            results = await service.run(await run_in_threadpool(prepare))
+            prepared = await run_in_threadpool(prepare)
+        except RequestTooLarge as exc:
+            return _too_large(exc)
+        try:
+            results = await service.run(prepared)
         except batching.BatcherError as exc:
             return _refusal(exc)
         return score_response(results, rule.rewards(results), scorer=scorer.name, rule=rule,
@@ -346,17 +384,22 @@ def create_app(scorer: Scorer, *, rule: RewardRule | str | None = None,
         images = [await source.read(), await edited.read()]
 
         def prepare() -> dict[str, Any] | ScoreResult:
+            budget = _PixelBudget(config.max_request_pixels)
             try:
                 for name, data in zip(("source", "edited"), images, strict=True):
                     if not data:
                         raise BadImage(f"{name}: the uploaded file is empty; upload the image file")
-                    check_pixels(data, config.max_pixels, name)
+                    budget.add(check_pixels(data, config.max_pixels, name))
             except BadImage as exc:
                 return ScoreResult.failed(ident, str(exc))
             return {"id": ident, "instruction": instruction, "source": images[0], "edited": images[1]}
 
         try:
-            results = await service.run([await run_in_threadpool(prepare)])
+            prepared = await run_in_threadpool(prepare)
+        except RequestTooLarge as exc:
+            return _too_large(exc)
+        try:
+            results = await service.run([prepared])
         except batching.BatcherError as exc:
             return _refusal(exc)
         return score_response(results, rule.rewards(results), scorer=scorer.name, rule=rule)
@@ -374,10 +417,12 @@ def create_app(scorer: Scorer, *, rule: RewardRule | str | None = None,
         def prepare() -> tuple[list[dict[str, Any] | ScoreResult], list[tuple[str, int, int]]]:
             flat: list[dict[str, Any] | ScoreResult] = []
             spans = []
+            budget = _PixelBudget(config.max_request_pixels)
             for g, group in enumerate(request.groups):
                 gid = group.id if group.id is not None else str(g)
                 try:
-                    source: bytes | Path | None = service.prepare(group.source, f"groups[{g}].source")
+                    source: bytes | Path | None = service.prepare(group.source, f"groups[{g}].source",
+                                                                  budget)
                     source_error = None
                 except BadImage as exc:
                     source, source_error = None, str(exc)
@@ -386,7 +431,8 @@ def create_app(scorer: Scorer, *, rule: RewardRule | str | None = None,
                     try:
                         if source_error is not None:
                             raise BadImage(source_error)
-                        item["edited"] = service.prepare(item["edited"], f"groups[{g}].candidates[{c}]")
+                        item["edited"] = service.prepare(item["edited"], f"groups[{g}].candidates[{c}]",
+                                                         budget)
                         item["group_id"] = f"{namespace}/{gid}"
                         flat.append(item)
                     except BadImage as exc:
@@ -394,7 +440,10 @@ def create_app(scorer: Scorer, *, rule: RewardRule | str | None = None,
                 spans.append((gid, start, len(flat)))
             return flat, spans
 
-        flat, spans = await run_in_threadpool(prepare)
+        try:
+            flat, spans = await run_in_threadpool(prepare)
+        except RequestTooLarge as exc:
+            return _too_large(exc)
         try:
             results = await service.run(flat)
         except batching.BatcherError as exc:

@@ -112,11 +112,11 @@ def _inside_root(text: str, root: Path, field: str) -> Path:
     return resolved
 
 
-def check_pixels(image: bytes | Path, max_pixels: int | None, field: str = "image") -> None:
-    """Raise :class:`BadImage` when the image's header says more than ``max_pixels``
-    (width x height, pixels) or cannot be read; nothing is decoded.
+def check_pixels(image: bytes | Path, max_pixels: int | None, field: str = "image") -> int:
+    """The image's pixel count (width x height) from its header; nothing is decoded.
 
-    ``max_pixels=None`` only checks that the header is readable.
+    Raises :class:`BadImage` when the header says more than ``max_pixels`` or cannot be
+    read; ``max_pixels=None`` only checks that the header is readable.
     """
     try:
         width, height = image_size(image)
@@ -126,3 +126,4 @@ def check_pixels(image: bytes | Path, max_pixels: int | None, field: str = "imag
         raise BadImage(f"{field}: {width}x{height} = {width * height:,} pixels is over the "
                        f"server's pixel budget of {max_pixels:,} per image (--max-pixels); "
                        "downscale the image before sending it")
+    return width * height
