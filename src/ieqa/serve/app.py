@@ -186,7 +186,7 @@ class _Service:
         return results  # type: ignore[return-value]
 
 
-class RequestTooLarge(Exception):
+class RequestTooLarge(batching.BatcherError):
     """The request's images hold more pixels than ``max_request_pixels`` (413)."""
 
 
@@ -203,10 +203,6 @@ class _PixelBudget:
                 f"the request's images hold more than {self.limit:,} pixels, the server's "
                 "budget per request (--max-request-pixels); send fewer or smaller images per "
                 "request (RewardClient: lower max_items_per_request)")
-
-
-def _too_large(exc: RequestTooLarge) -> JSONResponse:
-    return JSONResponse({"detail": str(exc)}, status_code=413)
 
 
 def _share_key(item: dict[str, Any]) -> tuple[str, str]:
@@ -233,8 +229,8 @@ def _warmup_item() -> dict[str, Any]:
 
 
 def _refusal(exc: batching.BatcherError) -> JSONResponse:
-    status = {batching.QueueFull: 429, batching.TooManyItems: 413, batching.Timeout: 504,
-              batching.ShuttingDown: 503}[type(exc)]
+    status = {batching.QueueFull: 429, batching.TooManyItems: 413, RequestTooLarge: 413,
+              batching.Timeout: 504, batching.ShuttingDown: 503}[type(exc)]
     headers = {}
     if isinstance(exc, batching.QueueFull):
         headers["Retry-After"] = str(exc.retry_after_s)
@@ -361,12 +357,8 @@ def create_app(scorer: Scorer, *, rule: RewardRule | str | None = None,
             return out
 
         try:
-            prepared = await run_in_threadpool(prepare)
-        except RequestTooLarge as exc:
-            return _too_large(exc)
-        try:
-            results = await service.run(prepared)
-        except batching.BatcherError as exc:
+            results = await service.run(await run_in_threadpool(prepare))
+        except batching.BatcherError as exc:  # RequestTooLarge included
             return _refusal(exc)
         return score_response(results, rule.rewards(results), scorer=scorer.name, rule=rule,
                               dimensions=request.dimensions)
@@ -395,12 +387,8 @@ def create_app(scorer: Scorer, *, rule: RewardRule | str | None = None,
             return {"id": ident, "instruction": instruction, "source": images[0], "edited": images[1]}
 
         try:
-            prepared = await run_in_threadpool(prepare)
-        except RequestTooLarge as exc:
-            return _too_large(exc)
-        try:
-            results = await service.run([prepared])
-        except batching.BatcherError as exc:
+            results = await service.run([await run_in_threadpool(prepare)])
+        except batching.BatcherError as exc:  # RequestTooLarge included
             return _refusal(exc)
         return score_response(results, rule.rewards(results), scorer=scorer.name, rule=rule)
 
@@ -442,11 +430,8 @@ def create_app(scorer: Scorer, *, rule: RewardRule | str | None = None,
 
         try:
             flat, spans = await run_in_threadpool(prepare)
-        except RequestTooLarge as exc:
-            return _too_large(exc)
-        try:
             results = await service.run(flat)
-        except batching.BatcherError as exc:
+        except batching.BatcherError as exc:  # RequestTooLarge included
             return _refusal(exc)
         return compare_response(spans, results, rule.rewards(results), scorer=scorer.name,
                                 rule=rule, tie_threshold=config.tie_threshold)
