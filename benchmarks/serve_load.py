@@ -83,15 +83,34 @@ class Workload:
         bodies: JSON request bodies of ``POST /v1/score`` (bytes), sent round-robin.
         ids: the item ids of each body, in order.
         expected: item id -> (scores, sigma) of ``scorer.score([item])`` offline.
+        items: the items themselves (image bytes), for offline timing.
     """
 
     bodies: list[bytes]
     ids: list[list[str]]
     expected: dict[str, tuple[dict[str, float], dict[str, float]]]
+    items: list[dict[str, Any]]
 
     @property
     def items_per_request(self) -> float:
         return statistics.fmean(len(i) for i in self.ids)
+
+
+def offline_ceiling(scorer: Scorer, items: list[dict[str, Any]], max_batch: int) -> tuple[float, float]:
+    """(items/s scoring ``items`` one at a time, items/s in batches of ``max_batch``) with
+    ``scorer.score`` in this process, no server: the most that batching can give the
+    server on this machine (one pass each, after one untimed batch)."""
+    if hasattr(scorer, "batch_size"):
+        scorer.batch_size = max_batch
+    scorer.score(items[:max_batch])
+    t0 = time.perf_counter()
+    for item in items:
+        scorer.score([item])
+    alone = len(items) / (time.perf_counter() - t0)
+    t0 = time.perf_counter()
+    for start in range(0, len(items), max_batch):
+        scorer.score(items[start:start + max_batch])
+    return alone, len(items) / (time.perf_counter() - t0)
 
 
 def _png(rng: np.random.Generator, size: int) -> bytes:
@@ -140,7 +159,7 @@ def make_workload(scorer: Scorer, *, n_items: int = 64, items_per_request: int =
              "source": base64.b64encode(it["source"]).decode(),
              "edited": base64.b64encode(it["edited"]).decode()} for it in chunk]}).encode())
         ids.append([it["id"] for it in chunk])
-    return Workload(bodies, ids, expected)
+    return Workload(bodies, ids, expected, items)
 
 
 # ------------------------------------------------------------------------------- phases
@@ -348,6 +367,22 @@ def served(scorer: Scorer, config: ServeConfig, rule: str = "mean") -> Any:
     return serve_in_thread(create_app(scorer, rule=rule, config=config), timeout_s=600)
 
 
+def mean_batch(url: str, headers: dict[str, str]) -> tuple[float, float] | None:
+    """(sum, count) of the server's batch-size histogram (``/metrics``), or None."""
+    try:
+        text = httpx.get(f"{url}/metrics", headers=headers, timeout=10).text
+    except httpx.HTTPError:
+        return None
+    values = {}
+    for line in text.splitlines():
+        name, _, value = line.partition(" ")
+        if name in ("ieqa_batch_size_sum", "ieqa_batch_size_count"):
+            values[name] = float(value)
+    if len(values) < 2:
+        return None
+    return values["ieqa_batch_size_sum"], values["ieqa_batch_size_count"]
+
+
 # ------------------------------------------------------------------------------ reports
 def row(phase: Phase) -> str:
     target = f"{phase.target_rps:7.1f}" if phase.target_rps else "      -"
@@ -383,8 +418,13 @@ async def run(args: argparse.Namespace, scorer: Scorer, workload: Workload) -> l
 
     async def batched_phases(url: str) -> Phase:
         await warm(url)
+        before = mean_batch(url, args.headers)
         capacity = report(await closed_loop(url, workload, name=f"capacity max_batch={args.max_batch}",
                                             clients=args.clients, **common))
+        after = mean_batch(url, args.headers)
+        if before and after and after[1] > before[1]:
+            print(f"    mean batch size {(after[0] - before[0]) / (after[1] - before[1]):.1f} items "
+                  "(server's ieqa_batch_size histogram)", flush=True)
         for fraction in (0.25, 0.5, 1.0):
             rate = fraction * capacity.requests_per_s
             if rate > 0:
@@ -484,6 +524,10 @@ def main(argv: list[str] | None = None) -> int:
               f"offline reference in {time.perf_counter() - t0:.1f} s\n"
               f"server: --max-batch {args.max_batch} --max-wait-ms {args.max_wait_ms}; "
               f"{args.clients} clients, {args.duration_s} s per phase\n")
+        alone, batched = offline_ceiling(scorer, workload.items, args.max_batch)
+        print(f"offline scorer.score, no server: {alone:.1f} items/s one at a time, {batched:.1f} "
+              f"items/s in batches of {args.max_batch}: ratio {batched / alone:.2f}x (the ceiling "
+              "for the server's ratio below)\n")
         if args.url:
             info = httpx.get(f"{args.url}/v1/info", headers=args.headers, timeout=30).json()
             if info.get("scorer") != scorer.name:
