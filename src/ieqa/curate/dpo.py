@@ -266,7 +266,7 @@ def dpo_pairs(
     fields = parse_group_by(group_by) if group_by is not None else DEFAULT_GROUP_BY[mode]
     fraction = DEFAULT_KEEP_FRACTION[mode] if keep_fraction is None else float(keep_fraction)
     source = ScoredSource(scores, rule)
-    groups, ungrouped = scan_groups(source, fields, drop_flagged=drop_flagged, progress=progress)
+    groups, ungrouped, errors = scan_groups(source, fields, drop_flagged=drop_flagged, progress=progress)
     pairs, dropped, per_task = build_pairs(list(groups.values()), threshold=threshold,
                                            min_margin=min_margin, min_prob=min_prob,
                                            keep_fraction=fraction)
@@ -310,7 +310,7 @@ def dpo_pairs(
         "input": str(source.path), "mode": mode, "rule": rule.describe(), "group_by": list(fields),
         "threshold": threshold, "min_margin": min_margin, "min_prob": min_prob,
         "keep_fraction": fraction, "drop_flagged": drop_flagged,
-        "rows": source.n_rows, "ungrouped_rows": ungrouped, "groups": sum(v["groups"] for v in per_task.values()),
+        "rows": source.n_rows, "ungrouped_rows": ungrouped, "error_rows": errors, "groups": sum(v["groups"] for v in per_task.values()),
         "pairs": len(pairs), "dropped_groups": dropped, "per_task": per_task,
         "margin": summary_stats(margins), "p_chosen": summary_stats(np.array([p.p_chosen for p in pairs])),
         "chosen_reward": summary_stats(np.array([p.chosen.reward for p in pairs])),

@@ -93,19 +93,21 @@ class GroupSummary:
 
 
 def scan_groups(source: ScoredSource, group_by: tuple[str, ...], *, drop_flagged: bool = False,
-                progress: bool = False) -> tuple[dict[tuple[Any, ...], GroupSummary], int]:
-    """One pass over ``source``: ``({group key: summary}, rows without a group key)``.
+                progress: bool = False) -> tuple[dict[tuple[Any, ...], GroupSummary], int, int]:
+    """One pass over ``source``: ``({group key: summary}, rows without a group key, rows
+    without a reward)`` (the last: failed to score, or the rule could not combine them).
 
     A row is an eligible candidate when it has a reward (and, with ``drop_flagged``, no
     flag). A row with a missing (null or empty) ``group_by`` field belongs to no group and
     is only counted.
     """
     groups: dict[tuple[Any, ...], GroupSummary] = {}
-    ungrouped = 0
+    ungrouped = errors = 0
     total = source.n_rows if source.path.name.endswith(".parquet") else None
     with progress_bar("reading groups", total, enabled=progress, unit="rows") as advance:
         for row in source.rows():
             advance(1)
+            errors += not row.ok
             key = tuple(row.fields.get(f) for f in group_by)
             if any(v is None or v == "" for v in key):
                 ungrouped += 1
@@ -114,7 +116,7 @@ def scan_groups(source: ScoredSource, group_by: tuple[str, ...], *, drop_flagged
             if g is None:
                 g = groups[key] = GroupSummary(key)
             g.add(row, row.ok and not (drop_flagged and row.result.flags))
-    return groups, ungrouped
+    return groups, ungrouped, errors
 
 
 @dataclass
@@ -172,7 +174,7 @@ def best_of_n(
     rule = rule if isinstance(rule, RewardRule) else RewardRule(rule or "overall")
     fields = parse_group_by(group_by)
     source = ScoredSource(scores, rule)
-    groups, ungrouped = scan_groups(source, fields, drop_flagged=drop_flagged, progress=progress)
+    groups, ungrouped, errors = scan_groups(source, fields, drop_flagged=drop_flagged, progress=progress)
     n = source.n_rows
     picks = {g.best.index: g for g in groups.values() if g.best is not None}
     failed = [{"group": dict(zip(fields, g.key, strict=True)), "n": g.n, "error": g.first_error}
@@ -192,7 +194,7 @@ def best_of_n(
 
     report = {"input": str(source.path), "rule": rule.describe(), "group_by": list(fields),
               "rows": n, "groups": len(groups), "picked": len(written), "ungrouped_rows": ungrouped,
-              "failed_groups": failed,
+              "error_rows": errors, "failed_groups": failed,
               "tie_break": "reward high first, then reward sigma low first (unknown last), then id ascending"}
     report_json = write_json(out.with_name(out.name + ".report.json"), report)
     return BestOfNResult(out, report_json, n, len(groups), len(written), failed, ungrouped, written)

@@ -163,6 +163,7 @@ class _Columns:
         self.editor = array("i")
         self.dims: dict[str, array] = {}
         self.codes: dict[str, dict[str, int]] = {"task": {}, "editor": {}}
+        self.first_error: str | None = None
 
     def code(self, kind: str, value: str | None) -> int:
         table = self.codes[kind]
@@ -172,6 +173,8 @@ class _Columns:
     def add(self, row: ScoredRow, status: int) -> None:
         n = len(self.reward)
         rw = row.reward
+        if rw.error is not None and self.first_error is None:
+            self.first_error = f"{row.id}: {rw.error}"
         self.reward.append(math.nan if rw.reward is None else rw.reward)
         self.sigma.append(math.inf if rw.sigma is None else rw.sigma)
         self.status.append(status)
@@ -358,8 +361,8 @@ def curate(
     if not (status == _OK).any():
         raise CurateError(f"{source.path}: none of its {n} rows can be kept (errors: "
                           f"{int((status == _ERROR).sum())}, flagged: {int((status == _FLAGGED).sum())}, "
-                          f"sigma: {int((status == _SIGMA).sum())}); check the error column and the "
-                          f"rule {rule.formula()!r}")
+                          f"sigma: {int((status == _SIGMA).sum())}); the first error: "
+                          f"{cols.first_error}")
     part = None if per is None else np.frombuffer(getattr(cols, per), dtype=np.int32)
     part_names = [] if per is None else cols.names(per)
     kept, cuts = _select(cols, source, keep, part, part_names, quota)
