@@ -74,7 +74,7 @@ from ieqa.bench.report import HtmlReport, histogram_chart, write_json
 from ieqa.curate.groups import Candidate, GroupSummary, parse_group_by, scan_groups
 from ieqa.curate.report import summary_stats
 from ieqa.curate.source import CurateError, ScoredRow, ScoredSource
-from ieqa.data.manifest import iter_manifest, write_preferences
+from ieqa.data.manifest import write_preferences
 from ieqa.data.schema import Preference
 from ieqa.errors import IeqaError
 from ieqa.scorers.reward import RewardRule
@@ -158,21 +158,23 @@ def build_pairs(groups: Sequence[GroupSummary], *, threshold: float | None = Non
     return pairs, dropped, per_task
 
 
-def pair_agreement(pairs: Sequence[tuple[str, str]], reference: str | os.PathLike[str],
+def pair_agreement(pairs: Sequence[tuple[str, str]], reference: str | os.PathLike[str] | ScoredSource,
                    dimensions: Sequence[str] | None = None) -> dict[str, dict[str, float | int | None]]:
-    """How often ``(chosen id, rejected id)`` pairs agree with a reference manifest's scores.
+    """How often ``(chosen id, rejected id)`` pairs agree with a reference's scores.
 
-    Per dimension of the reference (or ``dimensions``): ``agree`` (chosen scored higher),
+    ``reference`` is a manifest (e.g. ground truth, human MOS) or a score file. Per
+    dimension of the reference (or ``dimensions``): ``agree`` (chosen scored higher),
     ``tie`` (equal), ``disagree``, ``missing`` (an id not in the reference or without that
     score), ``accuracy`` = agree / (agree + tie + disagree) (ties count as wrong) and
     ``accuracy_no_ties`` = agree / (agree + disagree); None when undefined. Streams the
     reference, holding only the scores of the pairs' ids.
     """
     wanted = {i for pr in pairs for i in pr}
+    source = reference if isinstance(reference, ScoredSource) else ScoredSource(reference)
     scores: dict[str, dict[str, float]] = {}
-    for s in iter_manifest(reference):
-        if s.id in wanted:
-            scores[s.id] = dict(s.scores)
+    for row in source.rows():
+        if row.id in wanted:
+            scores[row.id] = dict(row.result.scores)
     dims = list(dimensions) if dimensions is not None else sorted({d for v in scores.values() for d in v})
     out: dict[str, dict[str, float | int | None]] = {}
     for d in dims:
@@ -253,8 +255,8 @@ def dpo_pairs(
         keep_fraction: share of pairs kept per task, in (0, 1] (default
             :data:`DEFAULT_KEEP_FRACTION` of the mode).
         drop_flagged: flagged candidates never enter a pair.
-        reference: a manifest whose scores (e.g. ground truth, human MOS) the pairs are
-            checked against in the stats.
+        reference: a manifest (e.g. ground truth, human MOS) or score file whose scores
+            the pairs are checked against in the stats.
         progress: show progress on stderr.
 
     Raises:
@@ -266,6 +268,7 @@ def dpo_pairs(
     fields = parse_group_by(group_by) if group_by is not None else DEFAULT_GROUP_BY[mode]
     fraction = DEFAULT_KEEP_FRACTION[mode] if keep_fraction is None else float(keep_fraction)
     source = ScoredSource(scores, rule)
+    ref_source = None if reference is None else ScoredSource(reference)
     groups, ungrouped, errors = scan_groups(source, fields, drop_flagged=drop_flagged, progress=progress)
     pairs, dropped, per_task = build_pairs(list(groups.values()), threshold=threshold,
                                            min_margin=min_margin, min_prob=min_prob,
@@ -318,7 +321,7 @@ def dpo_pairs(
     }
     if reference is not None:
         stats["reference"] = str(reference)
-        stats["reference_agreement"] = pair_agreement([(p.chosen.id, p.rejected.id) for p in pairs], reference)
+        stats["reference_agreement"] = pair_agreement([(p.chosen.id, p.rejected.id) for p in pairs], ref_source)  # type: ignore[arg-type]
     stats_path = write_json(out_dir / "stats.json", stats)
     html_path = _dpo_html(out_dir / "report.html", stats, margins)
     return DpoResult(dpo_path, prefs_path, stats_path, html_path, pairs, stats)
