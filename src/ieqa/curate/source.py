@@ -47,6 +47,8 @@ from ieqa.scorers.run import INPUT_COLUMNS, row_to_result
 
 __all__ = ["CurateError", "ScoredRow", "ScoredSource", "order_key"]
 
+#: score-file columns curation never reads
+_UNUSED = frozenset(("region", "raw", "explanation", "unavailable", "input_key"))
 #: rows per Parquet record batch read at a time
 BATCH_ROWS = 8192
 
@@ -194,7 +196,7 @@ class ScoredSource:
     def _parquet_rows(self, select: np.ndarray | None) -> Iterator[ScoredRow]:
         try:
             with pq.ParquetFile(self.path, pre_buffer=False) as pf:
-                columns = [n for n in pf.schema_arrow.names if n not in ("region", "raw", "explanation")]
+                columns = [n for n in pf.schema_arrow.names if n not in _UNUSED]
                 start = 0
                 for batch in pf.iter_batches(batch_size=BATCH_ROWS, columns=columns, use_threads=False):
                     end = start + batch.num_rows
