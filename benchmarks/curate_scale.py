@@ -135,6 +135,16 @@ RUNS = {"ieqa-curate": run_ieqa_curate, "pandas-curate": run_pandas_curate,
         "ieqa-dpo": run_ieqa_dpo, "pandas-dpo": run_pandas_dpo}
 
 
+def peak_rss_mb() -> float:
+    """This process's peak resident memory (``VmHWM``; unlike ``ru_maxrss`` it is not
+    inherited from the parent across fork + exec), in MiB."""
+    with open("/proc/self/status", encoding="ascii") as fh:
+        for line in fh:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # not Linux
+
+
 def child(name: str, scores: Path, out: Path, keep: int, result: Path) -> None:
     """Runs one implementation in this (fresh) process and writes its numbers."""
     import pandas  # noqa: F401 - every run pays for the same imports
@@ -148,7 +158,7 @@ def child(name: str, scores: Path, out: Path, keep: int, result: Path) -> None:
         fn = RUNS[name]
         ids = fn(scores, out, keep) if "curate" in name else fn(scores, out)
         seconds = time.perf_counter() - t0
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak_mb = peak_rss_mb()
     result.write_text(json.dumps({"seconds": seconds, "peak_mb": peak_mb,
                                   "ids": sorted(map(list, ids) if ids and isinstance(ids[0], tuple) else ids)}))
 
@@ -172,6 +182,9 @@ def main() -> None:
     ap.add_argument("--out", type=Path)
     ap.add_argument("--result", type=Path)
     args = ap.parse_args()
+    if args.child == "write":
+        write_scores(args.scores, args.rows, args.groups, args.seed)
+        return
     if args.child:
         child(args.child, args.scores, args.out, args.keep, args.result)
         return
@@ -179,7 +192,10 @@ def main() -> None:
         work = Path(tmp)
         scores = work / "scores.parquet"
         t0 = time.perf_counter()
-        write_scores(scores, args.rows, args.groups, args.seed)
+        # in a subprocess, so that this parent stays small while the children run
+        subprocess.run([sys.executable, __file__, "--child", "write", "--scores", str(scores),
+                        "--rows", str(args.rows), "--groups", str(args.groups), "--seed", str(args.seed)],
+                       check=True, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
         print(f"synthetic score file: {args.rows:,} rows, {args.groups:,} groups, "
               f"{scores.stat().st_size / 2**20:.0f} MiB Parquet, written in {time.perf_counter() - t0:.1f} s")
         print(f"CPU: {os.cpu_count()} cores visible, load average {os.getloadavg()[0]:.1f} at start")
