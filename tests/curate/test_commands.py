@@ -58,3 +58,12 @@ def test_dpo_pairs_command(tmp_path):
     assert (tmp_path / "d" / "dpo.jsonl").read_text().count("\n") == 1
     res = runner.invoke(app, ["dpo-pairs", str(path), "-o", str(tmp_path / "d"), "--mode", "both"])
     assert res.exit_code == 2
+
+
+def test_curation_imports_without_the_serve_extra():
+    import subprocess
+    import sys
+
+    code = ("import sys; import ieqa.curate, ieqa.commands.dpo_pairs; "
+            "assert 'fastapi' not in sys.modules and 'uvicorn' not in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True)
