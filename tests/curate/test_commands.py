@@ -67,3 +67,20 @@ def test_curation_imports_without_the_serve_extra():
     code = ("import sys; import ieqa.curate, ieqa.commands.dpo_pairs; "
             "assert 'fastapi' not in sys.modules and 'uvicorn' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_report_gallery_and_histogram(tmp_path):
+    from PIL import Image
+
+    from ieqa.bench.report import GalleryItem, HtmlReport, histogram_chart, thumbnail
+
+    Image.new("RGB", (400, 200), (200, 10, 10)).save(tmp_path / "a.png")
+    thumb = thumbnail(tmp_path / "a.png", size=100)
+    assert Image.open(__import__("io").BytesIO(thumb)).size == (100, 50)
+    assert thumbnail(tmp_path / "missing.png") is None
+    report = HtmlReport("g")
+    report.add_gallery([GalleryItem("e<1>", [("edited", thumb), ("source", None)], ["reward 4.000"])])
+    fig = histogram_chart({"all": [1.0, 2.0, float("nan")], "kept": [2.0]}, "reward", bins=4)
+    assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == ["all (n=2)", "kept (n=1)"]
+    html = report.render()
+    assert "data:image/jpeg;base64," in html and "source: not readable" in html and "e&lt;1&gt;" in html
