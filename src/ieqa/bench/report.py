@@ -20,6 +20,7 @@ import json
 import math
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,8 @@ import numpy as np
 from ieqa.errors import IeqaError
 from ieqa.metrics import MetricInputError, plcc, srcc
 
-__all__ = ["HtmlReport", "bar_chart", "scatter_plot", "write_csv", "write_json"]
+__all__ = ["GalleryItem", "HtmlReport", "bar_chart", "histogram_chart", "scatter_plot", "thumbnail",
+           "write_csv", "write_json"]
 
 _PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 _CSS = """
@@ -44,6 +46,10 @@ tr:nth-child(even) td { background: #fafafa; }
 figure { margin: 1.2em 0; }
 figure img { max-width: 100%; border: 1px solid #ddd; }
 figcaption { font-size: .9em; color: #555; }
+.gallery { display: flex; flex-wrap: wrap; gap: .8em; margin: 1em 0; }
+.card { border: 1px solid #ccc; padding: .4em; font-size: .8em; max-width: 18em; }
+.card img { height: 8em; margin-right: .2em; }
+.card .missing { display: inline-block; height: 8em; width: 8em; background: #eee; color: #888; }
 footer { margin-top: 3em; font-size: .8em; color: #888; }
 """
 
@@ -71,6 +77,32 @@ def _fmt(value: Any, float_format: str) -> tuple[str, bool]:
     if isinstance(value, (float, np.floating)):
         return ("–" if math.isnan(value) else float_format.format(float(value))), True
     return str(value), False
+
+
+@dataclass
+class GalleryItem:
+    """One card of :meth:`HtmlReport.add_gallery`: ``images`` are ``(label, bytes or
+    None)``, ``lines`` short texts under the title."""
+
+    title: str
+    images: list[tuple[str, bytes | None]] = field(default_factory=list)
+    lines: list[str] = field(default_factory=list)
+
+
+def thumbnail(ref: Any, size: int = 160, quality: int = 80) -> bytes | None:
+    """A JPEG thumbnail (longest side ``size`` pixels) of an image path or in-memory
+    image, or ``None`` when it cannot be read (a report never fails on one image)."""
+    from ieqa.data.images import load_image
+    from ieqa.errors import ImageLoadError
+
+    try:
+        img = load_image(ref)
+    except (ImageLoadError, TypeError, ValueError):
+        return None
+    img.thumbnail((size, size))
+    buf = io.BytesIO()
+    img.save(buf, format="JPEG", quality=quality)
+    return buf.getvalue()
 
 
 class HtmlReport:
@@ -140,6 +172,26 @@ class HtmlReport:
         alt = html.escape(caption or "figure", quote=True)
         cap = f"<figcaption>{html.escape(caption)}</figcaption>" if caption else ""
         self._parts.append(f'<figure><img alt="{alt}" src="data:image/png;base64,{data}">{cap}</figure>')
+
+    def add_gallery(self, items: Sequence[GalleryItem], caption: str = "") -> None:
+        """A row of cards, each with its images (JPEG/PNG bytes from :func:`thumbnail`,
+        embedded as data URIs; ``None`` draws a grey box for an image that could not be
+        read), a title and lines of text (all escaped)."""
+        cards = []
+        for item in items:
+            imgs = []
+            for label, data in item.images:
+                alt = html.escape(label, quote=True)
+                if data is None:
+                    imgs.append(f'<span class="missing" title="{alt}">{alt}: not readable</span>')
+                else:
+                    mime = "image/png" if data.startswith(_PNG_MAGIC) else "image/jpeg"
+                    b64 = base64.b64encode(data).decode("ascii")
+                    imgs.append(f'<img alt="{alt}" title="{alt}" src="data:{mime};base64,{b64}">')
+            lines = "".join(f"<br>{html.escape(t)}" for t in item.lines)
+            cards.append(f'<div class="card">{"".join(imgs)}<br><b>{html.escape(item.title)}</b>{lines}</div>')
+        cap = f"<p>{html.escape(caption)}</p>" if caption else ""
+        self._parts.append(f'{cap}<div class="gallery">{"".join(cards)}</div>')
 
     def render(self) -> str:
         """The whole document as a string."""
@@ -232,6 +284,34 @@ def bar_chart(
     ax.set_title(title, fontsize=10)
     ax.set_ylabel(ylabel)
     ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def histogram_chart(
+    series: Mapping[str, Sequence[float] | np.ndarray],
+    title: str = "",
+    *,
+    xlabel: str = "",
+    bins: int = 30,
+):
+    """Overlaid step histograms of several series (e.g. ``{"all": ..., "kept": ...}``)
+    on shared bins spanning every finite value; NaNs are left out. Returns a ``Figure``."""
+    arrays = {k: np.asarray(v, dtype=np.float64) for k, v in series.items()}
+    arrays = {k: v[np.isfinite(v)] for k, v in arrays.items()}
+    finite = [v for v in arrays.values() if v.size]
+    lo = min((float(v.min()) for v in finite), default=0.0)
+    hi = max((float(v.max()) for v in finite), default=1.0)
+    edges = np.linspace(lo, hi if hi > lo else lo + 1.0, bins + 1)
+    fig = _new_figure((5.5, 3.6))
+    ax = fig.add_subplot()
+    for name, v in arrays.items():
+        ax.hist(v, bins=edges, histtype="step", linewidth=1.6, label=f"{name} (n={v.size})")
+    ax.set_title(title, fontsize=10)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("edits")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
     fig.tight_layout()
     return fig
 

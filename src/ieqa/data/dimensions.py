@@ -114,6 +114,8 @@ def canonical_dimension(name: str) -> str:
     ``"prompt_following"`` are the same alias. Raises :class:`UnknownDimensionError`
     naming the known dimensions when nothing matches.
     """
+    if isinstance(name, str) and name in _DESCRIPTIONS:  # a canonical name is its own alias (fast path: no regex)
+        return name
     if not isinstance(name, str):
         raise TypeError(f"dimension name must be a string, got {type(name).__name__}")
     try:

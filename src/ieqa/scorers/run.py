@@ -51,6 +51,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import json
+import math
 import os
 import shutil
 import time
@@ -66,18 +67,24 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 import ieqa
+from ieqa.data.dimensions import canonical_dimension
 from ieqa.data.images import iter_load_images
 from ieqa.data.inputs import BadRow, InputItem, input_key
 from ieqa.data.schema import EditSample
+from ieqa.errors import UnknownDimensionError
 from ieqa.progress import progress_bar
 from ieqa.scorers.base import Scorer, ScorerError, ScoreResult
 
-__all__ = ["INPUT_COLUMNS", "OUTPUT_SUFFIXES", "OutputLockedError", "ScoreRunSummary",
-           "output_schema", "read_scores", "results_to_rows", "score_to_file"]
+__all__ = ["INPUT_COLUMNS", "NON_SCORE_COLUMNS", "OUTPUT_SUFFIXES", "OutputLockedError",
+           "ScoreRunSummary", "output_schema", "read_scores", "results_to_rows", "row_to_result",
+           "score_to_file"]
 
 OUTPUT_SUFFIXES = (".parquet", ".jsonl")
 #: the input columns every score file carries next to the scores
 INPUT_COLUMNS = ("source", "edited", "instruction", "editor", "task", "group_id")
+#: every column of a score file that is not a dimension score
+NON_SCORE_COLUMNS = frozenset(("id", *INPUT_COLUMNS, "flags", "sigma", "unavailable", "explanation",
+                               "region", "raw", "error", "input_key"))
 _REGION = pa.struct([("x", pa.float64()), ("y", pa.float64()), ("w", pa.float64()),
                      ("h", pa.float64())])
 _JSON_COLUMNS = ("sigma", "unavailable", "raw")
@@ -628,3 +635,42 @@ def read_scores(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
             if row.get(key) is not None:
                 row[key] = json.loads(row[key])
     return rows
+
+
+def row_to_result(row: dict[str, Any]) -> ScoreResult:
+    """The :class:`ScoreResult` of one score-file row (as :func:`read_scores` returns it:
+    JSON-object columns decoded, or still JSON text as in Parquet) — the inverse of
+    :func:`results_to_rows` for ``scores``, ``sigma``, ``unavailable``, ``flags``,
+    ``explanation``, ``raw`` and ``error``.
+
+    Dimension scores are the columns outside :data:`NON_SCORE_COLUMNS` named like a
+    dimension (aliases included) that hold a number; a null cell is "no score". A row whose score is NaN or infinite (not something
+    ``ieqa score`` writes) becomes a failed result saying so, never a score.
+    """
+    ident = str(row.get("id"))
+
+    def obj(key: str) -> dict[str, Any]:
+        value = row.get(key)
+        if isinstance(value, str):
+            value = json.loads(value)
+        return dict(value) if isinstance(value, dict) else {}
+
+    if row.get("error") is not None:
+        return ScoreResult(id=ident, error=str(row["error"]), flags=list(row.get("flags") or ()))
+    scores: dict[str, float] = {}
+    for key, value in row.items():
+        if key in NON_SCORE_COLUMNS or value is None or isinstance(value, bool):
+            continue
+        if not isinstance(value, (int, float)):
+            continue
+        try:
+            key = canonical_dimension(key)
+        except UnknownDimensionError:  # a column the user added next to the scores
+            continue
+        if not math.isfinite(value):
+            return ScoreResult(id=ident, flags=list(row.get("flags") or ()),
+                               error=f"score {key!r} is {value} in the score file")
+        scores[key] = float(value)
+    return ScoreResult(id=ident, scores=scores, sigma=obj("sigma"), unavailable=obj("unavailable"),
+                       explanation=row.get("explanation"), raw=obj("raw"),
+                       flags=list(row.get("flags") or ()))

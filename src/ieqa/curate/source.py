@@ -1,0 +1,251 @@
+"""Reading scored edits for curation, streaming: a score file or a manifest, one row at a time.
+
+Both kinds of file are inputs of ``ieqa curate``, ``ieqa best-of-n`` and ``ieqa dpo-pairs``:
+
+* a **score file** of ``ieqa score`` (Parquet or JSONL; it has an ``input_key`` column):
+  the edit's inputs next to the predicted scores, sigma, flags and error;
+* a **manifest** (JSONL, JSONL.gz, Parquet or CSV): its ``scores`` (ground truth, human
+  MOS, or predictions written into it) are the scores; it has no sigma, flags or errors.
+  For ShapesEdit the manifest carries the exact ground truth, so it is the oracle score
+  file.
+
+:class:`ScoredSource` reads either kind in bounded memory — one Parquet record batch or one
+JSONL line at a time — and can re-read it as often as an algorithm needs passes, reading
+only the rows it asks for (:meth:`ScoredSource.rows` with ``select``). Each row is a
+:class:`ScoredRow`: its 0-based position in the file, the inputs, the
+:class:`~ieqa.scorers.base.ScoreResult` and the :class:`~ieqa.scorers.reward.Reward`
+under the caller's :class:`~ieqa.scorers.reward.RewardRule` (the one reward rule of
+ieqa, the same as in ``ieqa serve``).
+
+Ordering: every command that picks "the best" uses :func:`order_key` — reward (high
+first), then the rule's sigma (low first; unknown sigma after every known one), then the
+id (ascending) — so ties are broken the same way everywhere, and independently of the
+row order of the file.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ieqa.data.manifest import first_row_keys, iter_manifest
+from ieqa.data.schema import EditSample
+from ieqa.errors import IeqaError
+from ieqa.scorers.base import ScoreResult
+from ieqa.scorers.reward import Reward, RewardRule
+from ieqa.scorers.run import INPUT_COLUMNS, row_to_result
+
+__all__ = ["CurateError", "ScoredRow", "ScoredSource", "order_key"]
+
+#: score-file columns curation never reads
+_UNUSED = frozenset(("region", "raw", "explanation", "unavailable", "input_key"))
+#: rows per Parquet record batch read at a time
+BATCH_ROWS = 8192
+
+
+class CurateError(IeqaError):
+    """A curation input or option that cannot be used (the message says what to do)."""
+
+
+@dataclass
+class ScoredRow:
+    """One scored edit.
+
+    Attributes:
+        index: 0-based position of the row in its file.
+        id: the edit's id.
+        fields: the inputs ``source``, ``edited``, ``instruction``, ``editor``, ``task``,
+            ``group_id`` (strings or None).
+        result: the scores, sigma, flags and error of the edit.
+        reward: ``rule(result)``: the number curation acts on (``reward.reward`` is None
+            for a row that failed to score or that the rule cannot combine).
+        sample: the manifest row itself (manifest inputs only; None for score files).
+    """
+
+    index: int
+    id: str
+    fields: dict[str, Any]
+    result: ScoreResult
+    reward: Reward
+    sample: EditSample | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when the row has a reward."""
+        return self.reward.reward is not None
+
+    def to_sample(self) -> EditSample:
+        """The edit as an :class:`EditSample` for a manifest: the manifest's own row (its
+        ``scores`` unchanged), or for a score-file row the inputs with the predicted
+        scores as ``scores``. ``meta`` gets ``reward``, ``reward_sigma`` and, when set,
+        ``flags`` and ``score_sigma`` (per-dimension sigma)."""
+        extra: dict[str, Any] = {"reward": self.reward.reward, "reward_sigma": self.reward.sigma}
+        if self.result.flags:
+            extra["flags"] = list(self.result.flags)
+        if self.result.sigma:
+            extra["score_sigma"] = dict(self.result.sigma)
+        if self.sample is not None:
+            return self.sample.model_copy(update={"meta": {**self.sample.meta, **extra}})
+        f = self.fields
+        if not f.get("edited"):
+            raise CurateError(f"row {self.id!r} of the score file has no edited image path (it was "
+                              "scored from an in-memory image); curate manifests need paths")
+        return EditSample(id=self.id, source=f.get("source"), edited=f["edited"],
+                          instruction=f.get("instruction") or "", task=f.get("task"),
+                          editor=f.get("editor"), group_id=f.get("group_id"),
+                          scores=dict(self.result.scores), meta=extra)
+
+
+def order_key(reward: float, sigma: float | None, ident: str) -> tuple[float, float, str]:
+    """The sort key of the documented total order (ascending = best first): reward high
+    first, then sigma low first (unknown sigma last), then id ascending."""
+    return (-reward, math.inf if sigma is None else sigma, ident)
+
+
+Kind = Literal["scores", "manifest"]
+
+
+class ScoredSource:
+    """A score file or manifest, read in passes (see the module docstring).
+
+    Args:
+        path: ``.parquet`` or ``.jsonl`` score file of ``ieqa score``, or a manifest
+            (``.jsonl``, ``.jsonl.gz``, ``.parquet``, ``.csv``).
+        rule: the reward rule (default: ``RewardRule("overall")``).
+
+    Raises:
+        CurateError: the file does not exist or is neither a score file nor a manifest.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], rule: RewardRule | None = None) -> None:
+        self.path = Path(path)
+        self.rule = rule if rule is not None else RewardRule("overall")
+        if not self.path.is_file():
+            raise CurateError(f"{self.path} does not exist: give a score file of ieqa score "
+                              "(.parquet or .jsonl) or a manifest with scores")
+        keys = first_row_keys(self.path)
+        if keys is None:
+            raise CurateError(f"{self.path} is empty or not a score file / manifest ieqa reads "
+                              "(.parquet, .jsonl, .jsonl.gz or .csv with one row per edit)")
+        if "input_key" in keys:
+            if not self.path.name.endswith((".parquet", ".jsonl")):
+                raise CurateError(f"{self.path}: score files are .parquet or .jsonl")
+            self.kind: Kind = "scores"
+        elif "edited" in keys:
+            self.kind = "manifest"
+        else:
+            raise CurateError(
+                f"{self.path} has no edited image column: give the score file of `ieqa score "
+                "MANIFEST -o scores.parquet` (it carries the inputs next to the scores) or a "
+                "manifest with scores, not a bare predictions file")
+        self._n_rows: int | None = None
+
+    # ------------------------------------------------------------------ reading
+    def rows(self, select: np.ndarray | None = None) -> Iterator[ScoredRow]:
+        """Every row in file order, or with ``select`` (a boolean array over the rows'
+        positions) only the selected ones — those are the only rows decoded."""
+        if self.kind == "manifest":
+            yield from self._manifest_rows(select)
+        elif self.path.name.endswith(".parquet"):
+            yield from self._parquet_rows(select)
+        else:
+            yield from self._jsonl_rows(select)
+
+    @property
+    def n_rows(self) -> int:
+        """Number of rows (Parquet: from the footer; otherwise counted once)."""
+        if self._n_rows is None:
+            if self.path.name.endswith(".parquet"):
+                self._n_rows = pq.ParquetFile(self.path).metadata.num_rows
+            else:
+                self._n_rows = sum(1 for _ in self._raw_lines())
+        return self._n_rows
+
+    def ids(self, select: np.ndarray) -> dict[int, str]:
+        """``{row position: id}`` of the selected rows (reads only the id column of a
+        Parquet score file)."""
+        if self.kind == "scores" and self.path.name.endswith(".parquet"):
+            out: dict[int, str] = {}
+            start = 0
+            with pq.ParquetFile(self.path, pre_buffer=False) as pf:
+                for batch in pf.iter_batches(batch_size=BATCH_ROWS, columns=["id"], use_threads=False):
+                    end = start + batch.num_rows
+                    hits = np.flatnonzero(select[start:end])
+                    if hits.size:
+                        col = batch.column(0).take(pa.array(hits)).to_pylist()
+                        out.update(zip((start + hits).tolist(), col, strict=True))
+                    start = end
+            return out
+        return {row.index: row.id for row in self.rows(select)}
+
+    def _row(self, index: int, raw: dict[str, Any]) -> ScoredRow:
+        result = row_to_result(raw)
+        fields = {c: raw.get(c) for c in INPUT_COLUMNS}
+        return ScoredRow(index, result.id, fields, result, self.rule(result))
+
+    def _parquet_rows(self, select: np.ndarray | None) -> Iterator[ScoredRow]:
+        try:
+            with pq.ParquetFile(self.path, pre_buffer=False) as pf:
+                columns = [n for n in pf.schema_arrow.names if n not in _UNUSED]
+                start = 0
+                for batch in pf.iter_batches(batch_size=BATCH_ROWS, columns=columns, use_threads=False):
+                    end = start + batch.num_rows
+                    if select is None:
+                        positions = range(start, end)
+                        rows = batch.to_pylist()
+                    else:
+                        hits = np.flatnonzero(select[start:end])
+                        if not hits.size:
+                            start = end
+                            continue
+                        positions = (start + hits).tolist()
+                        rows = batch.take(pa.array(hits)).to_pylist()
+                    for i, raw in zip(positions, rows, strict=True):
+                        yield self._row(i, raw)
+                    start = end
+        except pa.ArrowException as exc:
+            raise CurateError(f"{self.path}: cannot read as Parquet ({exc})") from None
+        self._n_rows = start
+
+    def _raw_lines(self) -> Iterator[str]:
+        opener = gzip.open if self.path.name.endswith(".gz") else open
+        with opener(self.path, "rt", encoding="utf-8-sig") as fh:
+            for line in fh:
+                if line.strip():
+                    yield line
+
+    def _jsonl_rows(self, select: np.ndarray | None) -> Iterator[ScoredRow]:
+        n = 0
+        for i, line in enumerate(self._raw_lines()):
+            n = i + 1
+            if select is not None and (i >= len(select) or not select[i]):
+                continue
+            try:
+                raw = json.loads(line)
+            except ValueError as exc:
+                raise CurateError(f"{self.path}, row {i + 1}: not valid JSON ({exc})") from None
+            yield self._row(i, raw)
+        self._n_rows = n
+
+    def _manifest_rows(self, select: np.ndarray | None) -> Iterator[ScoredRow]:
+        n = 0
+        for i, sample in enumerate(iter_manifest(self.path)):
+            n = i + 1
+            if select is not None and (i >= len(select) or not select[i]):
+                continue
+            result = ScoreResult(id=sample.id, scores=dict(sample.scores))
+            fields = {"source": None if sample.source is None else str(sample.source),
+                      "edited": str(sample.edited), "instruction": sample.instruction,
+                      "editor": sample.editor, "task": sample.task, "group_id": sample.group_id}
+            yield ScoredRow(i, sample.id, fields, result, self.rule(result), sample)
+        self._n_rows = n

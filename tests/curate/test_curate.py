@@ -1,0 +1,164 @@
+"""curate(): hand-worked selections on small score files."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from ieqa.curate import CurateError, KeepRule, ScoredSource, curate
+from ieqa.curate.select import top_by_order
+from ieqa.data.manifest import read_manifest
+from ieqa.scorers.reward import RewardRule
+from ieqa.scorers.run import row_to_result
+
+from .conftest import score_row, with_images, write_jsonl, write_parquet
+
+# rewards (overall): a 5, b 4 (sigma .5), c 4 (sigma .2), d 3, e 2, f error
+ROWS = [score_row("a", 5.0, sigma=0.1), score_row("b", 4.0, sigma=0.5, task="remove"),
+        score_row("c", 4.0, sigma=0.2, editor="e2"), score_row("d", 3.0, sigma=0.1, task="remove"),
+        score_row("e", 2.0, sigma=0.1, editor="e2", flags=["no_op"]),
+        score_row("f", error="HTTP 500")]
+
+
+def kept(result):
+    return sorted(result.kept_ids)
+
+
+@pytest.mark.parametrize("writer", [write_jsonl, write_parquet])
+def test_top_k_breaks_ties_by_sigma(tmp_path, writer):
+    path = writer(tmp_path / f"s{writer.__name__[-5:]}.{'jsonl' if writer is write_jsonl else 'parquet'}", ROWS)
+    res = curate(path, tmp_path / "out", "top-k=2")
+    assert kept(res) == ["a", "c"]  # b and c tie at 4: c has the lower sigma
+    assert res.dropped == {"error": 1, "flagged": 0, "sigma": 0}
+    assert res.report["counts"]["errors"] == 1 and res.report["counts"]["kept"] == 2
+    assert res.cuts["all"]["lowest_kept_reward"] == 4.0
+    assert [s.id for s in read_manifest(res.manifest)] == ["a", "c"]
+
+
+def test_top_k_ties_without_sigma_go_by_id_whatever_the_row_order(tmp_path):
+    rows = [score_row(i, r) for i, r in (("z", 4.0), ("m", 5.0), ("b", 4.0), ("q", 4.0), ("a", 1.0))]
+    for order in (rows, rows[::-1], rows[2:] + rows[:2]):
+        res = curate(write_jsonl(tmp_path / "s.jsonl", order), tmp_path / "out", "top-k=3")
+        assert kept(res) == ["b", "m", "q"]  # 5, then the 4s by id: b, q (z left out)
+
+
+def test_threshold_and_quantile(tmp_path):
+    path = write_jsonl(tmp_path / "s.jsonl", ROWS)
+    assert kept(curate(path, tmp_path / "o1", "threshold=3")) == ["a", "b", "c", "d"]
+    # eligible rewards 5, 4, 4, 3, 2: the 0.5-quantile (linear) is 4 -> keep >= 4
+    res = curate(path, tmp_path / "o2", "quantile=0.5")
+    assert kept(res) == ["a", "b", "c"] and res.cuts["all"]["threshold"] == 4.0
+    # 0.3-quantile: position 0.3*4 = 1.2 between 3 and 4 -> 3.2
+    res = curate(path, tmp_path / "o3", "quantile=0.3")
+    assert res.cuts["all"]["threshold"] == pytest.approx(3.2) and kept(res) == ["a", "b", "c"]
+
+
+def test_filters_flags_and_sigma(tmp_path):
+    path = write_jsonl(tmp_path / "s.jsonl", ROWS)
+    res = curate(path, tmp_path / "o1", "threshold=0", drop_flagged=True)
+    assert kept(res) == ["a", "b", "c", "d"] and res.dropped["flagged"] == 1
+    res = curate(path, tmp_path / "o2", "threshold=0", max_sigma=0.3)
+    assert kept(res) == ["a", "c", "d", "e"] and res.dropped["sigma"] == 1
+    no_sigma = write_jsonl(tmp_path / "n.jsonl", [score_row("a", 1.0), score_row("b", 2.0)])
+    with pytest.raises(CurateError, match="needs scores with sigma"):
+        curate(no_sigma, tmp_path / "o3", "top-k=1", max_sigma=1.0)
+
+
+def test_per_task_and_quota(tmp_path):
+    path = write_jsonl(tmp_path / "s.jsonl", ROWS)
+    res = curate(path, tmp_path / "o1", "top-k=1", per="task")  # recolor: a c e; remove: b d
+    assert kept(res) == ["a", "b"]
+    assert set(res.cuts) == {"recolor", "remove"}
+    res = curate(path, tmp_path / "o2", "threshold=0", per="editor", quota=1)  # e1: a b d; e2: c e
+    assert kept(res) == ["a", "c"]
+    by_editor = {r["editor"]: r for r in res.report["by_editor"]}
+    assert by_editor["e1"] == {"editor": "e1", "rows": 4, "eligible": 3, "kept": 1, "kept_share": 1 / 3}
+    with pytest.raises(CurateError, match="--quota needs --per"):
+        curate(path, tmp_path / "o3", "top-k=1", quota=2)
+
+
+def test_rule_and_report(tmp_path):
+    rows = [score_row("a", visual_quality=5.0, content_preservation=1.0),
+            score_row("b", visual_quality=2.0, content_preservation=3.0)]
+    path = write_jsonl(tmp_path / "s.jsonl", rows)
+    # mean: a 3.0, b 2.5; a preservation-only rule flips it
+    assert kept(curate(path, tmp_path / "o1", "top-k=1", rule="mean")) == ["a"]
+    res = curate(path, tmp_path / "o2", "top-k=1", rule="content_preservation")
+    assert kept(res) == ["b"]
+    report = json.loads(res.report_json.read_text())
+    assert report["rule"]["formula"] == "1*content_preservation"
+    assert report["distributions"]["content_preservation"]["before"]["mean"] == 2.0
+    assert report["distributions"]["content_preservation"]["kept"]["mean"] == 3.0
+    assert sum(report["distributions"]["reward"]["before"]["histogram"]) == 2
+    # a score-file row becomes a manifest row with the predicted scores and the reward
+    sample = read_manifest(res.manifest)[0]
+    assert sample.scores == {"visual_quality": 2.0, "content_preservation": 3.0}
+    assert sample.meta["reward"] == 3.0
+    assert "Curated subset: 1 of 2 edits" in res.report_html.read_text()
+
+
+def test_nothing_keepable_names_the_first_error(tmp_path):
+    path = write_jsonl(tmp_path / "s.jsonl", [score_row("a", visual_quality=3.0)])
+    with pytest.raises(CurateError, match="a: reward rule: the scorer reports no 'overall'"):
+        curate(path, tmp_path / "o", "top-k=1")
+
+
+def test_copy_and_link_images_and_gallery(tmp_path, images):
+    rows = with_images(ROWS[:4], images)
+    path = write_jsonl(tmp_path / "s.jsonl", rows)
+    res = curate(path, tmp_path / "copy", "top-k=2", images="copy", gallery=1)
+    samples = read_manifest(res.manifest)
+    for s in samples:
+        assert s.edited.parent == (tmp_path / "copy" / "images").resolve() or \
+            s.edited.parent == tmp_path / "copy" / "images"
+        assert s.edited.is_file() and not s.edited.is_symlink()
+    assert (tmp_path / "copy" / "manifest.jsonl").read_text().count('"images/') == 4  # relative paths
+    res = curate(path, tmp_path / "link", "top-k=2", images="link")
+    assert all(s.edited.is_symlink() and os.readlink(s.edited) == str(images / f"{s.id}.png")
+               for s in read_manifest(res.manifest))
+    html = (tmp_path / "copy" / "report.html").read_text()
+    assert html.count("data:image/jpeg;base64,") >= 4  # source + edited of best kept and best dropped
+    assert res.report["gallery"]["best kept"][0] == "a"
+
+
+def test_keep_rule_parsing():
+    assert KeepRule.parse("top-k=20000") == KeepRule("top-k", 20000)
+    assert str(KeepRule.parse(" quantile = 0.9 ")) == "quantile=0.9"
+    for bad in ("top-k=0", "top-k=1.5", "quantile=1", "threshold=nan", "best=3", "top-k=x"):
+        with pytest.raises(CurateError):
+            KeepRule.parse(bad)
+
+
+def test_top_by_order_reports_the_tie_at_the_cut():
+    reward = np.array([5.0, 4.0, 4.0, 4.0, 1.0])
+    sigma = np.array([np.inf, 0.1, np.inf, np.inf, 0.0])
+    sure, tied, m = top_by_order(reward, sigma, np.arange(5), 3)
+    assert sure.tolist() == [0, 1] and tied.tolist() == [2, 3] and m == 1
+
+
+def test_source_reads_selected_rows_only_and_converts_rows(tmp_path):
+    path = write_parquet(tmp_path / "s.parquet", ROWS)
+    src = ScoredSource(path, RewardRule("overall"))
+    assert src.kind == "scores" and src.n_rows == 6
+    select = np.zeros(6, dtype=bool)
+    select[[1, 5]] = True
+    rows = list(src.rows(select))
+    assert [(r.index, r.id) for r in rows] == [(1, "b"), (5, "f")]
+    assert rows[0].result.sigma == {"overall": 0.5} and rows[0].reward.reward == 4.0
+    assert rows[1].reward.reward is None and rows[1].result.error == "HTTP 500"
+    assert src.ids(select) == {1: "b", 5: "f"}
+    res = row_to_result({"id": "x", "overall": float("nan"), "error": None})
+    assert res.error == "score 'overall' is nan in the score file"
+    res = row_to_result({"id": "x", "SC": 2.0, "note": 3.0, "sigma": '{"SC": 0.5}', "error": None})
+    assert res.scores == {"instruction_alignment": 2.0} and res.sigma == {"instruction_alignment": 0.5}
+
+
+def test_bad_inputs(tmp_path):
+    with pytest.raises(CurateError, match="does not exist"):
+        ScoredSource(tmp_path / "none.parquet")
+    preds = write_jsonl(tmp_path / "p.jsonl", [{"id": "a", "overall": 3.0}])
+    with pytest.raises(CurateError, match="no edited image column"):
+        ScoredSource(preds)
