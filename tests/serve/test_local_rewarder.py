@@ -116,3 +116,14 @@ def test_local_rewarder_with_classic_floors_a_blank_candidate():
     assert g.candidates[1].flags == ["blank"] and g.candidates[1].floored and g.candidates[1].reward == 0.0
     assert g.ranking == [0, 1]
     assert rewarder.rule.describe()["floor"] == 0.0
+
+
+def test_exact_reward_ties_rank_by_sigma_then_position_everywhere():
+    from ieqa.curate import order_key as curate_key
+    from ieqa.scorers.reward import order_key
+
+    items = [_item(0, 2.0), _item(1, 2.0), _item(2, 2.0), _item(3, 1.0)]
+    g = compare_group("g", items, [0.5, 0.1, None, 0.0])
+    assert g.ranking == [1, 0, 2, 3]  # equal rewards: lower sigma first, unknown sigma last
+    assert compare_group("g", items, [None] * 4).ranking == [0, 1, 2, 3]
+    assert curate_key is order_key  # curation picks by the same order

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import math
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -42,7 +41,7 @@ from ieqa.data.manifest import first_row_keys, iter_manifest
 from ieqa.data.schema import EditSample
 from ieqa.errors import IeqaError
 from ieqa.scorers.base import ScoreResult
-from ieqa.scorers.reward import Reward, RewardRule
+from ieqa.scorers.reward import Reward, RewardRule, order_key
 from ieqa.scorers.run import INPUT_COLUMNS, row_to_result
 
 __all__ = ["CurateError", "ScoredRow", "ScoredSource", "order_key"]
@@ -104,12 +103,6 @@ class ScoredRow:
                           instruction=f.get("instruction") or "", task=f.get("task"),
                           editor=f.get("editor"), group_id=f.get("group_id"),
                           scores=dict(self.result.scores), meta=extra)
-
-
-def order_key(reward: float, sigma: float | None, ident: str) -> tuple[float, float, str]:
-    """The sort key of the documented total order (ascending = best first): reward high
-    first, then sigma low first (unknown sigma last), then id ascending."""
-    return (-reward, math.inf if sigma is None else sigma, ident)
 
 
 Kind = Literal["scores", "manifest"]

@@ -51,7 +51,7 @@ from ieqa.scorers.base import ScoreResult
 from ieqa.scorers.flags import FLAGS
 from ieqa.scorers.overall import REASONEDIT_WEIGHTS
 
-__all__ = ["REWARD_RULES", "Reward", "RewardRule", "RewardRuleError"]
+__all__ = ["REWARD_RULES", "Reward", "RewardRule", "RewardRuleError", "order_key"]
 
 #: the named combinations (anything else must be a weighted expression)
 REWARD_RULES: tuple[str, ...] = ("overall", "reasonedit", "viescore", "min", "mean")
@@ -260,3 +260,11 @@ def _linear_sigma(weights: Mapping[str, float], sigmas: Mapping[str, float]) -> 
     if not sigmas or any(d not in sigmas for d in weights):
         return None
     return math.sqrt(sum((w * sigmas[d]) ** 2 for d, w in weights.items()))
+
+
+def order_key(reward: float, sigma: float | None, tiebreak: str | int) -> tuple[float, float, str | int]:
+    """The sort key of the one best-first order ieqa uses wherever it ranks or picks by reward
+    (``/v1/compare`` rankings, best-of-N, curation, DPO pairs): reward high first, then sigma
+    low first (unknown sigma last), then ``tiebreak`` ascending (an id, or a position within
+    a group). Sorting ascending by this key puts the best first."""
+    return (-reward, math.inf if sigma is None else sigma, tiebreak)

@@ -311,8 +311,10 @@ class BestOfN:
     """The pick among one group's candidates.
 
     Attributes:
-        index: the best candidate's position (highest reward; among exactly equal rewards
-            the lowest position), ``None`` when every candidate failed.
+        index: the best candidate's position in the order of
+            :func:`ieqa.scorers.reward.order_key` (highest reward; among exactly equal
+            rewards the lowest sigma, then the lowest position), ``None`` when every
+            candidate failed.
         reward: its reward (``None`` when ``index`` is).
         tied: the other candidates whose reward is within ``tie_threshold`` of the best
             (exact ties included), ascending: the pick among them is the rule's, not the
@@ -338,7 +340,7 @@ def _pick(group: GroupResult, response: CompareResponse) -> BestOfN:
     valid = [i for i, r in enumerate(rewards) if r is not None]
     if not valid:
         return BestOfN(None, None, [], response.tie_threshold, group, response.scorer, response.reward_rule)
-    best = max(valid, key=lambda i: (rewards[i], -i))
+    best = group.ranking[0]  # the one best-first order (ieqa.scorers.reward.order_key)
     top = rewards[best]
     assert top is not None
     tied = [i for i in valid if i != best and abs(top - rewards[i]) <= response.tie_threshold]  # type: ignore[operator]
@@ -357,7 +359,7 @@ def best_of_n(rewarder: Rewarder, source: Any, instruction: str,
 
     Returns:
         ``(best_index, result)``: the position of the candidate with the highest reward
-        (ties: the lowest position, and ``result.tied`` lists the candidates within the
+        (exact ties: the lower sigma, then the lowest position; ``result.tied`` lists the candidates within the
         rewarder's tie threshold of it), ``None`` when every candidate failed; ``result`` is
         a :class:`BestOfN` with every candidate's scores.
     """

@@ -19,7 +19,7 @@ from scipy.special import expit
 
 from ieqa.data.dimensions import canonical_dimension
 from ieqa.scorers.base import SampleLike, Scorer, ScoreResult
-from ieqa.scorers.reward import Reward, RewardRule
+from ieqa.scorers.reward import Reward, RewardRule, order_key
 from ieqa.serve.schema import CompareResponse, GroupResult, ItemResult, ScoreResponse
 
 __all__ = ["LocalRewarder", "compare_group", "compare_response", "default_rule", "group_items",
@@ -102,7 +102,8 @@ def compare_group(group_id: str, candidates: Sequence[ItemResult], sigmas: Seque
             matrix[i][j] = p_better(ri - rj, sigma)
             if i < j and abs(ri - rj) <= tie_threshold:
                 ties.append([i, j])
-    ranking = sorted((i for i in range(k) if rewards[i] is not None), key=lambda i: -rewards[i])
+    ranking = sorted((i for i in range(k) if rewards[i] is not None),
+                     key=lambda i: order_key(rewards[i], sigmas[i], i))
     return GroupResult(id=group_id, candidates=list(candidates), preference=matrix,
                        ranking=ranking, ties=ties)
 

@@ -106,8 +106,9 @@ class GroupResult(_Strict):
     id: str
     candidates: list[ItemResult]
     preference: list[list[float | None]]
-    ranking: list[int] = Field(..., description="candidate indices, best reward first; failed "
-                                                "candidates are left out")
+    ranking: list[int] = Field(..., description="candidate indices, best reward first (exact ties: "
+                                                "lower sigma, then lower index); failed candidates "
+                                                "are left out")
     ties: list[list[int]] = Field(default_factory=list,
                                   description="pairs (i, j), i < j, whose rewards differ by at most the "
                                               "server's tie threshold")
