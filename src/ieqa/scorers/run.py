@@ -75,9 +75,9 @@ from ieqa.errors import UnknownDimensionError
 from ieqa.progress import progress_bar
 from ieqa.scorers.base import Scorer, ScorerError, ScoreResult
 
-__all__ = ["INPUT_COLUMNS", "NON_SCORE_COLUMNS", "OUTPUT_SUFFIXES", "OutputLockedError",
-           "ScoreRunSummary", "output_schema", "read_scores", "results_to_rows", "row_to_result",
-           "score_to_file"]
+__all__ = ["INPUT_COLUMNS", "NON_SCORE_COLUMNS", "OUTPUT_SUFFIXES", "OutputLockedError", "ScoreRun",
+           "ScoreRunSummary", "output_lock", "output_schema", "read_scores", "results_to_rows",
+           "row_to_result", "score_items", "score_loaded", "score_to_file", "scorer_state"]
 
 OUTPUT_SUFFIXES = (".parquet", ".jsonl")
 #: the input columns every score file carries next to the scores
@@ -288,10 +288,9 @@ class _Parts:
     def files(self, run: str | None = None) -> list[Path]:
         return sorted(self.dir.glob(f"part-{run or '*'}-*.parquet"))
 
-    def write(self, rows: list[dict[str, Any]], indices: list[int], schema: pa.Schema) -> None:
-        table = pa.Table.from_pylist(rows, schema=schema)
-        table = table.append_column(_INDEX, pa.array(indices, pa.int64()))
-        name = f"part-{self.run}-{indices[0]:012d}.parquet"
+    def write(self, table: pa.Table) -> None:
+        """Write one part atomically: output rows plus their input positions (``_index``)."""
+        name = f"part-{self.run}-{pc.min(table.column(_INDEX)).as_py():012d}.parquet"
         tmp = self.dir / f".{name}.{uuid.uuid4().hex}.tmp"
         pq.write_table(table, tmp)
         os.replace(tmp, self.dir / name)
@@ -427,6 +426,156 @@ def _item_key(item: InputItem) -> str:
     return item.key if isinstance(item, BadRow) else input_key(item)
 
 
+def scorer_state(scorer: Scorer) -> dict[str, Any]:
+    """What identifies a scorer configuration in a run record (name, config, dimensions),
+    as reading it back from JSON gives it."""
+    state = {"scorer": scorer.name, "config": scorer.config(),
+             "dimensions": list(scorer.dimensions)}
+    return json.loads(json.dumps(state, default=str))
+
+
+def _same_scorer(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    return all(a.get(k) == b.get(k) for k in ("scorer", "config", "dimensions"))
+
+
+def _previous_rows(out: Path, suffix: str, parts: _Parts, state: dict[str, Any],
+                   schema: pa.Schema, overwrite: bool) -> pa.Table:
+    """The rows of earlier runs of this scorer configuration on ``out`` (finished output
+    first, then the parts of unfinished runs, oldest first)."""
+    if overwrite:
+        parts.remove()
+        out.unlink(missing_ok=True)
+        _sidecar(out).unlink(missing_ok=True)
+    tables = []
+    if out.exists():
+        previous, table = _read_output(out, suffix, schema)
+        if previous is None:
+            raise ScorerError(f"{out} exists and is not an ieqa score file of this version (no run "
+                              "record or no input_key column); pass --overwrite to replace it, or "
+                              "choose another output with -o")
+        if not _same_scorer(previous, state):
+            raise ScorerError(
+                f"{out} was written by another scorer configuration ({previous.get('scorer')} "
+                f"{previous.get('config')}, now {state['scorer']} {state['config']}); pass "
+                "--overwrite to replace it, or choose another output with -o")
+        tables.append(table)
+    if parts.exists():
+        previous = parts.state()
+        if previous is not None and not _same_scorer(previous, state):
+            raise ScorerError(
+                f"{parts.dir} holds an unfinished run of another scorer configuration "
+                f"({previous.get('scorer')} {previous.get('config')}); pass --overwrite to "
+                "discard it, or choose another output with -o")
+        tables.append(parts.read(schema).drop_columns([_INDEX]))
+    if not tables:
+        return schema.empty_table()
+    return pa.concat_tables(tables)
+
+
+class ScoreRun:
+    """One run on ``out``, whichever engine scores: what the earlier runs left (the
+    finished output and the parts of unfinished runs), which input rows still need
+    scoring (:meth:`todo`), the part files of this run (:attr:`parts`) and the final
+    output (:meth:`finish`). :func:`score_to_file` (in process) and
+    :func:`ieqa.scale.raydata.score_to_ray` (Ray Data) both run through it, so their
+    resume rules and outputs are the same. The caller holds ``out``'s lock (:func:`output_lock`).
+
+    Args:
+        out: the output file (``.parquet`` or ``.jsonl``).
+        state: the scorer's :func:`scorer_state`.
+        info: the scorer's ``info.to_dict()`` (recorded in the output).
+        input_id: a description of the input (recorded).
+    """
+
+    def __init__(self, out: Path, state: dict[str, Any], info: dict[str, Any], *,
+                 overwrite: bool, retry_errors: bool, input_id: str | None) -> None:
+        self.t0 = time.perf_counter()
+        self.out = out
+        self.suffix = _check_out(out)
+        self.state = {**state, "input": input_id, "ieqa": ieqa.__version__}
+        self.info = info
+        self.dims = tuple(state["dimensions"])
+        self.schema = output_schema(self.dims)
+        self.summary = ScoreRunSummary(out)
+        self.parts = _Parts(out)
+        self.previous = _previous_rows(out, self.suffix, self.parts, self.state, self.schema,
+                                       overwrite)
+        # the latest row per key: kept when it has scores (or errors, without retry)
+        self._keep: dict[str, int] = {}
+        self._errored: set[str] = set()
+        for i, (key, err) in enumerate(zip(self.previous.column("input_key").to_pylist(),
+                                           self.previous.column("error").to_pylist(), strict=True)):
+            if key is None:
+                continue
+            if err is None or not retry_errors:
+                self._keep[key] = i
+                self._errored.discard(key)
+            else:
+                self._keep.pop(key, None)
+                self._errored.add(key)
+        self.parts.start(self.state)
+        self._reused: list[tuple[int, int]] = []  # (input index, row of `previous`)
+        #: input position -> content key of every row seen by :meth:`todo`
+        self.keys: dict[int, str] = {}
+
+    def todo(self, samples: Iterable[InputItem],
+             advance: Any = None) -> Iterator[tuple[int, InputItem]]:
+        """``(input position, item)`` of the rows to score, in input order; rows kept
+        from earlier runs are counted (``advance(1)`` each) and skipped.
+
+        Raises:
+            ScorerError: an id occurs twice.
+        """
+        seen: set[str] = set()
+        summary = self.summary
+        for i, item in enumerate(samples):
+            if item.id in seen:
+                raise ScorerError(f"sample id {item.id!r} occurs twice in the input; ids must be "
+                                  "unique (give each row its own id)")
+            seen.add(item.id)
+            key = _item_key(item)
+            self.keys[i] = key
+            bad = isinstance(item, BadRow)
+            if key in self._keep and not bad:
+                self._reused.append((i, self._keep[key]))
+                summary.n_resumed += 1
+                if advance is not None:
+                    advance(1)
+                continue
+            if key in self._errored:
+                summary.n_retried += 1
+            if bad:
+                summary.n_input_errors += 1
+            else:
+                summary.n_scored += 1
+            yield i, item
+
+    def finish(self) -> ScoreRunSummary:
+        """Merge this run's parts with the kept rows into ``out`` (input order), remove
+        the parts folder and return the summary."""
+        new = self.parts.read(self.schema, self.parts.run)
+        if self._reused:
+            idx, rows = zip(*self._reused, strict=True)
+            old = self.previous.take(pa.array(rows, pa.int64())).append_column(
+                new.schema.field(_INDEX), pa.array(idx, pa.int64()))
+            new = pa.concat_tables([new, old])
+        table = new.sort_by(_INDEX).drop_columns([_INDEX])
+        _fill_totals(self.summary, table, self.dims)
+        meta = {"ieqa.run": json.dumps(self.state), "ieqa.scorer": json.dumps(self.info)}
+        _write_output(table, self.out, self.suffix, meta)
+        self.parts.remove()
+        self.summary.seconds = time.perf_counter() - self.t0
+        return self.summary
+
+
+def output_lock(out: str | os.PathLike[str]) -> _Lock:
+    """The ``<out>.lock`` of a run (``acquire()`` / ``release()``); the output's suffix
+    is checked first."""
+    out = Path(out)
+    _check_out(out)
+    return _Lock(out)
+
+
 def score_to_file(
     scorer: Scorer,
     samples: Iterable[InputItem],
@@ -469,143 +618,45 @@ def score_to_file(
     if batch_size < 1:
         raise ScorerError(f"batch_size must be >= 1, got {batch_size}")
     out = Path(out)
-    suffix = _check_out(out)
-    lock = _Lock(out)
+    lock = output_lock(out)
     lock.acquire()
     try:
-        return _run(scorer, samples, out, suffix, total=total, batch_size=batch_size,
-                    workers=workers, overwrite=overwrite, retry_errors=retry_errors,
-                    progress=progress, fail_fast=fail_fast, input_id=input_id)
+        run = ScoreRun(out, scorer_state(scorer), scorer.info.to_dict(), overwrite=overwrite,
+                       retry_errors=retry_errors, input_id=input_id)
+        with progress_bar(f"Scoring with {scorer.name}", total, enabled=progress) as advance:
+            batch: list[tuple[int, InputItem, EditSample | None, str | None]] = []
+            for entry in _load(run.todo(samples, advance), workers):
+                batch.append(entry)
+                if len(batch) >= batch_size:
+                    run.parts.write(score_loaded(scorer, batch, run.keys, fail_fast))
+                    advance(len(batch))
+                    batch = []
+            if batch:
+                run.parts.write(score_loaded(scorer, batch, run.keys, fail_fast))
+                advance(len(batch))
+        return run.finish()
     finally:
         lock.release()
 
 
-def _scorer_state(scorer: Scorer) -> dict[str, Any]:
-    state = {"scorer": scorer.name, "config": scorer.config(),
-             "dimensions": list(scorer.dimensions)}
-    return json.loads(json.dumps(state, default=str))  # what reading it back gives
+def score_items(scorer: Scorer, entries: Iterable[tuple[int, InputItem]], keys: dict[int, str],
+                *, workers: int | None = None, fail_fast: bool = False) -> pa.Table:
+    """Score ``(input position, item)`` entries in one batch: decode their images on
+    ``workers`` threads, then :func:`score_loaded`."""
+    return score_loaded(scorer, list(_load(iter(entries), workers)), keys, fail_fast)
 
 
-def _same_scorer(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    return all(a.get(k) == b.get(k) for k in ("scorer", "config", "dimensions"))
-
-
-def _previous_rows(out: Path, suffix: str, parts: _Parts, state: dict[str, Any],
-                   schema: pa.Schema, overwrite: bool) -> pa.Table:
-    """The rows of earlier runs of this scorer configuration on ``out`` (finished output
-    first, then the parts of unfinished runs, oldest first)."""
-    if overwrite:
-        parts.remove()
-        out.unlink(missing_ok=True)
-        _sidecar(out).unlink(missing_ok=True)
-    tables = []
-    if out.exists():
-        previous, table = _read_output(out, suffix, schema)
-        if previous is None:
-            raise ScorerError(f"{out} exists and is not an ieqa score file of this version (no run "
-                              "record or no input_key column); pass --overwrite to replace it, or "
-                              "choose another output with -o")
-        if not _same_scorer(previous, state):
-            raise ScorerError(
-                f"{out} was written by another scorer configuration ({previous.get('scorer')} "
-                f"{previous.get('config')}, now {state['scorer']} {state['config']}); pass "
-                "--overwrite to replace it, or choose another output with -o")
-        tables.append(table)
-    if parts.exists():
-        previous = parts.state()
-        if previous is not None and not _same_scorer(previous, state):
-            raise ScorerError(
-                f"{parts.dir} holds an unfinished run of another scorer configuration "
-                f"({previous.get('scorer')} {previous.get('config')}); pass --overwrite to "
-                "discard it, or choose another output with -o")
-        tables.append(parts.read(schema).drop_columns([_INDEX]))
-    if not tables:
-        return schema.empty_table()
-    return pa.concat_tables(tables)
-
-
-def _run(scorer: Scorer, samples: Iterable[InputItem], out: Path, suffix: str, *,
-         total: int | None, batch_size: int, workers: int | None, overwrite: bool,
-         retry_errors: bool, progress: bool, fail_fast: bool, input_id: str | None
-         ) -> ScoreRunSummary:
-    t0 = time.perf_counter()
-    state = {**_scorer_state(scorer), "input": input_id, "ieqa": ieqa.__version__}
-    summary = ScoreRunSummary(out)
-    parts = _Parts(out)
-    schema = output_schema(scorer.dimensions)
-    previous = _previous_rows(out, suffix, parts, state, schema, overwrite)
-    # the latest row per key: kept when it has scores (or errors, without retry)
-    keep: dict[str, int] = {}
-    errored: set[str] = set()
-    for i, (key, err) in enumerate(zip(previous.column("input_key").to_pylist(),
-                                       previous.column("error").to_pylist(), strict=True)):
-        if key is None:
-            continue
-        if err is None or not retry_errors:
-            keep[key] = i
-            errored.discard(key)
-        else:
-            keep.pop(key, None)
-            errored.add(key)
-    parts.start(state)
-    reused: list[tuple[int, int]] = []  # (input index, row of `previous`)
-    seen: set[str] = set()
-
-    def todo() -> Iterator[tuple[int, InputItem]]:
-        for i, item in enumerate(samples):
-            if item.id in seen:
-                raise ScorerError(f"sample id {item.id!r} occurs twice in the input; ids must be "
-                                  "unique (give each row its own id)")
-            seen.add(item.id)
-            key = _item_key(item)
-            keys[i] = key
-            if key in keep and not isinstance(item, BadRow):
-                reused.append((i, keep[key]))
-                summary.n_resumed += 1
-                advance(1)
-                continue
-            if key in errored:
-                summary.n_retried += 1
-            yield i, item
-
-    keys: dict[int, str] = {}
-    dims = scorer.dimensions
-    with progress_bar(f"Scoring with {scorer.name}", total, enabled=progress) as advance:
-        batch: list[tuple[int, InputItem, EditSample | None, str | None]] = []
-        for entry in _load(todo(), workers):
-            batch.append(entry)
-            if len(batch) >= batch_size:
-                _score_batch(scorer, batch, keys, parts, schema, dims, summary, fail_fast)
-                advance(len(batch))
-                batch = []
-        if batch:
-            _score_batch(scorer, batch, keys, parts, schema, dims, summary, fail_fast)
-            advance(len(batch))
-    new = parts.read(schema, parts.run)
-    if reused:
-        idx, rows = zip(*reused, strict=True)
-        old = previous.take(pa.array(rows, pa.int64())).append_column(
-            new.schema.field(_INDEX), pa.array(idx, pa.int64()))
-        new = pa.concat_tables([new, old])
-    table = new.sort_by(_INDEX).drop_columns([_INDEX])
-    _fill_totals(summary, table, dims)
-    meta = {"ieqa.run": json.dumps(state), "ieqa.scorer": json.dumps(scorer.info.to_dict())}
-    _write_output(table, out, suffix, meta)
-    parts.remove()
-    summary.seconds = time.perf_counter() - t0
-    return summary
-
-
-def _score_batch(scorer: Scorer, batch: list[tuple[int, InputItem, EditSample | None, str | None]],
-                 keys: dict[int, str], parts: _Parts, schema: pa.Schema, dims: tuple[str, ...],
-                 summary: ScoreRunSummary, fail_fast: bool) -> None:
+def score_loaded(scorer: Scorer, batch: list[tuple[int, InputItem, EditSample | None, str | None]],
+                 keys: dict[int, str], fail_fast: bool) -> pa.Table:
+    """One batch of loaded entries (``(position, item, decoded sample or None, load
+    error)``) as output rows with their positions (the ``_index`` column): a
+    :class:`BadRow` or an image that did not load becomes an error row."""
     good = [s for _, _, s, _ in batch if s is not None]
     scored = iter(scorer.score(good) if good else [])
     results = []
     for _, item, sample, err in batch:
         if isinstance(item, BadRow):
             r = ScoreResult.failed(item.id, item.error)
-            summary.n_input_errors += 1
         elif sample is None:
             r = ScoreResult.failed(item.id, err or "could not load the images")
         else:
@@ -616,10 +667,10 @@ def _score_batch(scorer: Scorer, batch: list[tuple[int, InputItem, EditSample | 
         if r.error is not None and fail_fast:
             raise ScorerError(f"sample {item.id!r}: {r.error}")
         results.append(r)
-    rows = results_to_rows(results, dims, [item for _, item, _, _ in batch],
+    rows = results_to_rows(results, scorer.dimensions, [item for _, item, _, _ in batch],
                            [keys[i] for i, _, _, _ in batch])
-    parts.write(rows, [i for i, _, _, _ in batch], schema)
-    summary.n_scored += sum(1 for _, item, _, _ in batch if not isinstance(item, BadRow))
+    table = pa.Table.from_pylist(rows, schema=output_schema(scorer.dimensions))
+    return table.append_column(_INDEX, pa.array([i for i, _, _, _ in batch], pa.int64()))
 
 
 def read_scores(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
