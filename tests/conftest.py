@@ -10,3 +10,22 @@ os.environ["COLUMNS"] = "200"
 
 from chat_server import server  # noqa: E402,F401 - the local chat-completions server fixture
 from tiny_models import tiny_models  # noqa: E402,F401 - tiny offline VLM checkpoints
+
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    """A local Ray for one test module (2 CPUs, an 80 MiB object store, no dashboard),
+    shut down after the module; skipped where Ray is not installed."""
+    pytest.importorskip("ray", reason="ray is not installed (pip install 'ieqa[ray]'; "
+                                      "make setup installs it)")
+    import ray
+
+    ray.init(num_cpus=2, object_store_memory=80 * 2**20, include_dashboard=False,
+             log_to_driver=False)
+    try:
+        yield ray
+    finally:
+        ray.shutdown()

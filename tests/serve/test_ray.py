@@ -36,24 +36,18 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def ray_url():
-    """Ray (2 CPUs, 80 MiB object store) with the classic scorer on 2 replicas; Ray Serve
-    and Ray are shut down when the module's tests are done."""
-    pytest.importorskip("ray", reason="ray is not installed (pip install 'ieqa[ray]'; "
-                                      "make setup installs it)")
-    import ray
-
+def ray_url(local_ray):
+    """The classic scorer on 2 replicas of Ray Serve on the module's local Ray (2 CPUs);
+    Ray Serve is shut down when the module's tests are done, Ray by ``local_ray``."""
     from ieqa.serve import rayserve
 
-    ray.init(num_cpus=2, object_store_memory=80 * 2**20, include_dashboard=False,
-             log_to_driver=False)
     try:
         application = rayserve.build_application(
             functools.partial(ieqa.create_scorer, "classic"), rule="mean", config=CONFIG,
             plan=rayserve.RayPlan(replicas=2))
         yield rayserve.deploy(application, port=_free_port(), ready_timeout_s=60)
     finally:
-        rayserve.shutdown()
+        rayserve.shutdown(stop_ray=False)
 
 
 def _requests() -> list[list[dict]]:
