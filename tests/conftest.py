@@ -8,11 +8,10 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 # out of that output, so give them one wide, fixed width whatever the CI shell says.
 os.environ["COLUMNS"] = "200"
 
+import pytest  # noqa: E402
+
 from chat_server import server  # noqa: E402,F401 - the local chat-completions server fixture
 from tiny_models import tiny_models  # noqa: E402,F401 - tiny offline VLM checkpoints
-
-
-import pytest  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -8,6 +8,8 @@ Forms::
     ieqa score NAME --root PATH -o OUT.parquet    # a registered benchmark name
     ieqa score SOURCE EDITED "instruction"        # one triplet, printed as a table
     ieqa score IMAGE --scorer niqe                # one image, no-reference scorers
+    ieqa score MANIFEST -o OUT.parquet --engine ray --replicas 4 --gpus-per-replica 1
+                                                  # the same run on a Ray Data actor pool
 
 ``--scorer`` picks the scorer (default: the one a ``--checkpoint`` holds, else ``classic``;
 ``ieqa list scorers``) and
@@ -23,11 +25,13 @@ error; 1 when the run could not be done (the message says why).
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 import math
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -230,12 +234,42 @@ def command(
     fail_fast: bool = typer.Option(False, "--fail-fast",
                                    help="stop at the first row that cannot be scored"),
     as_json: bool = typer.Option(False, "--json", help="one triplet: print the result as JSON"),
+    engine: str = typer.Option("local", "--engine",
+                               help="local: this process; ray: an actor pool on Ray Data (the "
+                                    "ray extra), same output and resume"),
+    address: str | None = typer.Option(None, "--address",
+                                       help="--engine ray: the Ray cluster (auto, "
+                                            "ray://host:10001, ...); default: start a local Ray"),
+    replicas: int | None = typer.Option(None, "--replicas", min=1,
+                                        help="--engine ray: actors in the pool, one scorer "
+                                             "each (default 1)"),
+    gpus_per_replica: float | None = typer.Option(None, "--gpus-per-replica", min=0,
+                                                  help="--engine ray: GPUs per actor (default 0)"),
+    cpus_per_replica: float | None = typer.Option(None, "--cpus-per-replica",
+                                                  help="--engine ray: CPUs per actor (default 1)"),
 ) -> None:
     """Score edits: a folder, manifest or benchmark into a file, or one triplet to the screen.
 
     Exit status: 0 when every row was scored, 3 when the output was written but some rows
     have errors (0 with --allow-errors), 2 for a usage error, 1 when the run failed.
     """
+    if engine not in ("local", "ray"):
+        raise typer.BadParameter(f"{engine!r}: choose local or ray", param_hint="--engine")
+    ray_options = {"--address": address, "--replicas": replicas,
+                   "--gpus-per-replica": gpus_per_replica, "--cpus-per-replica": cpus_per_replica}
+    given = [name for name, value in ray_options.items() if value is not None]
+    if engine == "local" and given:
+        raise typer.BadParameter(f"{', '.join(given)} go with --engine ray; add --engine ray "
+                                 "(or drop them)", param_hint="--engine")
+    if engine == "ray":
+        return _score_on_ray(inputs, out, root, strict=strict, allow_errors=allow_errors,
+                             build=functools.partial(make_scorer, scorer_name, option, model,
+                                                     checkpoint),
+                             scaling=dict(replicas=replicas or 1, gpus_per_replica=gpus_per_replica or 0.0,
+                                          cpus_per_replica=1.0 if cpus_per_replica is None
+                                          else cpus_per_replica, address=address),
+                             run=dict(batch_size=batch_size, workers=workers, overwrite=overwrite,
+                                      retry_errors=not no_retry, fail_fast=fail_fast))
     scorer = make_scorer(scorer_name, option, model, checkpoint)
     first = Path(inputs[0])
     single = len(inputs) in (2, 3) or (
@@ -266,6 +300,26 @@ def command(
     summary = score_to_file(scorer, items, out, input_id=description, total=total,
                             batch_size=batch_size, workers=workers, overwrite=overwrite,
                             retry_errors=not no_retry, fail_fast=fail_fast)
+    print_run(summary)
+    exit_for(summary, allow_errors)
+
+
+def _score_on_ray(inputs: list[str], out: Path | None, root: Path | None, *, strict: bool,
+                  allow_errors: bool, build: Any, scaling: dict[str, Any],
+                  run: dict[str, Any]) -> None:
+    """``--engine ray``: a folder, manifest or benchmark into ``out`` on Ray Data."""
+    from ieqa.scale.raydata import RayScoring, score_to_ray
+
+    if len(inputs) != 1 or out is None:
+        raise typer.BadParameter("--engine ray scores a FOLDER, MANIFEST or benchmark into -o "
+                                 "OUT.parquet (or .jsonl); score one triplet without it",
+                                 param_hint="--engine")
+    plan = RayScoring(**scaling)
+    items, total, description = resolve_input(inputs[0], root)
+    if strict:
+        items = strict_check(items)
+    summary = score_to_ray(build, items, out, scaling=plan, input_id=description, total=total,
+                           **run)
     print_run(summary)
     exit_for(summary, allow_errors)
 

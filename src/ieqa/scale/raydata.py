@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ieqa.data.inputs import InputItem
 from ieqa.errors import IeqaError
@@ -96,18 +97,18 @@ class RayScoring:
 class _ScorerActor:
     """The Ray Data callable class: one scorer per actor, a plan batch in, output rows out."""
 
-    def __init__(self, build_scorer: Callable[[], Scorer], workers: int | None,
-                 fail_fast: bool) -> None:
+    def __init__(self, build_scorer: Callable[[], Scorer], workers: int | None) -> None:
         self.scorer = build_scorer()
         self.workers = workers
-        self.fail_fast = fail_fast
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         positions = batch.column(_INDEX).to_pylist()
         keys = dict(zip(positions, batch.column("input_key").to_pylist(), strict=True))
         items = [pickle.loads(b) for b in batch.column("item").to_pylist()]
+        # --fail-fast is checked by the driver on the returned rows: an exception raised
+        # here reaches the driver as Ray's UserCodeException, without its message
         return score_items(self.scorer, zip(positions, items, strict=True), keys,
-                           workers=self.workers, fail_fast=self.fail_fast)
+                           workers=self.workers)
 
 
 def _describe(build_scorer: Callable[[], Scorer]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -141,6 +142,14 @@ def _rebalance(blocks: list[pa.Table], batch_size: int, replicas: int) -> list[p
     per_block = max(batch_size, math.ceil(per_block / batch_size) * batch_size)
     table = pa.concat_tables(blocks)
     return [table.slice(s, per_block) for s in range(0, n, per_block)]
+
+
+def _raise_first_error(table: pa.Table) -> None:
+    """``--fail-fast``: :class:`ScorerError` for the first row (in input order) with an error."""
+    failed = table.filter(pc.is_valid(table.column("error")))
+    if failed.num_rows:
+        row = failed.sort_by(_INDEX).slice(0, 1).to_pylist()[0]
+        raise ScorerError(f"sample {row['id']!r}: {row['error']}")
 
 
 def _unwrap(exc: BaseException) -> BaseException:
@@ -234,16 +243,19 @@ def _run(ray: Any, build_scorer: Callable[[], Scorer], samples: Iterable[InputIt
         if blocks:
             dataset = ray.data.from_arrow(blocks).map_batches(
                 _ScorerActor, batch_size=batch_size, batch_format="pyarrow",
-                compute=ray.data.ActorPoolStrategy(size=scaling.replicas),
-                fn_constructor_kwargs={"build_scorer": build_scorer, "workers": workers,
-                                       "fail_fast": fail_fast}, **resources)
+                compute=ray.data.ActorPoolStrategy(size=min(scaling.replicas, len(blocks))),
+                fn_constructor_kwargs={"build_scorer": build_scorer, "workers": workers},
+                **resources)
             del blocks
             try:
                 for table in dataset.iter_batches(batch_size=None, batch_format="pyarrow"):
-                    if table.num_rows:
-                        run.parts.write(table.select([*run.schema.names, _INDEX]))
-                        advance(table.num_rows)
-            except (KeyboardInterrupt, SystemExit):
+                    if not table.num_rows:
+                        continue
+                    run.parts.write(table.select([*run.schema.names, _INDEX]))
+                    advance(table.num_rows)
+                    if fail_fast:
+                        _raise_first_error(table)
+            except (KeyboardInterrupt, SystemExit, ScorerError):
                 raise
             except Exception as exc:  # noqa: BLE001 - Ray wraps the actors' errors
                 cause = _unwrap(exc)
