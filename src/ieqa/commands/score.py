@@ -237,7 +237,7 @@ def command(
     engine: str = typer.Option("local", "--engine",
                                help="local: this process; ray: an actor pool on Ray Data (the "
                                     "ray extra), same output and resume"),
-    address: str | None = typer.Option(None, "--address",
+    address: str | None = typer.Option(None, "--address", "--ray-address",
                                        help="--engine ray: the Ray cluster (auto, "
                                             "ray://host:10001, ...); default: start a local Ray"),
     replicas: int | None = typer.Option(None, "--replicas", min=1,
