@@ -66,10 +66,6 @@ def test_ray_engine_writes_the_local_engines_output(local_ray, shapes, tmp_path)
     assert [r["id"] for r in rows][:3] == [s.id for s in list(iter_manifest_items(manifest))[:3]]
     assert sum(r["error"] is not None for r in rows) == 2
     assert not (tmp_path / "ray.parquet.parts").exists()
-    # a re-run keeps every scored row and retries only the two error rows
-    res = runner.invoke(app, ["score", str(manifest), "-o", str(out), *RAY])
-    assert res.exit_code == 3 and f"{N} kept from an earlier run" in res.output, res.output
-    assert_same_output(local, out)
 
 
 def test_jsonl_output_is_the_local_engines(local_ray, shapes, tmp_path):
@@ -169,9 +165,11 @@ def test_an_interrupted_ray_run_resumes_with_either_engine(local_ray, shapes, tm
     assert res.exit_code == 3 and f"({N + 1 - kept} scored" in res.output, res.output
     assert f"{kept} kept" in res.output
     assert_same_output(local, out)
-    # ... and the Ray engine resumes the local engine's finished output
+    # ... and the Ray engine re-runs on a finished output as the local engine does: it
+    # keeps every scored row and retries only the two error rows
     res = runner.invoke(app, ["score", str(manifest), "-o", str(out), *RAY])
-    assert res.exit_code == 3 and f"{N} kept" in res.output, res.output
+    assert res.exit_code == 3 and f"{N} kept from an earlier run" in res.output, res.output
+    assert_same_output(local, out)
 
 
 def test_option_errors_say_what_to_do(tmp_path, shapes, monkeypatch):
@@ -196,3 +194,22 @@ def test_scorer_errors_on_the_cluster_reach_the_user(local_ray, shapes, tmp_path
     res = runner.invoke(app, ["score", str(manifest), "-o", out, *RAY, "--fail-fast"])
     assert res.exit_code != 0 and "sample" in str(res.exception), res.output
     assert not Path(out).exists() and not Path(out + ".lock").exists()
+
+
+@pytest.mark.slow
+def test_a_tiny_vlm_scores_the_same_on_ray(local_ray, shapes, tmp_path):
+    """A model per actor: a tiny random Qwen2-VL (vlm-levels, CPU) on the first 4 edits."""
+    from ieqa.testing import build_tiny_vlm
+
+    manifest, _ = shapes
+    model = build_tiny_vlm(tmp_path / "tiny", "qwen2-vl")
+    small = tmp_path / "small.jsonl"
+    small.write_text("".join(manifest.read_text().splitlines(keepends=True)[:4]))
+    (tmp_path / "images").symlink_to(manifest.parent / "images")
+    args = ["score", str(small), "-s", "vlm-levels", "-m", str(model), "-O", "device=cpu",
+            "--batch-size", "2"]
+    a, b = tmp_path / "local.parquet", tmp_path / "ray.parquet"
+    assert runner.invoke(app, [*args, "-o", str(a)]).exit_code == 0
+    res = runner.invoke(app, [*args, "-o", str(b), "--engine", "ray", "--replicas", "2"])
+    assert res.exit_code == 0, res.output
+    assert_same_output(a, b)
