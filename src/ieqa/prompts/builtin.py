@@ -357,6 +357,44 @@ _RE_REWARD = PromptTemplate(
          "Reward Scores:",
     output="json_scores", dimensions=("logicality", "accuracy", "usefulness"), scale=(1, 5))
 
+# ------------------------------------------------------- EPAIQA explanation judge (app. F)
+_EP_JUDGE = PromptTemplate(
+    name="epaiqa-explain-judge",
+    description="EPAIQA's LLM-judge rubric for explanations (text only): compares a model's "
+                "explanation with the standard answer and gives PA, LNA, GHA and Overall, each "
+                "0, 1 or 2, as one JSON object. Asked 5 times per sample; the mode is kept "
+                "(ieqa.explain.judge_protocol).",
+    reference="EPAIQA (001) appendix F (rubric of PA / LNA / GHA / Overall, five votes, mode); "
+              "the rubric follows the paper, the answer format (JSON) is ieqa's",
+    system="You are a strict, impartial grader. You compare a model's explanation of an image "
+           "edit with a standard answer written by experts, and you grade only their agreement.",
+    user="Editing instruction: {instruction}\n\nStandard answer:\n{reference}\n\n"
+         "Model response:\n{response}\n\n"
+         "Grade the model response against the standard answer on four concerns, each with 0, "
+         "1 or 2 points:\n"
+         "- PA (prompt completion judgment): 2 if the response's judgment of whether the "
+         "instruction is followed agrees with the standard answer and the analysis means the "
+         "same; 1 if the judgment agrees but the analysis differs; 0 if the judgment differs.\n"
+         "- LNA (local naturalness analysis): 2 if the response's analysis of naturalness is "
+         "basically consistent with the standard answer, or if neither includes an analysis of "
+         "naturalness; 1 if there is some difference but the overall judgment is consistent; 0 "
+         "if it is completely inconsistent (opposite meaning), or the standard answer analyses "
+         "naturalness and the response does not.\n"
+         "- GHA (global harmony analysis): 2 if the response's analysis of harmony is basically "
+         "consistent with the standard answer, or if neither includes an analysis of harmony; "
+         "1 if there is some difference but the overall judgment is consistent; 0 if it is "
+         "completely inconsistent (opposite meaning), or the standard answer analyses harmony "
+         "and the response does not.\n"
+         "- Overall (overall reasoning): 2 if the response's overall editing quality level is "
+         "essentially consistent with the standard answer (e.g. 'good' and 'excellent', or "
+         "'bad' and 'poor', are similar in meaning) and the overall summarization process is "
+         "consistent; 1 if the level is essentially consistent but the reasons given for it "
+         "differ; 0 if the level is inconsistent.\n\n"
+         "Answer with a single JSON object and nothing else: "
+         '{{"PA": <0|1|2>, "LNA": <0|1|2>, "GHA": <0|1|2>, "Overall": <0|1|2>, '
+         '"reason": "<one sentence>"}}',
+    output="text", scale=None, images=(), defaults={"instruction": "(not given)"})
+
 # ------------------------------------------------------------------------ generic judges
 _JUDGE_USER = (
     "<image:source><image:edited>\nThe first image is the source image; the second is the "
@@ -398,7 +436,7 @@ _PAIRWISE = PromptTemplate(
 
 #: Every built-in template, in registration order.
 BUILTIN_TEMPLATES: tuple[PromptTemplate, ...] = (
-    *_EDITREWARD, *_VIESCORE, *_EPAIQA, _DS_IEQA, _RE_CRITIQUE, _RE_REWARD,
+    *_EDITREWARD, *_VIESCORE, *_EPAIQA, _DS_IEQA, _RE_CRITIQUE, _RE_REWARD, _EP_JUDGE,
     _judge("judge-json", (1, 5)), _judge("judge-json-10", (0, 10)), _PAIRWISE,
 )
 
