@@ -4,7 +4,9 @@ The chat-completions server of ``tests/chat_server.py`` on 127.0.0.1 with answer
 would give: a JSON object of 1-5 scores for the dimensions the prompt lists (derived from
 the request's bytes, so different edits get different scores), ``{"score": [..]}`` lists
 for VIEScore prompts, top log-probabilities over the five level words (for
-``vlm-levels``) and a verdict line for pairwise prompts. It
+``vlm-levels``), a verdict line for pairwise prompts, and for the explanation-judge rubric
+(``epaiqa-explain-judge``) a JSON object of PA / LNA / GHA / Overall votes in 0-2 that
+differ between the ``n`` choices. It
 judges nothing; it lets the documented commands run end to end without a GPU.
 """
 
@@ -47,6 +49,10 @@ class StandInJudge(FakeServer):
         n = int(body.get("n", 1))
         choices = []
         for i in range(n):
+            if '"PA": <0|1|2>' in text:  # explanation judge: one 0-2 vote per concern
+                content = json.dumps({**{k: digest[(4 * i + j) % 32] % 3 for j, k in
+                                         enumerate(("PA", "LNA", "GHA", "Overall"))},
+                                      "reason": "stand-in judge"})
             choice: dict[str, Any] = {"index": i, "finish_reason": "stop",
                                       "message": {"role": "assistant", "content": content}}
             if body.get("logprobs"):

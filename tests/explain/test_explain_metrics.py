@@ -18,6 +18,8 @@ from ieqa.explain.metrics import (
     rouge1,
 )
 
+from .tiny_encoder import build_tiny_encoder
+
 rouge_scorer = pytest.importorskip("rouge_score.rouge_scorer")
 
 HYP = "The dogs were running in a park"
@@ -122,25 +124,7 @@ def test_meteor_parameter_ranges(kw, msg):
 @pytest.fixture(scope="module")
 def tiny_encoder(tmp_path_factory):
     """A random 2-layer BERT and a word-level tokenizer, built offline."""
-    import torch
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
-
-    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "the", "cat", "is", "red", "blue", "edit",
-             "looks", "natural", "fake", "dog", "a", "park"]
-    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="[UNK]"))
-    tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="[PAD]",
-                                        unk_token="[UNK]", cls_token="[CLS]",
-                                        sep_token="[SEP]")
-    torch.manual_seed(0)
-    config = BertConfig(vocab_size=len(words), hidden_size=16, num_hidden_layers=2,
-                        num_attention_heads=2, intermediate_size=32, max_position_embeddings=64)
-    model = BertModel(config).eval()
-    folder = tmp_path_factory.mktemp("tiny-bert")
-    model.save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
+    return build_tiny_encoder(tmp_path_factory.mktemp("tiny-bert"))
 
 
 def test_embedding_cosine_is_mean_pooled_cosine(tiny_encoder):

@@ -7,8 +7,8 @@ import json
 import math
 
 import pytest
-from chat_server import Reply
 
+from chat_server import Reply
 from ieqa.explain.judge_protocol import (
     JudgeItem,
     JudgeProtocolError,
