@@ -133,7 +133,8 @@ def test_cli_judge_against_local_server(files, tmp_path, server):
     ]
     res = runner.invoke(app, ["bench-explanations", str(r1), "-r", str(refs), "--judge-model",
                               "judge", "--judge-base-url", server.url, "--judge-option",
-                              "max_retries=0", "--min-votes", "4", "-o", str(tmp_path / "o")])
+                              "max_retries=0", "--judge-option", "max_concurrency=1",
+                              "--min-votes", "4", "-o", str(tmp_path / "o")])
     assert res.exit_code == 0, res.output
     # e1: PA 2,2,1,1,0 -> 2; LNA 2,1,1,2,0 -> 2; GHA 1,1,2,2,0 -> 2; Overall 2,2,1,1,0 -> 2
     # e2: 4 readable votes (>= --min-votes 4): PA 2, Overall 1; LNA/GHA skipped (no analysis)

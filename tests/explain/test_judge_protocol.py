@@ -147,7 +147,7 @@ def test_run_against_local_server(server):
              JudgeItem("b", "Looks fine.", "Followed; harmony good; naturalness good."),
              JudgeItem("c", "Not followed.", "The prompt is not followed.",
                        has_naturalness=False, has_harmony=False)]
-    with OpenAICompatBackend(server.url, "judge", max_retries=0) as backend:
+    with OpenAICompatBackend(server.url, "judge", max_retries=0, max_concurrency=1) as backend:
         res = run_judge_protocol(items, backend, votes=5, seed=7)
     assert len(server.requests) == 3
     body = server.requests[0].body
@@ -177,3 +177,27 @@ def test_run_argument_errors(server):
             run_judge_protocol([], backend, votes=0)
         with pytest.raises(JudgeProtocolError, match="text-only"):
             run_judge_protocol([], backend, template="judge-json")
+
+
+def test_run_on_a_local_transformers_judge(tmp_path):
+    """A tiny random VLM answers text-only judge prompts; its gibberish votes are counted
+    as failures, never turned into scores."""
+    from ieqa.backends import make_backend
+    from ieqa.testing import build_tiny_vlm
+
+    path = build_tiny_vlm(tmp_path / "judge", "qwen2-vl")
+    backend = make_backend(model=str(path))
+    items = [JudgeItem("a", "The cat is red.", "The prompt is followed."),
+             JudgeItem("b", "Not followed.", "Not followed.", has_naturalness=False,
+                       has_harmony=False)]
+    res = run_judge_protocol(items, backend, votes=2, max_new_tokens=6, seed=0)
+    assert [len(s.answers) for s in res.samples] == [2, 2]
+    assert res.votes_total == 4
+    # six random tokens never form the JSON object of four 0-2 scores: every vote fails
+    assert res.votes_failed == 4
+    assert res.samples[0].status == dict.fromkeys(("PA", "LNA", "GHA", "Overall"), "failed")
+    assert res.samples[1].status == {"PA": "failed", "LNA": "skipped", "GHA": "skipped",
+                                     "Overall": "failed"}
+    assert all(v is None for s in res.samples for d in s.votes for v in s.votes[d])
+    assert res.n_scored["PA"] == 0 and res.coverage["PA"] == 0.0 and math.isnan(res.mean["PA"])
+    assert res.config["backend"] == backend.name
