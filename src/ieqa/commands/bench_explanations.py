@@ -32,13 +32,13 @@ def _num(x: float) -> str:
 
 
 def command(
-    predictions: Path = typer.Argument(..., exists=True, dir_okay=False,
+    predictions: Path = typer.Argument(..., exists=True, dir_okay=False, metavar="PREDICTIONS",
                                        help="predictions JSONL of the first run (id, explanation)"),
     references: Path = typer.Option(..., "--references", "-r", exists=True, dir_okay=False,
                                     help="references JSONL (id, explanation, optional "
                                          "instruction, sections / has_naturalness / has_harmony)"),
     runs: list[Path] | None = typer.Option(None, "--runs", exists=True, dir_okay=False,
-                                           help="predictions JSONL of a further run of the same "
+                                           metavar="FILE", help="predictions JSONL of a further run of the same "
                                                 "model (repeatable): mean and std over runs"),
     out: Path | None = typer.Option(None, "--out", "-o",
                                     help="folder for results.json, results.csv, per_sample.csv"),

@@ -226,7 +226,7 @@ class TextEncoder:
             model = AutoModel.from_pretrained(name_or_path).to(device).eval()
         except (OSError, ValueError) as exc:
             raise ExplainMetricError(
-                f"cannot load the text encoder {name_or_path!r}: {exc}. Pass a local folder or "
+                f"cannot load the text encoder {name_or_path!r}: {str(exc).rstrip('.')}. Pass a local folder or "
                 f"a hub id that is cached (HF_HUB_OFFLINE=1 forbids downloads)") from exc
         return cls(model, tokenizer, name=str(name_or_path), pooling=pooling,
                    max_length=max_length, batch_size=batch_size)
