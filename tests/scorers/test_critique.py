@@ -10,9 +10,8 @@ import pytest
 
 from ieqa import create_scorer
 from ieqa.data.schema import EditSample
-from ieqa.scorers.base import Scorer, ScorerError, ScorerInfo, ScoreResult
+from ieqa.scorers.base import Scorer, ScorerError, ScoreResult, ScorerInfo
 from ieqa.scorers.critique import DEFAULT_WEIGHTS, CritiqueScorer, weighted_reward
-
 
 
 class LengthJudge(Scorer):

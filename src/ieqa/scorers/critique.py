@@ -40,7 +40,7 @@ from typing import Any
 
 from ieqa.data.dimensions import ACCURACY, LOGICALITY, OVERALL, USEFULNESS, canonical_dimension
 from ieqa.data.schema import EditSample
-from ieqa.scorers.base import Scorer, ScorerError, ScoreResult, SampleLike, as_sample
+from ieqa.scorers.base import SampleLike, Scorer, ScorerError, ScoreResult, as_sample
 
 __all__ = ["CRITIQUE_DIMENSIONS", "CRITIQUE_KEYS", "DEFAULT_WEIGHTS", "CritiqueScorer",
            "critique_text", "weighted_reward"]
