@@ -11,7 +11,7 @@ import pytest
 from ieqa import create_scorer
 from ieqa.data.schema import EditSample
 from ieqa.scorers.base import Scorer, ScoreResult, ScorerInfo
-from ieqa.serve import LocalRewarder
+from ieqa.serve import LocalRewarder, RewardClient, RewardServiceError
 from ieqa.serve.app import ServeConfig, create_app
 
 from .helpers import b64, png, running
@@ -97,3 +97,23 @@ def test_a_server_without_a_critique_scorer_answers_400(classic):
     with pytest.raises(ValueError, match="does not judge critiques"):
         LocalRewarder(classic).critique([{"source": png(1), "edited": png(2), "instruction": "x",
                                           "critique": "y"}])
+
+
+def test_reward_client_critique_chunks_and_equals_the_server(server, critique_scorer):
+    items = [{**_item(i, "Red. " * i if i else "Blue."), "source": png(1), "edited": png(10 + i)}
+             for i in range(5)]
+    with RewardClient(server, max_items_per_request=2, max_retries=0) as client:
+        answer = client.critique(items)
+        assert answer == LocalRewarder(critique_scorer).critique(items)
+        assert [r.id for r in answer.results] == [f"c{i}" for i in range(5)] and answer.n_ok == 5
+        assert answer.results[0].accuracy == 1.0 and answer.results[1].accuracy == 5.0
+        with pytest.raises(ValueError, match="missing \\['critique'\\]"):
+            client.critique([{"source": png(1), "edited": png(2), "instruction": "x"}])
+
+
+def test_reward_client_reports_a_server_without_a_critique_scorer(classic):
+    with running(create_app(classic, config=ServeConfig(max_wait_ms=1))) as url, \
+            RewardClient(url, max_retries=0) as client:
+        with pytest.raises(RewardServiceError, match="does not judge critiques"):
+            client.critique([{"source": png(1), "edited": png(2), "instruction": "x",
+                              "critique": "y"}])
