@@ -161,3 +161,30 @@ def test_a_checkpoint_whose_prompt_lacks_the_critique_is_refused(re_reward_check
     (copy / "ieqa_evaluator.json").write_text(json.dumps(record))
     with pytest.raises(ScorerError, match=r"no \{critique\} placeholder"):
         create_scorer("critique", checkpoint=copy)
+
+
+def test_ieqa_score_with_critique_around_a_re_reward_checkpoint(re_reward_checkpoint, tmp_path):
+    import pyarrow.parquet as pq
+    from typer.testing import CliRunner
+
+    from ieqa.cli import app
+    from ieqa.data.manifest import write_manifest
+    from ieqa.serve import LocalRewarder
+
+    folder, samples = re_reward_checkpoint
+    manifest = write_manifest(samples[:4], tmp_path / "critiques.jsonl")
+    out = tmp_path / "scores.parquet"
+    res = CliRunner().invoke(app, ["score", str(manifest), "--scorer", "critique", "--checkpoint",
+                                   str(folder), "-O", "weights={accuracy: 1}", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    table = pq.read_table(out).to_pylist()
+    assert len(table) == 4 and all(row["error"] is None for row in table)
+    assert all(row["overall"] == pytest.approx(row["accuracy"]) for row in table)
+    # the same checkpoint in-process, as ieqa serve's /v1/critique answers
+    rewarder = LocalRewarder("critique", checkpoint=folder)
+    s = samples[0]
+    answer = rewarder.critique([{"source": s.source, "edited": s.edited,
+                                 "instruction": s.instruction, "critique": s.meta["critique"]}])
+    assert answer.n_ok == 1 and answer.weights == DEFAULT_WEIGHTS
+    assert answer.results[0].reward == pytest.approx(weighted_reward(
+        {d: getattr(answer.results[0], d) for d in ("logicality", "accuracy", "usefulness")}))

@@ -14,7 +14,8 @@ from ieqa.data.dimensions import canonical_dimension
 from ieqa.registry import SCORERS
 from ieqa.scorers.base import Scorer, ScorerError, ScorerInfo
 
-__all__ = ["SCORER_TABLE", "VLM_TABLE", "create_scorer", "list_scorers", "scorer_info"]
+__all__ = ["SCORER_TABLE", "VLM_TABLE", "create_scorer", "list_scorers", "scorer_info",
+           "wraps_checkpoint"]
 
 _METRIC = "ieqa.scorers.classic.metric:MetricScorer"
 _PRESERVATION = ("content_preservation",)
@@ -166,7 +167,7 @@ def create_scorer(name: str, **overrides: Any) -> Scorer:
     :func:`ieqa.scorers.checkpoint.save_evaluator` (the other arguments override its
     recorded ones).
     """
-    if overrides.get("checkpoint") is not None and not _wraps_checkpoint(name):
+    if overrides.get("checkpoint") is not None and not wraps_checkpoint(name):
         from ieqa.scorers.checkpoint import load_evaluator
 
         folder = overrides.pop("checkpoint")
@@ -193,7 +194,7 @@ def create_scorer(name: str, **overrides: Any) -> Scorer:
     return scorer
 
 
-def _wraps_checkpoint(name: str) -> bool:
+def wraps_checkpoint(name: str) -> bool:
     """True for a registered scorer that takes ``checkpoint=`` itself (``critique`` loads
     a ``re-reward`` checkpoint as its readout) instead of being rebuilt from one."""
     try:

@@ -157,6 +157,16 @@ class CritiqueScorer(Scorer):
                               "usefulness) or set those weights to 0")
         self.inner = inner
 
+    @property
+    def batch_size(self) -> int | None:
+        """The readout's batch size (``ieqa serve`` sets it to ``--max-batch``)."""
+        return getattr(self.inner, "batch_size", None)
+
+    @batch_size.setter
+    def batch_size(self, value: int) -> None:
+        if hasattr(self.inner, "batch_size"):
+            self.inner.batch_size = value
+
     @staticmethod
     def _check_prompt(inner: Scorer, what: str) -> None:
         template = getattr(inner, "template", None)
