@@ -11,7 +11,7 @@ import pytest
 from ieqa import create_scorer
 from ieqa.data.schema import EditSample
 from ieqa.scorers.base import Scorer, ScoreResult, ScorerInfo
-from ieqa.serve import LocalRewarder, RewardClient, RewardServiceError
+from ieqa.serve import AsyncRewardClient, LocalRewarder, RewardClient, RewardServiceError
 from ieqa.serve.app import ServeConfig, create_app
 
 from .helpers import b64, png, running
@@ -107,6 +107,15 @@ def test_reward_client_critique_chunks_and_equals_the_server(server, critique_sc
         assert answer == LocalRewarder(critique_scorer).critique(items)
         assert [r.id for r in answer.results] == [f"c{i}" for i in range(5)] and answer.n_ok == 5
         assert answer.results[0].accuracy == 1.0 and answer.results[1].accuracy == 5.0
+
+    async def go():
+        async with AsyncRewardClient(server, max_items_per_request=2, max_retries=0) as client:
+            return await client.critique(items)
+
+    import asyncio
+
+    assert asyncio.run(go()) == answer
+    with RewardClient(server, max_retries=0) as client:
         with pytest.raises(ValueError, match="missing \\['critique'\\]"):
             client.critique([{"source": png(1), "edited": png(2), "instruction": "x"}])
 

@@ -759,6 +759,21 @@ class AsyncRewardClient(_Base):
 
         return _merge_compare(await self._gather([call(b) for b in bodies]))
 
+    async def critique(self, items: Sequence[Mapping[str, Any]]) -> CritiqueResponse:
+        """See :meth:`RewardClient.critique` (chunks are sent concurrently)."""
+        if not items:
+            raise ValueError("critique() needs at least one item")
+        bodies = [{"items": [_critique_dict(items[i], i) for i in chunk]}
+                  for chunk in _chunks(len(items), self.max_items_per_request)]
+
+        def call(body: dict[str, Any]) -> Callable[[], Any]:
+            async def go() -> CritiqueResponse:
+                return _parse(CritiqueResponse, await self._request(
+                    "POST", f"/{API_VERSION}/critique", body), "POST /v1/critique")
+            return go
+
+        return _merge_critique(await self._gather([call(b) for b in bodies]))
+
     async def info(self) -> InfoResponse:
         """See :meth:`RewardClient.info`."""
         return _parse(InfoResponse, await self._request("GET", f"/{API_VERSION}/info"), "GET /v1/info")
