@@ -126,3 +126,18 @@ def test_reward_client_reports_a_server_without_a_critique_scorer(classic):
         with pytest.raises(RewardServiceError, match="does not judge critiques"):
             client.critique([{"source": png(1), "edited": png(2), "instruction": "x",
                               "critique": "y"}])
+
+
+def test_trl_reward_func_rewards_sampled_critiques_in_process(critique_scorer):
+    from ieqa.serve.adapters import trl_reward_func
+
+    reward = trl_reward_func(LocalRewarder(critique_scorer))
+    prompts = ["Critique this edit."] * 3
+    completions = ["The square is red now. Good.", "It turned blue. It should be red.",
+                   [{"role": "assistant", "content": "Nothing about the colour."}]]
+    columns = {"source": [png(1)] * 3, "edited": [png(2)] * 3,
+               "instruction": ["make the square red"] * 3}
+    rewards = reward(prompts=prompts, completions=completions, **columns)
+    # accuracy (weight 0.6) decides: the completions that name the colour score 5 on it
+    expected = [0.2 * 3 + 0.6 * 5 + 0.2 * 1, 0.2 * 3 + 0.6 * 5 + 0.2 * 3, 0.2 * 2 + 0.6 * 1 + 0.2 * 1]
+    assert rewards == pytest.approx(expected)
