@@ -188,3 +188,34 @@ def test_ieqa_score_with_critique_around_a_re_reward_checkpoint(re_reward_checkp
     assert answer.n_ok == 1 and answer.weights == DEFAULT_WEIGHTS
     assert answer.results[0].reward == pytest.approx(weighted_reward(
         {d: getattr(answer.results[0], d) for d in ("logicality", "accuracy", "usefulness")}))
+
+
+def test_zero_shot_judge_readout_over_a_chat_server(server, png):
+    """``readout="judge"``: the ``reasonedit-reward`` prompt, critique included, goes to an
+    OpenAI-compatible server, and its JSON answer is read back (appendix E.4 protocol)."""
+    import json as _json
+
+    from chat_server import FakeServer, Reply
+
+    def texts(body):
+        return " ".join(p["text"] for m in body["messages"] if isinstance(m["content"], list)
+                        for p in m["content"] if p["type"] == "text")
+
+    class Judge(FakeServer):
+        def echo(self, body):
+            said = texts(body)
+            answer = {"logicality": 4, "usefulness": 2,
+                      "accuracy": 5 if "noise" in said.split("Candidate critique:")[-1] else 1}
+            return Reply(body={"id": "x", "object": "chat.completion", "model": "judge",
+                               "choices": [{"index": 0, "finish_reason": "stop", "message": {
+                                   "role": "assistant", "content": _json.dumps(answer)}}]})
+
+    server.__class__ = Judge
+    scorer = create_scorer("critique", model="judge", base_url=server.url, readout="judge",
+                           backend_options={"backoff_s": 0.01, "timeout_s": 5.0})
+    results = scorer.score([_sample(0, png, critique="Visible noise was added."),
+                            _sample(1, png, critique="The sky is purple.")])
+    assert [r.scores["accuracy"] for r in results] == [5.0, 1.0]
+    assert results[0].scores["overall"] == pytest.approx(0.25 * 4 + 0.5 * 5 + 0.25 * 2)
+    prompt = texts(server.requests[0].body)
+    assert "Visible noise was added." in prompt and "add noise" in prompt
