@@ -26,7 +26,7 @@ def test_filters() -> None:
     assert "psnr" not in list_scorers(dimension="visual_quality")
     assert list_scorers(needs_source=False) == ["ensemble", "niqe", "piqe"]
     assert set(list_scorers(kind="vlm")) == {"vlm-judge", "vlm-levels", "vlm-digits", "vlm-head",
-                                             "vlm-gaussian", "vlm-dual", "vlm-pairwise"}
+                                             "vlm-gaussian", "vlm-dual", "vlm-pairwise", "critique"}
     assert ieqa.list_scorers() == list_scorers()
 
 

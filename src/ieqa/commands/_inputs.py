@@ -92,6 +92,10 @@ def make_scorer(name: str | None, options: list[str] | None, model: str | None =
             held = read_evaluator_config(kwargs["checkpoint"])["scorer"]
         except ScorerError as exc:
             raise typer.BadParameter(str(exc), param_hint="--checkpoint") from None
+        from ieqa.scorers.catalog import wraps_checkpoint
+
+        if name is not None and name != held and wraps_checkpoint(name):
+            return create_scorer(name, **kwargs)  # e.g. critique around a re-reward checkpoint
         if name is not None and name != held:
             raise typer.BadParameter(
                 f"{name!r}, but the checkpoint {kwargs['checkpoint']} holds a {held!r} evaluator; leave "

@@ -14,7 +14,8 @@ from ieqa.data.dimensions import canonical_dimension
 from ieqa.registry import SCORERS
 from ieqa.scorers.base import Scorer, ScorerError, ScorerInfo
 
-__all__ = ["SCORER_TABLE", "VLM_TABLE", "create_scorer", "list_scorers", "scorer_info"]
+__all__ = ["SCORER_TABLE", "VLM_TABLE", "create_scorer", "list_scorers", "scorer_info",
+           "wraps_checkpoint"]
 
 _METRIC = "ieqa.scorers.classic.metric:MetricScorer"
 _PRESERVATION = ("content_preservation",)
@@ -102,6 +103,12 @@ VLM_TABLE: tuple[ScorerInfo, ...] = (
                "backbone ensemble)", "composite", _VLM_DIMS, higher_better=True,
                needs_source=False, factory="ieqa.scorers.ensemble:EnsembleScorer",
                score_range=(0.0, 1.0), units="0-1 normalised"),
+    ScorerInfo("critique", "RE-Reward (ReasonEdit): logicality, accuracy and usefulness of a "
+               "critique of the edit (text in meta['critique']), their weighted reward as "
+               "overall (accuracy 0.5, others 0.25; weights=); checkpoint= from the re-reward "
+               "recipe", "vlm", ("logicality", "accuracy", "usefulness", "overall"),
+               higher_better=True, needs_source=True, needs_instruction=True,
+               factory="ieqa.scorers.critique:CritiqueScorer", units="trained target scale"),
 )
 
 
@@ -160,12 +167,13 @@ def create_scorer(name: str, **overrides: Any) -> Scorer:
     :func:`ieqa.scorers.checkpoint.save_evaluator` (the other arguments override its
     recorded ones).
     """
-    if overrides.get("checkpoint") is not None:
+    if overrides.get("checkpoint") is not None and not wraps_checkpoint(name):
         from ieqa.scorers.checkpoint import load_evaluator
 
         folder = overrides.pop("checkpoint")
         return load_evaluator(folder, name=name, **overrides)
-    overrides.pop("checkpoint", None)
+    if overrides.get("checkpoint") is None:
+        overrides.pop("checkpoint", None)
     info = scorer_info(name)
     factory = _import_factory(info)
     kwargs = {**info.defaults, **overrides}
@@ -184,6 +192,21 @@ def create_scorer(name: str, **overrides: Any) -> Scorer:
         scorer = factory(**kwargs)
         scorer.info = info
     return scorer
+
+
+def wraps_checkpoint(name: str) -> bool:
+    """True for a registered scorer that takes ``checkpoint=`` itself (``critique`` loads
+    a ``re-reward`` checkpoint as its readout) instead of being rebuilt from one."""
+    try:
+        info = scorer_info(name)
+    except KeyError:
+        return False
+    factory = _import_factory(info)
+    target = factory.__init__ if isinstance(factory, type) else factory
+    try:
+        return "checkpoint" in inspect.signature(target).parameters
+    except (TypeError, ValueError):  # pragma: no cover - builtins without signatures
+        return False
 
 
 def _accepted_params(factory: Any) -> set[str] | None:

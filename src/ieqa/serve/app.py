@@ -8,6 +8,9 @@ Endpoints (API v1, the models of :mod:`ieqa.serve.schema`):
   ``POST /v1/score/upload`` — one item as a multipart upload (files ``source`` and
   ``edited``, fields ``instruction`` and ``id``);
 * ``POST /v1/compare`` — preference probabilities among each group's candidates;
+* ``POST /v1/critique`` — judge critiques of edits (RE-Reward: logicality, accuracy,
+  usefulness and their weighted reward) when the scorer judges critiques (``critique``);
+  another scorer answers 400 saying so;
 * ``GET /v1/info`` — the scorer, its dimensions and units, the reward rule, the limits;
 * ``GET /metrics`` — Prometheus metrics (:mod:`ieqa.serve.metrics`);
 * ``GET /healthz`` (the process answers) and ``GET /readyz`` (the model is loaded and
@@ -48,7 +51,16 @@ from ieqa.scorers.base import Scorer, ScoreResult
 from ieqa.scorers.reward import RewardRule
 from ieqa.serve import batcher as batching
 from ieqa.serve.auth import BearerAuth, TokenSet
-from ieqa.serve.core import compare_response, default_rule, group_items, score_response
+from ieqa.serve.core import (
+    compare_response,
+    critique_capable,
+    critique_item,
+    critique_response,
+    critique_weights,
+    default_rule,
+    group_items,
+    score_response,
+)
 from ieqa.serve.images import BadImage, check_pixels, decode_image
 from ieqa.serve.limits import BodyLimit
 from ieqa.serve.metrics import CONTENT_TYPE_LATEST, RequestMetrics, ServeMetrics
@@ -56,6 +68,8 @@ from ieqa.serve.schema import (
     API_VERSION,
     CompareRequest,
     CompareResponse,
+    CritiqueRequest,
+    CritiqueResponse,
     ErrorResponse,
     InfoResponse,
     ScoreRequest,
@@ -225,7 +239,9 @@ def _warmup_item() -> dict[str, Any]:
         Image.fromarray(arr).save(buf, format="PNG")
         encoded.append(buf.getvalue())
     return {"id": "warmup", "source": encoded[0], "edited": encoded[1],
-            "instruction": "add a red square in the middle"}
+            "instruction": "add a red square in the middle",
+            # read by critique scorers only (meta["critique"]); other scorers ignore meta
+            "meta": {"critique": "A red square was added in the middle; the rest is unchanged."}}
 
 
 def _refusal(exc: batching.BatcherError) -> JSONResponse:
@@ -435,6 +451,42 @@ def create_app(scorer: Scorer, *, rule: RewardRule | str | None = None,
             return _refusal(exc)
         return compare_response(spans, results, rule.rewards(results), scorer=scorer.name,
                                 rule=rule, tie_threshold=config.tie_threshold)
+
+    critique_errors = {**_ERRORS, 400: {"model": ErrorResponse,
+                                        "description": "the served scorer does not judge critiques"}}
+
+    @app.post(f"/{API_VERSION}/critique", response_model=CritiqueResponse, dependencies=protected,
+              responses=critique_errors)
+    async def critique(request: CritiqueRequest) -> Response | CritiqueResponse:
+        """Judge critiques of edits (RE-Reward): logicality, accuracy, usefulness and their
+        weighted reward per item, in order (a bad item gets its own ``error``)."""
+        why = critique_capable(scorer)
+        if why is not None:
+            return JSONResponse({"detail": why}, status_code=400)
+        try:
+            service.batcher.check_size(len(request.items))
+        except batching.TooManyItems as exc:
+            return _refusal(exc)
+
+        def prepare() -> list[dict[str, Any] | ScoreResult]:
+            out: list[dict[str, Any] | ScoreResult] = []
+            budget = _PixelBudget(config.max_request_pixels)
+            for i, item in enumerate(request.items):
+                ident = item.id if item.id is not None else str(i)
+                try:
+                    out.append(critique_item(
+                        ident, service.prepare(item.source, f"items[{i}].source", budget),
+                        service.prepare(item.edited, f"items[{i}].edited", budget),
+                        item.instruction, item.critique))
+                except BadImage as exc:
+                    out.append(ScoreResult.failed(ident, str(exc)))
+            return out
+
+        try:
+            results = await service.run(await run_in_threadpool(prepare))
+        except batching.BatcherError as exc:  # RequestTooLarge included
+            return _refusal(exc)
+        return critique_response(results, scorer=scorer.name, weights=critique_weights(scorer))
 
     routes = {getattr(r, "path", "") for r in app.routes}
     app.add_middleware(BodyLimit, max_bytes=int(config.max_body_mb * 2**20))

@@ -51,7 +51,14 @@ from pydantic import BaseModel, ValidationError
 
 from ieqa.data.schema import EditSample
 from ieqa.errors import IeqaError, ImageLoadError, ImageNotFoundError
-from ieqa.serve.schema import API_VERSION, CompareResponse, InfoResponse, ItemResult, ScoreResponse
+from ieqa.serve.schema import (
+    API_VERSION,
+    CompareResponse,
+    CritiqueResponse,
+    InfoResponse,
+    ItemResult,
+    ScoreResponse,
+)
 
 __all__ = ["AsyncRewardClient", "RewardClient", "RewardServiceError", "ServerPath", "encode_image"]
 
@@ -392,6 +399,30 @@ def _merge_compare(parts: Sequence[CompareResponse]) -> CompareResponse:
                            reward_rule=parts[0].reward_rule, tie_threshold=parts[0].tie_threshold)
 
 
+def _critique_dict(item: Any, index: int) -> dict[str, Any]:
+    if not isinstance(item, Mapping):
+        raise TypeError(f"critique item {index}: expected a dict with source, edited, instruction "
+                        f"and critique, got {type(item).__name__}")
+    unknown = [k for k in item if k not in ("id", "source", "edited", "instruction", "critique")]
+    missing = [k for k in ("source", "edited", "instruction", "critique") if item.get(k) is None]
+    if unknown or missing:
+        raise ValueError(f"critique item {index}: " + "; ".join(
+            x for x in (f"unknown field(s) {unknown}" if unknown else "",
+                        f"missing {missing}" if missing else "") if x)
+            + " (a critique item holds id, source, edited, instruction and critique)")
+    return {"id": str(item["id"]) if item.get("id") is not None else str(index),
+            "source": encode_image(item["source"]), "edited": encode_image(item["edited"]),
+            "instruction": str(item["instruction"]), "critique": str(item["critique"])}
+
+
+def _merge_critique(parts: Sequence[CritiqueResponse]) -> CritiqueResponse:
+    _same(parts, lambda p: (p.scorer, p.weights))
+    results = [r for p in parts for r in p.results]
+    return CritiqueResponse(results=results, n_ok=sum(p.n_ok for p in parts),
+                            n_failed=sum(p.n_failed for p in parts), scorer=parts[0].scorer,
+                            weights=parts[0].weights)
+
+
 def _same(parts: Sequence[Any], key: Callable[[Any], Any]) -> None:
     if len({repr(key(p)) for p in parts}) > 1:
         raise RewardServiceError("the chunks of one call were answered under different scorers or "
@@ -587,6 +618,28 @@ class RewardClient(_Base):
                                 "POST /v1/compare"))
         return _merge_compare(parts)
 
+    def critique(self, items: Sequence[Mapping[str, Any]]) -> CritiqueResponse:
+        """Judge critiques on a server running a critique scorer (``POST /v1/critique``;
+        :meth:`LocalRewarder.critique` in-process).
+
+        Args:
+            items: dicts with ``source``, ``edited`` (images as :func:`encode_image` takes),
+                ``instruction``, ``critique`` and optionally ``id`` (default: the position).
+
+        Raises:
+            ImageLoadError: an image cannot be read; ValueError: an item lacks a field.
+            RewardServiceError: a request failed for good (a 400 when the server's scorer
+                does not judge critiques).
+        """
+        if not items:
+            raise ValueError("critique() needs at least one item")
+        parts = []
+        for chunk in _chunks(len(items), self.max_items_per_request):
+            body = {"items": [_critique_dict(items[i], i) for i in chunk]}
+            parts.append(_parse(CritiqueResponse, self._request(
+                "POST", f"/{API_VERSION}/critique", body), "POST /v1/critique"))
+        return _merge_critique(parts)
+
     def info(self) -> InfoResponse:
         """``GET /v1/info``: the scorer, its dimensions, ranges and units, and the reward rule."""
         return _parse(InfoResponse, self._request("GET", f"/{API_VERSION}/info"), "GET /v1/info")
@@ -705,6 +758,21 @@ class AsyncRewardClient(_Base):
             return go
 
         return _merge_compare(await self._gather([call(b) for b in bodies]))
+
+    async def critique(self, items: Sequence[Mapping[str, Any]]) -> CritiqueResponse:
+        """See :meth:`RewardClient.critique` (chunks are sent concurrently)."""
+        if not items:
+            raise ValueError("critique() needs at least one item")
+        bodies = [{"items": [_critique_dict(items[i], i) for i in chunk]}
+                  for chunk in _chunks(len(items), self.max_items_per_request)]
+
+        def call(body: dict[str, Any]) -> Callable[[], Any]:
+            async def go() -> CritiqueResponse:
+                return _parse(CritiqueResponse, await self._request(
+                    "POST", f"/{API_VERSION}/critique", body), "POST /v1/critique")
+            return go
+
+        return _merge_critique(await self._gather([call(b) for b in bodies]))
 
     async def info(self) -> InfoResponse:
         """See :meth:`RewardClient.info`."""

@@ -20,10 +20,20 @@ from scipy.special import expit
 from ieqa.data.dimensions import canonical_dimension
 from ieqa.scorers.base import SampleLike, Scorer, ScoreResult
 from ieqa.scorers.reward import Reward, RewardRule, order_key
-from ieqa.serve.schema import CompareResponse, GroupResult, ItemResult, ScoreResponse
+from ieqa.serve.schema import (
+    CompareResponse,
+    CritiqueResponse,
+    CritiqueResult,
+    GroupResult,
+    ItemResult,
+    ScoreResponse,
+)
 
-__all__ = ["LocalRewarder", "compare_group", "compare_response", "default_rule", "group_items",
-           "item_result", "p_better", "score_response"]
+__all__ = ["LocalRewarder", "compare_group", "compare_response", "critique_capable",
+           "critique_item", "critique_response", "critique_weights", "default_rule",
+           "group_items", "item_result", "p_better", "score_response"]
+
+_CRITIQUE_DIMS = ("logicality", "accuracy", "usefulness")
 
 _SQRT_2PI = math.sqrt(2 * math.pi)
 
@@ -151,6 +161,53 @@ def compare_response(spans: Sequence[tuple[str, int, int]], results: Sequence[Sc
                            tie_threshold=tie_threshold)
 
 
+def critique_capable(scorer: Scorer) -> str | None:
+    """None when ``scorer`` judges critiques (it outputs logicality, accuracy and
+    usefulness), else why it cannot (the message of a refused ``/v1/critique``)."""
+    if all(d in scorer.dimensions for d in _CRITIQUE_DIMS):
+        return None
+    return (f"the scorer {scorer.name!r} does not judge critiques (it outputs "
+            f"{', '.join(scorer.dimensions)}); serve a critique scorer: `ieqa serve --scorer "
+            "critique --checkpoint DIR` with a checkpoint of the re-reward recipe")
+
+
+def critique_weights(scorer: Scorer) -> dict[str, float]:
+    """The reward weights of a critique scorer (its ``weights``, else the defaults)."""
+    from ieqa.scorers.critique import DEFAULT_WEIGHTS
+
+    return dict(getattr(scorer, "weights", None) or DEFAULT_WEIGHTS)
+
+
+def critique_item(ident: str, source: Any, edited: Any, instruction: str,
+                  critique: str) -> dict[str, Any]:
+    """A score item carrying its critique in ``meta["critique"]`` (the critique scorer's
+    convention)."""
+    return {"id": ident, "source": source, "edited": edited, "instruction": instruction,
+            "meta": {"critique": critique}}
+
+
+def critique_response(results: Sequence[ScoreResult], *, scorer: str,
+                      weights: Mapping[str, float]) -> CritiqueResponse:
+    """The :class:`CritiqueResponse` of judged critiques: each result's three scores and
+    their weighted reward (an item missing one of them is an error)."""
+    from ieqa.scorers.critique import weighted_reward
+
+    out = []
+    for r in results:
+        error, reward = r.error, None
+        if error is None:
+            try:
+                reward = weighted_reward(r.scores, weights)
+            except Exception as exc:  # noqa: BLE001 - that item's error, by contract
+                error = str(exc)
+        ok = error is None
+        out.append(CritiqueResult(id=r.id, **{d: r.scores.get(d) if ok else None for d in _CRITIQUE_DIMS},
+                                  reward=reward, flags=list(r.flags), error=error))
+    n_ok = sum(o.error is None for o in out)
+    return CritiqueResponse(results=out, n_ok=n_ok, n_failed=len(out) - n_ok, scorer=scorer,
+                            weights=dict(weights))
+
+
 class LocalRewarder:
     """Rewards in-process, with the calls and answers of :class:`ieqa.serve.RewardClient`.
 
@@ -198,6 +255,30 @@ class LocalRewarder:
         results, rewards = self._score(items)
         return score_response(results, rewards, scorer=self.scorer.name, rule=self.rule,
                               dimensions=dimensions)
+
+    def critique(self, items: Sequence[Mapping[str, Any]]) -> CritiqueResponse:
+        """Judge critiques (RE-Reward), as ``POST /v1/critique`` does.
+
+        Args:
+            items: dicts with ``source``, ``edited`` (image references), ``instruction`` and
+                ``critique`` (text), optionally ``id`` (default: the item's position).
+
+        Raises:
+            ValueError: the scorer does not judge critiques, or an item lacks a field.
+        """
+        why = critique_capable(self.scorer)
+        if why is not None:
+            raise ValueError(why)
+        flat = []
+        for i, item in enumerate(items):
+            missing = [k for k in ("source", "edited", "instruction", "critique") if k not in item]
+            if missing:
+                raise ValueError(f"critique item {i} lacks {', '.join(missing)}")
+            ident = str(item.get("id") if item.get("id") is not None else i)
+            flat.append(critique_item(ident, item["source"], item["edited"], item["instruction"],
+                                      item["critique"]))
+        return critique_response(self.scorer.score(flat), scorer=self.scorer.name,
+                                 weights=critique_weights(self.scorer))
 
     def compare(self, groups: Sequence[Mapping[str, Any]]) -> CompareResponse:
         """Preferences among each group's candidates.

@@ -16,7 +16,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
-    "API_VERSION", "CompareGroup", "CompareRequest", "CompareResponse", "ErrorResponse",
+    "API_VERSION", "CompareGroup", "CompareRequest", "CompareResponse", "CritiqueItem",
+    "CritiqueRequest", "CritiqueResponse", "CritiqueResult", "ErrorResponse",
     "GroupResult", "InfoResponse", "ItemResult", "ScoreItem", "ScoreRequest", "ScoreResponse",
 ]
 
@@ -121,6 +122,51 @@ class CompareResponse(_Strict):
     scorer: str
     reward_rule: dict[str, Any]
     tie_threshold: float = Field(..., description="|r_i - r_j| at or below this is a tie")
+
+
+class CritiqueItem(_Strict):
+    """One critique of one edit to judge (RE-Reward, ``POST /v1/critique``)."""
+
+    id: str | None = Field(None, max_length=512,
+                           description="caller's id, echoed back (default: the item's position)")
+    source: str = Field(..., min_length=1, description="the source image: " + _IMAGE)
+    edited: str = Field(..., min_length=1, description="the edited image: " + _IMAGE)
+    instruction: str = Field(..., min_length=1, description="the editing instruction")
+    critique: str = Field(..., min_length=1, max_length=65536,
+                          description="the critique of the edit to judge (plain text)")
+
+
+class CritiqueRequest(_Strict):
+    """``POST /v1/critique``."""
+
+    items: list[CritiqueItem] = Field(..., min_length=1, description="the critiques, judged "
+                                                                     "independently")
+
+
+class CritiqueResult(_Strict):
+    """The judgement of one critique; a bad item has ``error`` set and never fails its
+    neighbours."""
+
+    id: str
+    logicality: float | None = Field(None, description="coherence of the critique's reasoning")
+    accuracy: float | None = Field(None, description="factual faithfulness to the images and "
+                                                     "the instruction")
+    usefulness: float | None = Field(None, description="how actionable and informative it is")
+    reward: float | None = Field(None, description="the weighted sum of the three (see weights)")
+    flags: list[str] = Field(default_factory=list,
+                             description="degenerate-output flags of the edited image")
+    error: str | None = Field(None, description="why this critique has no scores")
+
+
+class CritiqueResponse(_Strict):
+    """Answer of ``POST /v1/critique``: one result per item, in request order."""
+
+    results: list[CritiqueResult]
+    n_ok: int = Field(..., description="critiques with a reward")
+    n_failed: int = Field(..., description="critiques with an error")
+    scorer: str
+    weights: dict[str, float] = Field(..., description="reward weights of logicality, accuracy "
+                                                       "and usefulness (sum 1)")
 
 
 class InfoResponse(_Strict):

@@ -99,10 +99,13 @@ class JudgeScorer(VLMScorer):
     def _queries(self, item: LoadedSample) -> list[tuple[tuple[str, ...], Any]]:
         """``[(dimensions answered, prompt), ...]`` for one sample."""
         if not self.viescore and self.template.output in _ALL_AT_ONCE:
+            meta = item.sample.meta  # other placeholders, as render_sample ({critique}: RE-Reward)
+            extra = {k: meta[k] for k in self.template.placeholders if k in meta
+                     and k not in ("instruction", "dimension", "Dimension", "dimensions")}
             prompt = self.template.render(instruction=item.sample.instruction,
                                           images=self.template_images(item, self.template),
                                           dimensions=list(self.score_dimensions),
-                                          share_key=None)
+                                          share_key=None, **extra)
             return [(self.score_dimensions, prompt)]
         return [((d,), self.render(item, d, self.templates[d])) for d in self.score_dimensions]
 
