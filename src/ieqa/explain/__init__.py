@@ -1,0 +1,20 @@
+"""Explanations: critique formats and their parsers (:mod:`ieqa.explain.formats`) and
+generating critiques into files (:mod:`ieqa.explain.run`, ``ieqa explain``)."""
+
+from ieqa.explain.formats import (
+    COMPLETION_WORDS,
+    FORMAT_TEMPLATES,
+    FORMATS,
+    Critique,
+    CritiqueFormatError,
+    epaiqa_answer,
+    format_dimensions,
+    format_stability,
+    parse_epaiqa,
+    parse_explanation,
+    parse_reasonedit,
+)
+
+__all__ = ["COMPLETION_WORDS", "FORMATS", "FORMAT_TEMPLATES", "Critique", "CritiqueFormatError",
+           "epaiqa_answer", "format_dimensions", "format_stability", "parse_epaiqa",
+           "parse_explanation", "parse_reasonedit"]
