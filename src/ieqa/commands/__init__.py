@@ -3,4 +3,5 @@ function whose parameters use ``typer.Option`` / ``typer.Argument``) and ``NAME`
 command's name); :mod:`ieqa.cli` registers the modules listed in ``COMMAND_MODULES``."""
 
 COMMAND_MODULES: tuple[str, ...] = ("score", "manifest", "bench", "mos", "rank_editors", "tiny_vlm",
-                                     "train", "serve", "curate", "best_of_n", "dpo_pairs")
+                                     "train", "serve", "curate", "best_of_n", "dpo_pairs",
+                                     "explain")
