@@ -135,7 +135,7 @@ class StageConfig(_Strict):
     objective: Objective
     loss: str
     loss_args: dict[str, Any] = Field(default_factory=dict)
-    target: Literal["digits", "level", "box"] | None = None
+    target: Literal["digits", "level", "box", "epaiqa-cot"] | None = None
     template: str | dict[str, Any] | None = None
     dimensions: list[str] = Field(default_factory=lambda: ["overall"])
     labels: dict[str, str] = Field(
@@ -170,8 +170,11 @@ class StageConfig(_Strict):
             raise ValueError(f"stage {self.name!r}: loss {self.loss!r} does not fit objective "
                              f"{self.objective!r}; choose one of {', '.join(allowed)}")
         if self.objective == "text" and self.target is None:
-            raise ValueError(f"stage {self.name!r}: a text stage needs target (digits, level "
-                             "or box)")
+            raise ValueError(f"stage {self.name!r}: a text stage needs target (digits, level, "
+                             "box or epaiqa-cot)")
+        if self.target == "epaiqa-cot" and self.objective != "text":
+            raise ValueError(f"stage {self.name!r}: target epaiqa-cot (EPAIQA stage-3 answers) "
+                             "goes with objective: text")
         if self.loss == "tdrl" and self.target != "digits":
             raise ValueError(f"stage {self.name!r}: tdrl needs target: digits")
         if not self.dimensions:
