@@ -41,7 +41,8 @@ def build_scorer(recipe: Recipe, stage: StageConfig, vlm: Any, head: Any, templa
             return None
         if stage.target == "epaiqa-cot":
             return create_scorer("vlm-judge", dimensions=["overall"],
-                                 max_new_tokens=STAGE3_MAX_NEW_TOKENS, **common)
+                                 max_new_tokens=stage.max_new_tokens or STAGE3_MAX_NEW_TOKENS,
+                                 **common)
         name = "vlm-digits" if stage.target == "digits" else "vlm-levels"
         return create_scorer(name, dimensions=stage.dimensions, **common)
     h = recipe.head
@@ -111,7 +112,7 @@ def _stage3(scorer: Any, samples: Sequence[EditSample], label_of: Any) -> dict[s
     from ieqa.explain.formats import format_stability
 
     crits = scorer.explain(list(samples), "epaiqa", template=scorer.template,
-                           max_new_tokens=STAGE3_MAX_NEW_TOKENS)
+                           max_new_tokens=scorer.max_new_tokens)
     ok = [(s, c) for s, c in zip(samples, crits, strict=True) if c.ok]
     answered = [c for c in crits if c.status != "error"]
     right = []

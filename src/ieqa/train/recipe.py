@@ -158,6 +158,9 @@ class StageConfig(_Strict):
         "cuts each dimension's own [min, max] over the training data into the five level "
         "bins; 'scale' uses one range for every dimension: data.score_scale, else the "
         "samples' meta score_scale, else the [min, max] of all dimensions pooled")
+    max_new_tokens: int | None = Field(
+        None, ge=1, description="epaiqa-cot stages: answer length limit (tokens) of the "
+        "critiques generated in evaluation and by the exported vlm-judge (default 512)")
     text_weight: float = Field(1.0, ge=0)
     head_weight: float = Field(1.0, ge=0)
     samples: Literal["all", "with_text", "without_text"] = "all"
