@@ -26,7 +26,10 @@ from ieqa.train.recipe import Recipe
 from ieqa.train.targets import TrainDataError
 from ieqa.train.tiny import tiny_recipe
 
-SHAPES = {"n": 240, "k": 4, "seed": 1, "size": 112, "photo_fraction": 0.0}
+SHAPES = {"n": 160, "k": 4, "seed": 1, "size": 112, "photo_fraction": 0.0}
+#: a ShapesEdit stage-3 answer is ~330 byte-level tokens for the tiny tokenizer
+STAGE3 = {"data.train": {"shapesedit": SHAPES}, "optim.lr": 3e-3,
+          "stages.0.max_new_tokens": 400}
 
 
 def _sample(**meta) -> EditSample:
@@ -71,18 +74,21 @@ def test_full_recipe_validates():
         load_recipe("epaiqa-cot", ["stages.3.objective=pointwise", "stages.3.loss=mse"])
 
 
+@pytest.mark.slow
 def test_stage3_trains_exports_and_explains(tmp_path):
+    # ~5 min on 2 shared CPU cores: 150 steps on ~330-token answers, and generation of
+    # up to 400 tokens for 8 held-out edits before and after, and 8 more through the CLI
     t0 = time.perf_counter()
     model = build_tiny_vlm(tmp_path / "tiny", "qwen2-vl")
     full = load_recipe("epaiqa-cot").model_dump()
     stage3 = Recipe.model_validate({**full, "stages": full["stages"][-1:]})
-    recipe = tiny_recipe(stage3, model, steps=60, max_eval_samples=16,
-                         overrides={"data.train": {"shapesedit": SHAPES}})
+    recipe = tiny_recipe(stage3, model, steps=150, max_eval_samples=8, batch_size=4,
+                         overrides=STAGE3)
     result = train(recipe, output_dir=tmp_path / "run", progress=False)
     m = result.metrics["explanation"]
     print("stage 3", f"{time.perf_counter() - t0:.1f} s", m)
-    assert m["before"]["format_stability"] < 0.2
-    assert m["after"]["format_stability"] >= 0.8
+    assert m["before"]["format_stability"] == 0.0
+    assert m["after"]["format_stability"] >= 0.75
     assert result.evaluator_dir is not None
 
     from ieqa.data.shapesedit import ShapesEditConfig, generate

@@ -14,7 +14,9 @@ from ieqa.explain.formats import (
     parse_explanation,
     parse_reasonedit,
 )
+from ieqa.explain.run import ExplainRunSummary, ExplainScorer, explain_to_file, read_critiques
 
 __all__ = ["COMPLETION_WORDS", "FORMATS", "FORMAT_TEMPLATES", "Critique", "CritiqueFormatError",
+           "ExplainRunSummary", "ExplainScorer", "explain_to_file", "read_critiques",
            "epaiqa_answer", "format_dimensions", "format_stability", "parse_epaiqa",
            "parse_explanation", "parse_reasonedit"]
