@@ -98,7 +98,7 @@ def test_stage3_trains_exports_and_explains(tmp_path):
                         progress=False)
     out = tmp_path / "crit.parquet"
     res = CliRunner().invoke(app, ["explain", str(manifest), "--checkpoint",
-                                   str(result.evaluator_dir), "--format", "epaiqa",
+                                   str(result.evaluator_dir),  # its format: epaiqa
                                    "-O", "device=cpu", "-o", str(out)])
     assert res.exit_code == 0, res.output
     rows = pq.read_table(out).to_pylist()
@@ -106,3 +106,4 @@ def test_stage3_trains_exports_and_explains(tmp_path):
     print("ieqa explain --checkpoint parse rate", rate, f"{time.perf_counter() - t0:.1f} s")
     assert rate >= 0.75
     assert all(r["explanation"].startswith("The prompt completion is") for r in rows)
+    assert all(r["format"] == "epaiqa" for r in rows)

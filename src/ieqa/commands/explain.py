@@ -77,10 +77,12 @@ def command(
     inputs: list[str] = typer.Argument(
         ..., metavar="INPUT...",
         help="FOLDER of edits, MANIFEST, a benchmark path or name, or SOURCE EDITED INSTRUCTION"),
-    fmt: str = typer.Option("reasonedit", "--format", "-f",
-                            help="critique format: reasonedit (per-dimension analysis, then "
-                                 "[Final Assessment] scores) or epaiqa (EPAIQA stage 3: "
-                                 "completion, harmony, naturalness, overall level)"),
+    fmt: str | None = typer.Option(None, "--format", "-f",
+                                   help="critique format: reasonedit (per-dimension analysis, "
+                                        "then [Final Assessment] scores) or epaiqa (EPAIQA "
+                                        "stage 3: completion, harmony, naturalness, overall "
+                                        "level); default: the one a --checkpoint was trained "
+                                        "for, else reasonedit"),
     scorer_name: str | None = typer.Option(
         None, "--scorer", "-s",
         help=f"VLM scorer (default: the one a --checkpoint holds, else {DEFAULT_EXPLAIN_SCORER})"),
@@ -128,7 +130,7 @@ def command(
     """
     from ieqa.explain.run import ExplainScorer, explain_to_file
 
-    if fmt not in FORMATS:
+    if fmt is not None and fmt not in FORMATS:
         raise typer.BadParameter(f"{fmt!r}: choose one of {', '.join(FORMATS)}",
                                  param_hint="--format")
     if len(inputs) not in (1, 3):
@@ -138,6 +140,7 @@ def command(
             o.split("=", 1)[0].strip() == "checkpoint" for o in option or []):
         scorer_name = DEFAULT_EXPLAIN_SCORER
     scorer = make_scorer(scorer_name, option, model, checkpoint)
+    fmt = fmt or getattr(scorer, "explain_format", None) or "reasonedit"
     try:
         explainer = ExplainScorer(scorer, fmt, template=template, max_new_tokens=max_new_tokens,
                                   temperature=temperature, seed=seed)

@@ -40,7 +40,7 @@ def build_scorer(recipe: Recipe, stage: StageConfig, vlm: Any, head: Any, templa
         if stage.target == "box":
             return None
         if stage.target == "epaiqa-cot":
-            return create_scorer("vlm-judge", dimensions=["overall"],
+            return create_scorer("vlm-judge", dimensions=["overall"], explain_format="epaiqa",
                                  max_new_tokens=stage.max_new_tokens or STAGE3_MAX_NEW_TOKENS,
                                  **common)
         name = "vlm-digits" if stage.target == "digits" else "vlm-levels"

@@ -279,7 +279,9 @@ class VLMScorer(Scorer):
             format: ``reasonedit`` (per-dimension analysis, then ``[Final Assessment]``
                 scores) or ``epaiqa`` (EPAIQA stage 3: completion, harmony, naturalness,
                 overall level, with the early exit); see :mod:`ieqa.explain.formats`.
-            template: the prompt asking for the critique; default the format's own
+            template: the prompt asking for the critique; default the scorer's own
+                template when the scorer was made for this format (``explain_format``,
+                e.g. an EPAIQA stage-3 checkpoint), else the format's built-in one
                 (``reasonedit-critique`` / ``epaiqa-overall``).
             max_new_tokens: answer length limit in tokens (a cut answer fails to parse).
             temperature: sampling temperature (0: greedy).
@@ -298,6 +300,8 @@ class VLMScorer(Scorer):
         if format not in FORMAT_TEMPLATES:
             raise ScorerError(f"unknown critique format {format!r}; choose one of "
                               f"{', '.join(FORMAT_TEMPLATES)}")
+        if template is None and getattr(self, "explain_format", None) == format:
+            template = self.template
         tmpl = resolve_template(template if template is not None else FORMAT_TEMPLATES[format])
         options: dict[str, Any] = {}
         if format == "reasonedit" and tmpl.scale is not None:
