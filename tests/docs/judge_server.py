@@ -3,10 +3,11 @@
 The chat-completions server of ``tests/chat_server.py`` on 127.0.0.1 with answers a judge
 would give: a JSON object of 1-5 scores for the dimensions the prompt lists (derived from
 the request's bytes, so different edits get different scores), ``{"score": [..]}`` lists
-for VIEScore prompts, top log-probabilities over the five level words (for
-``vlm-levels``), a verdict line for pairwise prompts, and for the explanation-judge rubric
-(``epaiqa-explain-judge``) a JSON object of PA / LNA / GHA / Overall votes in 0-2 that
-differ between the ``n`` choices. It
+for VIEScore prompts, critiques in the ReasonEdit format (one in four cut short before
+its scores) and EPAIQA stage-3 answers for the critique prompts, top log-probabilities
+over the five level words (for ``vlm-levels``), a verdict line for pairwise prompts, and
+for the explanation-judge rubric (``epaiqa-explain-judge``) a JSON object of PA / LNA /
+GHA / Overall votes in 0-2 that differ between the ``n`` choices. It
 judges nothing; it lets the documented commands run end to end without a GPU.
 """
 
@@ -40,6 +41,26 @@ class StandInJudge(FakeServer):
         if "[[A>B]]" in text:
             content = "A keeps more of the source.\n[[A>B]]" if digest[0] % 2 else \
                 "B follows the instruction better.\n[[B>A]]"
+        elif "[Final Assessment]" in text:  # reasonedit-critique
+            vq, ia, cp = (1 + digest[i] % 5 for i in range(3))
+            content = (f"1. Visual quality: stand-in analysis.\n2. Instruction alignment: "
+                       f"stand-in analysis.\n3. Content preservation: stand-in analysis.\n"
+                       f"[Final Assessment]\nVisual Quality: {vq}\nInstruction Alignment: "
+                       f"{ia}\nContent Preservation: {cp}")
+            if digest[3] % 4 == 0:  # now and then an answer cut short, as real judges do
+                content = content[:content.index("[Final")]
+        elif "First, determine whether the prompt is followed" in text:  # epaiqa-overall
+            completion = 1 + digest[0] % 3
+            if completion == 3:
+                level = _LEVELS[digest[1] % 5]
+                content = ("The prompt completion is fully followed. The edit is there. The "
+                           f"harmony: stand-in analysis, harmony level is {level}. The local "
+                           "naturalness: stand-in analysis. Therefore, the overall editing "
+                           f"quality level of the image is {level}.")
+            else:
+                content = (f"The prompt completion is {('not', 'partially')[completion - 1]} "
+                           "followed. The edit is missing. Therefore, the overall editing "
+                           f"quality level of the image is {('bad', 'poor')[completion - 1]}.")
         elif '"score": [' in text:  # VIEScore-style: two 0-10 sub-scores in a list
             content = json.dumps({"score": [digest[0] % 11, digest[1] % 11],
                                   "reasoning": "stand-in judge"})

@@ -9,7 +9,8 @@ from ieqa.train import RecipeError, list_recipes, load_recipe
 
 def test_every_builtin_recipe_validates_with_paper_defaults():
     names = list_recipes()
-    assert names == ["ds-ieqa", "edithf", "editreward", "epaiqa", "re-reward", "reasonedit-sft"]
+    assert names == ["ds-ieqa", "edithf", "editreward", "epaiqa", "epaiqa-cot", "re-reward",
+                     "reasonedit-sft"]
     editreward = load_recipe("editreward")
     assert editreward.optim.lr == 2e-6 and editreward.optim.warmup_ratio == 0.05
     assert editreward.optim.batch_size * editreward.optim.grad_accum == 16

@@ -1,5 +1,9 @@
-"""Explanations: explanation-text metrics and EPAIQA's LLM-judge protocol.
+"""Explanations: critique formats and their parsers, generating critiques, and scoring
+explanation texts.
 
+* :mod:`ieqa.explain.formats` — ReasonEdit and EPAIQA stage-3 critique formats, parsers,
+  format stability;
+* :mod:`ieqa.explain.run` — critiques into files (``ieqa explain``);
 * :mod:`ieqa.explain.metrics` — ROUGE-1, METEOR (variant stated), embedding cosine,
   mean ± std over runs (ReasonEdit (004) Table 4);
 * :mod:`ieqa.explain.judge_protocol` — PA / LNA / GHA / Overall by an LLM judge, five
@@ -15,6 +19,19 @@ from ieqa.explain.bench import (
     read_predictions,
     read_references,
     write_outputs,
+)
+from ieqa.explain.formats import (
+    COMPLETION_WORDS,
+    FORMAT_TEMPLATES,
+    FORMATS,
+    Critique,
+    CritiqueFormatError,
+    epaiqa_answer,
+    format_dimensions,
+    format_stability,
+    parse_epaiqa,
+    parse_explanation,
+    parse_reasonedit,
 )
 from ieqa.explain.judge_protocol import (
     JUDGE_DIMENSIONS,
@@ -39,12 +56,16 @@ from ieqa.explain.metrics import (
     rouge1,
     wordnet_available,
 )
+from ieqa.explain.run import ExplainRunSummary, ExplainScorer, explain_to_file, read_critiques
 
 __all__ = [
-    "DEFAULT_ENCODER", "METEOR_PARAMS", "JUDGE_DIMENSIONS", "ExplainMetricError",
-    "ExplanationBenchResult", "JudgeItem", "JudgeProtocolResult", "Reference", "RunResult",
-    "SampleJudgement", "TextEncoder", "aggregate_judgements", "bench_explanations",
-    "embedding_cosine", "judge_sample", "mean_std", "meteor", "meteor_variant",
-    "parse_judge_vote", "read_predictions", "read_references", "rouge1", "run_judge_protocol",
-    "vote_mode", "wordnet_available", "write_outputs",
+    "COMPLETION_WORDS", "Critique", "CritiqueFormatError", "DEFAULT_ENCODER",
+    "ExplainMetricError", "ExplainRunSummary", "ExplainScorer", "ExplanationBenchResult",
+    "FORMATS", "FORMAT_TEMPLATES", "JUDGE_DIMENSIONS", "JudgeItem", "JudgeProtocolResult",
+    "METEOR_PARAMS", "Reference", "RunResult", "SampleJudgement", "TextEncoder",
+    "aggregate_judgements", "bench_explanations", "embedding_cosine", "epaiqa_answer",
+    "explain_to_file", "format_dimensions", "format_stability", "judge_sample", "mean_std",
+    "meteor", "meteor_variant", "parse_epaiqa", "parse_explanation", "parse_judge_vote",
+    "parse_reasonedit", "read_critiques", "read_predictions", "read_references", "rouge1",
+    "run_judge_protocol", "vote_mode", "wordnet_available", "write_outputs",
 ]

@@ -248,6 +248,8 @@ class BatchBuilder:
             return level_target(self.score(sample, dimension), lo=lo, hi=hi)
         if target == "box":
             return box_target(sample.bbox)
+        if target == "epaiqa-cot":
+            return self.cot_target(sample)
         raise TrainDataError(f"stage {self.stage.name!r}: unknown target {target!r}")
 
     def level_range(self, dimension: str) -> tuple[float, float]:
@@ -267,6 +269,25 @@ class BatchBuilder:
                                  "so its own range cannot be cut into levels; set "
                                  "level_bins: scale (bins over the data scale)")
         return lo, hi
+
+    def cot_target(self, sample: EditSample) -> str:
+        """EPAIQA stage-3 answer of ``sample`` (:func:`ieqa.explain.cot.epaiqa_cot_target`):
+        harmony, local naturalness and overall levels are the level bins of the columns
+        the stage maps them to (``labels``); a fully followed prompt needs all three."""
+        from ieqa.explain.cot import completion_of, epaiqa_cot_target
+
+        levels: dict[str, str] = {}
+        if completion_of(sample) == 3:
+            for dim in ("harmony", "local_naturalness", "overall"):
+                column = label_column(self.stage, dim)
+                if column not in sample.scores:
+                    raise TrainDataError(
+                        f"stage {self.stage.name!r}: sample {sample.id!r} has no {column!r} "
+                        f"score for the {dim} level of its stage-3 answer; map {dim} to a "
+                        f"column it has with labels: {{{dim}: <column>}}")
+                lo, hi = self.level_range(dim)
+                levels[dim] = level_target(sample.scores[column], lo=lo, hi=hi)
+        return epaiqa_cot_target(sample, levels)
 
     def critique(self, sample: EditSample) -> str | None:
         text = explanation_of(sample, self.explanation_key)

@@ -5,7 +5,10 @@ Per stage: text digits -> ``vlm-digits``, text levels -> ``vlm-levels``, text bo
 generated region vs the true bbox (IoU), pointwise / dual -> ``vlm-head`` / ``vlm-dual``
 (scores only), pairwise -> ``vlm-head`` / ``vlm-gaussian`` with pair accuracy.
 The main metric is the mean SRCC over the stage's dimensions (pairwise: pair accuracy;
-grounding: mean IoU).
+grounding: mean IoU). EPAIQA stage 3 (text ``epaiqa-cot``) -> ``vlm-judge`` on the
+stage's template: critiques generated and parsed (:meth:`VLMScorer.explain`, format
+``epaiqa``); its main metric is the format-stability rate, with the overall SRCC and the
+completion accuracy over the critiques that parse.
 """
 
 from __future__ import annotations
@@ -20,7 +23,11 @@ from ieqa.data.schema import EditSample
 from ieqa.metrics.correlation import srcc
 from ieqa.train.recipe import Recipe, StageConfig
 
-__all__ = ["build_scorer", "evaluate_stage", "main_metric"]
+__all__ = ["STAGE3_MAX_NEW_TOKENS", "build_scorer", "evaluate_stage", "main_metric"]
+
+#: answer length limit (tokens) of stage-3 critiques, in evaluation and in the exported
+#: ``vlm-judge`` (a byte-level tokenizer spells a ShapesEdit answer in ~300 tokens)
+STAGE3_MAX_NEW_TOKENS = 512
 
 
 def build_scorer(recipe: Recipe, stage: StageConfig, vlm: Any, head: Any, template: Any,
@@ -32,6 +39,10 @@ def build_scorer(recipe: Recipe, stage: StageConfig, vlm: Any, head: Any, templa
     if stage.objective == "text":
         if stage.target == "box":
             return None
+        if stage.target == "epaiqa-cot":
+            return create_scorer("vlm-judge", dimensions=["overall"], explain_format="epaiqa",
+                                 max_new_tokens=stage.max_new_tokens or STAGE3_MAX_NEW_TOKENS,
+                                 **common)
         name = "vlm-digits" if stage.target == "digits" else "vlm-levels"
         return create_scorer(name, dimensions=stage.dimensions, **common)
     h = recipe.head
@@ -52,6 +63,8 @@ def main_metric(stage: StageConfig) -> str:
         return "pair_accuracy"
     if stage.target == "box":
         return "iou"
+    if stage.target == "epaiqa-cot":
+        return "format_stability"
     return "srcc"
 
 
@@ -69,6 +82,8 @@ def evaluate_stage(recipe: Recipe, stage: StageConfig, vlm: Any, head: Any, temp
         if stage.target == "box":
             return _grounding(vlm, template, samples)
         scorer = build_scorer(recipe, stage, vlm, head, template, recipe.eval.batch_size)
+        if stage.target == "epaiqa-cot":
+            return _stage3(scorer, samples, label_of)
         results = scorer.score(list(samples))
     ok = [(s, r) for s, r in zip(samples, results, strict=True) if r.ok]
     metrics: dict[str, float] = {"failed": float(len(samples) - len(ok))}
@@ -88,6 +103,29 @@ def evaluate_stage(recipe: Recipe, stage: StageConfig, vlm: Any, head: Any, temp
                 right.append((score[a] > score[b]) == (p.label == "a>b"))
         metrics["pair_accuracy"] = float(np.mean(right)) if right else float("nan")
     return metrics
+
+
+def _stage3(scorer: Any, samples: Sequence[EditSample], label_of: Any) -> dict[str, float]:
+    """EPAIQA stage 3: the share of generated critiques that parse (format stability),
+    and over those, the overall level's SRCC and the completion level's accuracy."""
+    from ieqa.explain.cot import completion_of
+    from ieqa.explain.formats import format_stability
+
+    crits = scorer.explain(list(samples), "epaiqa", template=scorer.template,
+                           max_new_tokens=scorer.max_new_tokens)
+    ok = [(s, c) for s, c in zip(samples, crits, strict=True) if c.ok]
+    answered = [c for c in crits if c.status != "error"]
+    right = []
+    for s, c in ok:
+        try:
+            right.append(c.scores["prompt_completion"] == completion_of(s))
+        except ValueError:  # no completion truth for this sample
+            continue
+    return {"format_stability": format_stability(answered) if answered else float("nan"),
+            "parsed": float(len(ok)), "failed": float(len(samples) - len(ok)),
+            "srcc/overall": _srcc_or_nan([c.scores["overall"] for _, c in ok],
+                                         [label_of(s, "overall") for s, _ in ok]),
+            "completion_accuracy": float(np.mean(right)) if right else float("nan")}
 
 
 def _srcc_or_nan(pred: Sequence[float], truth: Sequence[float]) -> float:

@@ -135,7 +135,7 @@ class StageConfig(_Strict):
     objective: Objective
     loss: str
     loss_args: dict[str, Any] = Field(default_factory=dict)
-    target: Literal["digits", "level", "box"] | None = None
+    target: Literal["digits", "level", "box", "epaiqa-cot"] | None = None
     template: str | dict[str, Any] | None = None
     dimensions: list[str] = Field(default_factory=lambda: ["overall"])
     labels: dict[str, str] = Field(
@@ -158,6 +158,9 @@ class StageConfig(_Strict):
         "cuts each dimension's own [min, max] over the training data into the five level "
         "bins; 'scale' uses one range for every dimension: data.score_scale, else the "
         "samples' meta score_scale, else the [min, max] of all dimensions pooled")
+    max_new_tokens: int | None = Field(
+        None, ge=1, description="epaiqa-cot stages: answer length limit (tokens) of the "
+        "critiques generated in evaluation and by the exported vlm-judge (default 512)")
     text_weight: float = Field(1.0, ge=0)
     head_weight: float = Field(1.0, ge=0)
     samples: Literal["all", "with_text", "without_text"] = "all"
@@ -170,8 +173,11 @@ class StageConfig(_Strict):
             raise ValueError(f"stage {self.name!r}: loss {self.loss!r} does not fit objective "
                              f"{self.objective!r}; choose one of {', '.join(allowed)}")
         if self.objective == "text" and self.target is None:
-            raise ValueError(f"stage {self.name!r}: a text stage needs target (digits, level "
-                             "or box)")
+            raise ValueError(f"stage {self.name!r}: a text stage needs target (digits, level, "
+                             "box or epaiqa-cot)")
+        if self.target == "epaiqa-cot" and self.objective != "text":
+            raise ValueError(f"stage {self.name!r}: target epaiqa-cot (EPAIQA stage-3 answers) "
+                             "goes with objective: text")
         if self.loss == "tdrl" and self.target != "digits":
             raise ValueError(f"stage {self.name!r}: tdrl needs target: digits")
         if not self.dimensions:

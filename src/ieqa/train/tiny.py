@@ -51,6 +51,8 @@ SHORT_TEMPLATES: dict[str, dict[str, Any]] = {
             "answer_prefix": "Region:"},
     "critique": {**_BASE, "name": "short-critique", "output": "text",
                  "user": "<image:source><image:edited>{instruction} Critique the edit."},
+    "cot": {**_BASE, "name": "short-cot", "output": "levels", "scale": [1, 5],
+            "user": "<image:source><image:edited>{instruction} Explain the quality."},
 }
 
 #: Dimensions the ShapesEdit world has no labels for, and the label a tiny run trains
@@ -77,6 +79,8 @@ def short_template(stage: StageConfig) -> dict[str, Any]:
         return SHORT_TEMPLATES["critique"]
     if stage.objective != "text":
         return SHORT_TEMPLATES["head"]
+    if stage.target == "epaiqa-cot":
+        return SHORT_TEMPLATES["cot"]
     if stage.target == "level":
         from ieqa.scorers.vlm.base import resolve_template
 

@@ -148,7 +148,8 @@ def _resolve_template(stage: StageConfig) -> Any:
     from ieqa.scorers.vlm.base import resolve_template
 
     default = {"text": {"digits": "ds-ieqa-digits", "level": "epaiqa-levels",
-                        "box": "epaiqa-grounding"}.get(stage.target or "", "editreward"),
+                        "box": "epaiqa-grounding",
+                        "epaiqa-cot": "epaiqa-overall"}.get(stage.target or "", "editreward"),
                "pointwise": "editreward", "pairwise": "editreward",
                "dual": "reasonedit-critique"}[stage.objective]
     return resolve_template(stage.template if stage.template is not None else default)

@@ -267,6 +267,86 @@ class VLMScorer(Scorer):
     def score_items(self, items: Sequence[LoadedSample]) -> list[ScoreResult]:
         """Score one batch of loaded samples (one result each, in order)."""
 
+    # -------------------------------------------------------------------- explanations
+    def explain(self, samples: Any, format: str = "reasonedit", *,  # noqa: A002
+                template: Any = None, max_new_tokens: int = 512, temperature: float = 0.0,
+                seed: int = 0) -> list[Any]:
+        """Generate one structured critique per sample and parse it (``ieqa explain``).
+
+        Args:
+            samples: :class:`~ieqa.data.schema.EditSample` objects or
+                ``(source, edited, instruction)`` tuples, as :meth:`score` takes them.
+            format: ``reasonedit`` (per-dimension analysis, then ``[Final Assessment]``
+                scores) or ``epaiqa`` (EPAIQA stage 3: completion, harmony, naturalness,
+                overall level, with the early exit); see :mod:`ieqa.explain.formats`.
+            template: the prompt asking for the critique; default the scorer's own
+                template when the scorer was made for this format (``explain_format``,
+                e.g. an EPAIQA stage-3 checkpoint), else the format's built-in one
+                (``reasonedit-critique`` / ``epaiqa-overall``).
+            max_new_tokens: answer length limit in tokens (a cut answer fails to parse).
+            temperature: sampling temperature (0: greedy).
+            seed: sampling seed.
+
+        Returns:
+            One :class:`ieqa.explain.Critique` per sample, in input order: ``status`` is
+            ``ok`` (parsed), ``failed`` (the answer does not follow the format; the text
+            and the reason are kept, no value is guessed) or ``error`` (no answer: images
+            that do not load, an instruction over ``max_instruction_chars``, a backend
+            failure).
+        """
+        from ieqa.explain.formats import FORMAT_TEMPLATES, Critique, parse_explanation
+        from ieqa.scorers.base import as_sample
+
+        if format not in FORMAT_TEMPLATES:
+            raise ScorerError(f"unknown critique format {format!r}; choose one of "
+                              f"{', '.join(FORMAT_TEMPLATES)}")
+        if template is None and getattr(self, "explain_format", None) == format:
+            template = self.template
+        tmpl = resolve_template(template if template is not None else FORMAT_TEMPLATES[format])
+        options: dict[str, Any] = {}
+        if format == "reasonedit" and tmpl.scale is not None:
+            options["scale"] = tmpl.scale
+        items = [as_sample(s, i) for i, s in enumerate(samples)]
+        out: dict[int, Any] = {}
+        loaded: list[tuple[int, LoadedSample]] = []
+        for i, sample in enumerate(items):
+            try:
+                self.check_sample(sample)
+                source = load_image(sample.source) if sample.source is not None else None
+                loaded.append((i, LoadedSample(sample, source, load_image(sample.edited))))
+            except Exception as exc:  # noqa: BLE001 - recorded per sample, by contract
+                out[i] = Critique(None, format, "error", error=f"{type(exc).__name__}: {exc}",
+                                  id=sample.id)
+
+        def run(chunk: Sequence[LoadedSample]) -> list[Any]:
+            prompts = [render_sample(tmpl, item.sample, None, None, item) for item in chunk]
+            answers = self.backend.generate(prompts, max_new_tokens=int(max_new_tokens),
+                                            temperature=float(temperature), num_samples=1,
+                                            seed=int(seed))
+            crits = []
+            for item, gens in zip(chunk, answers, strict=True):
+                gen = gens[0]
+                if gen.error:
+                    crits.append(Critique(gen.text or None, format, "error", error=gen.error,
+                                          id=item.sample.id))
+                    continue
+                crit = parse_explanation(gen.text, format, **options)
+                crit.id = item.sample.id
+                if not crit.ok and gen.finish_reason == "length":
+                    crit.error = (f"{crit.error} (the answer was cut at max_new_tokens="
+                                  f"{max_new_tokens}; raise it)")
+                crits.append(crit)
+            return crits
+
+        for start in range(0, len(loaded), self.batch_size):
+            chunk = loaded[start:start + self.batch_size]
+            got = self.isolated([item for _, item in chunk], run,
+                                lambda item, message: Critique(None, format, "error",
+                                                               error=message, id=item.sample.id))
+            for (i, _), crit in zip(chunk, got, strict=True):
+                out[i] = crit
+        return [out[i] for i in range(len(items))]
+
     # ----------------------------------------------------------------------- prompts
     def render(self, item: LoadedSample, dimension: str | None = None,
                template: Any = None) -> Prompt:

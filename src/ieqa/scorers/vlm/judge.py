@@ -43,6 +43,10 @@ class JudgeScorer(VLMScorer):
         seed: sampling seed (reproducible passes).
         overall: rule adding an ``overall`` score (``viescore``, ``reasonedit``, ``min``,
             ``mean``, ``sum``); ``template="viescore"`` implies ``viescore``.
+        explain_format: the critique format (``reasonedit`` / ``epaiqa``) this scorer's
+            own template asks for: :meth:`explain` in that format then uses it instead of
+            the format's built-in prompt (set by the EPAIQA stage-3 recipe, whose model
+            learned its own prompt; recorded in evaluator checkpoints).
         (other arguments: :class:`~ieqa.scorers.vlm.base.VLMScorer`)
     """
 
@@ -52,9 +56,14 @@ class JudgeScorer(VLMScorer):
 
     def __init__(self, *, num_samples: int = 1, temperature: float | None = None,
                  max_new_tokens: int = 512, seed: int = 0, overall: str | None = None,
-                 template: Any = None, **kwargs: Any) -> None:
+                 template: Any = None, explain_format: str | None = None,
+                 **kwargs: Any) -> None:
         if num_samples < 1:
             raise ScorerError("num_samples must be at least 1")
+        if explain_format not in (None, "reasonedit", "epaiqa"):
+            raise ScorerError(f"explain_format must be reasonedit or epaiqa, got "
+                              f"{explain_format!r}")
+        self.explain_format = explain_format
         self.viescore = template == "viescore"
         if self.viescore:
             kwargs.setdefault("dimensions", tuple(_VIESCORE))
@@ -89,11 +98,14 @@ class JudgeScorer(VLMScorer):
     def readout_config(self) -> dict[str, Any]:
         return {"num_samples": self.num_samples, "temperature": self.temperature,
                 "max_new_tokens": self.max_new_tokens, "seed": self.seed, "overall": self.overall,
-                "templates": {d: t.name for d, t in self.templates.items()}}
+                "templates": {d: t.name for d, t in self.templates.items()},
+                **({"explain_format": self.explain_format} if self.explain_format else {})}
 
     def checkpoint_args(self) -> dict[str, Any]:
         args = {"num_samples": self.num_samples, "temperature": self.temperature,
                 "max_new_tokens": self.max_new_tokens, "seed": self.seed, "overall": self.overall}
+        if self.explain_format:
+            args["explain_format"] = self.explain_format
         return {**args, "template": "viescore"} if self.viescore else args
 
     def _queries(self, item: LoadedSample) -> list[tuple[tuple[str, ...], Any]]:
