@@ -33,11 +33,12 @@ DIMS = ["visual_quality", "instruction_alignment", "content_preservation"]
 def grpo_recipe(model: str, *, sft_steps: int, grpo_steps: int, aux: float,
                 generations: int = 4, prompts: int = 2, completion: int = 64,
                 beta: float = 0.04, lr: float = 1e-3, n: int = 400,
-                max_eval: int = 80) -> Recipe:
+                max_eval: int = 80, text_weight: float = 1.0,
+                trl_args: dict[str, Any] | None = None) -> Recipe:
     """The tiny ``reasonedit-sft`` warm-up stage followed by a ``grpo`` stage."""
     sft = tiny_recipe("reasonedit-sft", model, steps=[sft_steps, 1, 1], n=n,
                       max_eval_samples=max_eval,
-                      overrides={f"stages.{i}.text_weight": 0.1 for i in range(3)})
+                      overrides={f"stages.{i}.text_weight": text_weight for i in range(3)})
     data = sft.model_dump(mode="json")
     data["stages"] = [data["stages"][0], {
         "name": "grpo", "objective": "grpo", "loss": "grpo", "dimensions": DIMS,
@@ -45,7 +46,7 @@ def grpo_recipe(model: str, *, sft_steps: int, grpo_steps: int, aux: float,
         "grpo": {"reward": {"scorer": "shapesedit-judge"}, "num_generations": generations,
                  "prompts_per_step": prompts, "beta": beta, "learning_rate": lr,
                  "max_completion_length": completion, "aux_huber_weight": aux,
-                 "lora_r": 16, "lora_alpha": 32}}]
+                 "lora_r": 16, "lora_alpha": 32, "trl_args": trl_args or {}}}]
     return load_recipe(apply_overrides(data, {}))
 
 
