@@ -33,7 +33,7 @@ DIMS = ["visual_quality", "instruction_alignment", "content_preservation"]
 def grpo_recipe(model: str, *, sft_steps: int, grpo_steps: int, aux: float,
                 generations: int = 4, prompts: int = 2, completion: int = 64,
                 beta: float = 0.04, lr: float = 1e-3, n: int = 400,
-                max_eval: int = 80, text_weight: float = 1.0,
+                max_eval: int = 80, text_weight: float = 1.0, temperature: float = 1.0,
                 trl_args: dict[str, Any] | None = None) -> Recipe:
     """The tiny ``reasonedit-sft`` warm-up stage followed by a ``grpo`` stage."""
     sft = tiny_recipe("reasonedit-sft", model, steps=[sft_steps, 1, 1], n=n,
@@ -46,6 +46,7 @@ def grpo_recipe(model: str, *, sft_steps: int, grpo_steps: int, aux: float,
         "grpo": {"reward": {"scorer": "shapesedit-judge"}, "num_generations": generations,
                  "prompts_per_step": prompts, "beta": beta, "learning_rate": lr,
                  "max_completion_length": completion, "aux_huber_weight": aux,
+                 "temperature": temperature,
                  "lora_r": 16, "lora_alpha": 32, "trl_args": trl_args or {}}}]
     return load_recipe(apply_overrides(data, {}))
 
@@ -79,6 +80,7 @@ def main() -> None:
     parser.add_argument("--completion", type=int, default=64)
     parser.add_argument("--beta", type=float, default=0.04)
     parser.add_argument("--lr", type=float, default=1e-3)
+    parser.add_argument("--temperature", type=float, default=1.0)
     parser.add_argument("--aux", type=float, default=1.0, help="aux Huber weight of the main run")
     parser.add_argument("--no-ablation", action="store_true")
     args = parser.parse_args()
@@ -86,7 +88,8 @@ def main() -> None:
     model = str(build_tiny_vlm(tmp / "qwen2-vl", "qwen2-vl"))
     common = {"sft_steps": args.sft_steps, "grpo_steps": args.grpo_steps,
               "generations": args.generations, "prompts": args.prompts,
-              "completion": args.completion, "beta": args.beta, "lr": args.lr}
+              "completion": args.completion, "beta": args.beta, "lr": args.lr,
+              "temperature": args.temperature}
     runs = {f"aux={args.aux:g}": run(model, tmp / "aux", aux=args.aux, **common)}
     if not args.no_ablation:
         runs["aux=0 (ablation)"] = run(model, tmp / "noaux", aux=0.0, **common)

@@ -11,7 +11,7 @@ completion) and scores it in RE-Reward's three dimensions, each in [0, 1]:
 * ``accuracy``: the share of checkable claims that are right — the artifact named (or "no
   visible artifacts" when there is none, and no other artifact named), its severity word
   (``slight`` <= 0.33 < ``moderate`` <= 0.66 < ``strong``) when there is one, and the
-  editor's mode (the phrase :func:`describe` uses for it);
+  editor's mode (a word or phrase of :func:`describe`'s text for it, :data:`MODE_PHRASES`);
 * ``logicality``: 1 for a critique that does not contradict itself (an artifact named and
   "no visible artifacts" claimed, two severity words, two modes), 0.5 with one such
   contradiction, 0 with more or for an empty critique;
@@ -38,10 +38,11 @@ __all__ = ["ShapesEditCritiqueJudge", "ARTIFACT_WORDS", "SEVERITY_WORDS", "MODE_
 ARTIFACT_WORDS: tuple[str, ...] = ("noise", "blur", "jpeg", "seam")
 #: Severity words of :func:`ieqa.data.shapesedit.describe`, mildest first.
 SEVERITY_WORDS: tuple[str, ...] = ("slight", "moderate", "strong")
-#: A phrase per editor mode that :func:`describe` writes and no other mode's text contains.
+#: A word or phrase per editor mode, from the text :func:`describe` writes for it, that no
+#: other mode's text contains.
 MODE_PHRASES: dict[str, str] = {
-    "perfect": "carried out completely",
-    "partial": "only partly carried out",
+    "perfect": "completely",
+    "partial": "partly",
     "no_op": "not carried out",
     "wrong_target": "wrong target",
     "over_edit": "other content changed",
