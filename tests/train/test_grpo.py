@@ -109,7 +109,6 @@ def test_reward_function_is_trl_shaped_and_weights_the_dimensions():
         build_rewarder(RewardSource(scorer="shapesedit-judge", weights={"overall": 1.0}))
 
 
-@pytest.mark.slow
 def test_grpo_stage_runs_end_to_end_on_a_tiny_dual_model(tiny_train_vlm, tmp_path):
     """A bounded run: a few dual SFT steps, then a few GRPO steps through TRL with the
     ShapesEdit judge. This shows the plumbing (TRL's loop with the Huber hook, reward/KL
