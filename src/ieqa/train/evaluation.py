@@ -50,7 +50,7 @@ def build_scorer(recipe: Recipe, stage: StageConfig, vlm: Any, head: Any, templa
     if recipe.head.kind == "gaussian":
         scorer = create_scorer("vlm-gaussian", aggregation=stage.aggregation,
                                sigma_aggregation=stage.sigma_aggregation, **kwargs, **common)
-    elif stage.objective == "dual":
+    elif stage.objective in ("dual", "grpo"):
         scorer = create_scorer("vlm-dual", score_only=True, **kwargs, **common)
     else:
         scorer = create_scorer("vlm-head", **kwargs, **common)

@@ -19,6 +19,11 @@ grounding -> level scoring). Each stage has an ``objective``:
   Gaussian head, whose dimensions combine by ``aggregation`` (the means) and
   ``sigma_aggregation`` (the sigmas).
 * ``dual``: ReasonEdit SFT, CE on the critique text plus Huber on the head.
+* ``grpo``: ReasonEdit stage 2, reinforcement learning of the critique text with TRL's
+  ``GRPOTrainer`` (``loss: grpo``; settings under ``grpo:``, :class:`GRPOSettings`): G
+  sampled critiques per prompt rewarded by a critique scorer in-process or at an ``ieqa
+  serve`` URL, KL to the reference policy, LoRA, and the auxiliary Huber loss on the head
+  (:mod:`ieqa.train.grpo`).
 
 Built-in recipes (``ieqa list recipes``) carry each paper's hyper-parameters as defaults;
 ``--set key=value`` (dotted paths, YAML values) overrides any field, e.g.
@@ -36,12 +41,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from ieqa.errors import IeqaError
 from ieqa.train.losses import RE_REWARD_PLCC_QUEUE_SIZE, RE_REWARD_RANK_QUEUE_SIZE
 
-__all__ = ["Recipe", "StageConfig", "RecipeError", "load_recipe", "list_recipes",
+__all__ = ["Recipe", "StageConfig", "GRPOSettings", "RewardSource", "RecipeError", "load_recipe", "list_recipes",
            "apply_overrides", "RECIPE_DIR"]
 
 RECIPE_DIR = Path(__file__).parent / "recipes"
 
-Objective = Literal["text", "pointwise", "pairwise", "dual"]
+Objective = Literal["text", "pointwise", "pairwise", "dual", "grpo"]
 TEXT_LOSSES = ("ce", "tdrl")
 POINTWISE_LOSSES = ("mse", "huber", "re-reward")
 PAIRWISE_LOSSES = ("bt", "bt-ties", "uncertainty", "probit")
@@ -128,6 +133,61 @@ class OptimConfig(_Strict):
     seed: int = 0
 
 
+class RewardSource(_Strict):
+    """Where a ``grpo`` stage's reward comes from: ``scorer`` (in-process: a registered
+    scorer name such as ``critique`` with ``options`` e.g. ``{checkpoint: DIR}``, the
+    built-in programmatic ``shapesedit-judge``, or ``module:Class``) or ``url`` (an ``ieqa
+    serve`` server). ``weights`` combine the critique dimensions into the reward
+    (RE-Reward: accuracy weighted most)."""
+
+    scorer: str | None = None
+    url: str | None = None
+    options: dict[str, Any] = Field(default_factory=dict)
+    weights: dict[str, float] = Field(
+        default_factory=lambda: {"logicality": 0.25, "accuracy": 0.5, "usefulness": 0.25})
+
+    @model_validator(mode="after")
+    def _check(self) -> RewardSource:
+        if (self.scorer is None) == (self.url is None):
+            raise ValueError("reward: give exactly one of scorer (in-process, e.g. critique or "
+                             "shapesedit-judge) or url (an ieqa serve server)")
+        if not self.weights or any(w < 0 for w in self.weights.values()) \
+                or not sum(self.weights.values()):
+            raise ValueError("reward.weights: one non-negative weight per critique dimension, "
+                             "not all zero (e.g. {logicality: 0.25, accuracy: 0.5, usefulness: "
+                             "0.25})")
+        return self
+
+    def rule(self) -> str:
+        """The weights as a reward-rule expression (:class:`ieqa.scorers.reward.RewardRule`)."""
+        return " + ".join(f"{w!r}*{d}" for d, w in self.weights.items())
+
+
+class GRPOSettings(_Strict):
+    """A ``grpo`` stage's settings (TRL ``GRPOConfig`` names where they exist)."""
+
+    reward: RewardSource
+    num_generations: int = Field(4, ge=2, description="G: critiques sampled per prompt")
+    prompts_per_step: int = Field(2, ge=1, description="prompts per optimiser step (the "
+                                  "batch is prompts_per_step * num_generations completions)")
+    beta: float = Field(0.04, ge=0, description="KL weight to the reference policy (0: none)")
+    learning_rate: float | None = Field(None, gt=0, description="default: adapter.lr, "
+                                        "then optim.lr")
+    max_completion_length: int = Field(256, ge=1)
+    temperature: float = Field(1.0, gt=0)
+    aux_huber_weight: float = Field(1.0, ge=0, description="weight of the auxiliary Huber "
+                                    "loss on the head (0: off, the ablation)")
+    aux_batch_size: int | None = Field(None, ge=1, description="samples with MOS per step "
+                                       "for the Huber term (default: optim.batch_size)")
+    huber_delta: float = Field(1.0, gt=0)
+    lora_r: int = Field(16, ge=1, description="the stage's LoRA when adapter.kind is full "
+                        "or none (merged into the weights after the stage)")
+    lora_alpha: float = Field(32, gt=0)
+    lora_targets: str | list[str] = "all-linear"
+    trl_args: dict[str, Any] = Field(default_factory=dict, description="further GRPOConfig "
+                                     "fields, passed as they are")
+
+
 class StageConfig(_Strict):
     """One training phase."""
 
@@ -164,11 +224,18 @@ class StageConfig(_Strict):
     text_weight: float = Field(1.0, ge=0)
     head_weight: float = Field(1.0, ge=0)
     samples: Literal["all", "with_text", "without_text"] = "all"
+    grpo: GRPOSettings | None = Field(None, description="settings of a grpo stage")
 
     @model_validator(mode="after")
     def _check(self) -> StageConfig:
         allowed = {"text": TEXT_LOSSES, "pointwise": POINTWISE_LOSSES,
-                   "pairwise": PAIRWISE_LOSSES, "dual": ("ce+huber",)}[self.objective]
+                   "pairwise": PAIRWISE_LOSSES, "dual": ("ce+huber",),
+                   "grpo": ("grpo",)}[self.objective]
+        if self.objective == "grpo" and self.grpo is None:
+            raise ValueError(f"stage {self.name!r}: a grpo stage needs grpo: settings with at "
+                             "least reward: {scorer: NAME} or reward: {url: URL}")
+        if self.objective != "grpo" and self.grpo is not None:
+            raise ValueError(f"stage {self.name!r}: grpo: settings belong to objective: grpo")
         if self.loss not in allowed:
             raise ValueError(f"stage {self.name!r}: loss {self.loss!r} does not fit objective "
                              f"{self.objective!r}; choose one of {', '.join(allowed)}")
@@ -234,7 +301,8 @@ class Recipe(_Strict):
         if not self.stages:
             raise ValueError("stages is empty")
         for stage in self.stages:
-            needs_head = stage.objective in ("pointwise", "pairwise", "dual")
+            needs_head = stage.objective in ("pointwise", "pairwise", "dual") or (
+                stage.grpo is not None and stage.grpo.aux_huber_weight > 0)
             if needs_head and self.head.kind == "none":
                 raise ValueError(f"stage {stage.name!r} ({stage.objective}) trains the head; "
                                  "set head.kind to regression or gaussian")

@@ -75,7 +75,7 @@ def short_template(stage: StageConfig) -> dict[str, Any]:
     """The :data:`SHORT_TEMPLATES` entry with ``stage``'s output format: its digits,
     levels (on the crop when the stage's own template shows the crop), box or critique
     answer, or the plain prompt of head stages."""
-    if stage.objective == "dual":
+    if stage.objective in ("dual", "grpo"):
         return SHORT_TEMPLATES["critique"]
     if stage.objective != "text":
         return SHORT_TEMPLATES["head"]

@@ -151,7 +151,7 @@ def _resolve_template(stage: StageConfig) -> Any:
                         "box": "epaiqa-grounding",
                         "epaiqa-cot": "epaiqa-overall"}.get(stage.target or "", "editreward"),
                "pointwise": "editreward", "pairwise": "editreward",
-               "dual": "reasonedit-critique"}[stage.objective]
+               "dual": "reasonedit-critique", "grpo": "reasonedit-critique"}[stage.objective]
     return resolve_template(stage.template if stage.template is not None else default)
 
 
@@ -363,6 +363,9 @@ def _run_stage(run: _Run, recipe: Recipe, index: int, stage: StageConfig, model:
     from accelerate import Accelerator
     from transformers import get_scheduler
 
+    if stage.objective == "grpo":
+        return _run_grpo(run, recipe, index, stage, model, vlm, data, global_step, resumed,
+                         result)
     template = _resolve_template(stage)
     key = recipe.data.explanation_key
     builder = BatchBuilder(vlm, stage, template, data.scale, key,
@@ -446,5 +449,37 @@ def _run_stage(run: _Run, recipe: Recipe, index: int, stage: StageConfig, model:
             if stopping:
                 return global_step, True
     metrics["after"] = evaluate("after")
+    model.eval()
+    return global_step, False
+
+
+def _run_grpo(run: _Run, recipe: Recipe, index: int, stage: StageConfig, model: EvaluatorModel,
+              vlm: Any, data: TrainData, global_step: int, resumed: dict[str, Any] | None,
+              result: TrainResult) -> tuple[int, bool]:
+    """A ``grpo`` stage (:mod:`ieqa.train.grpo`): TRL runs the loop; the head's held-out
+    metrics are evaluated here before and after."""
+    from ieqa.train.grpo import GRPOStageError, run_grpo_stage
+
+    if resumed is not None:
+        raise GRPOStageError(f"stage {stage.name!r}: a grpo stage cannot resume mid-stage; "
+                             "resume from a checkpoint of an earlier stage, or start fresh")
+    template = _resolve_template(stage)
+    eval_samples = list(data.eval)
+    metrics = result.metrics.setdefault(stage.name, {})
+
+    def evaluate(when: str, at: int, stage_step: int) -> dict[str, float]:
+        model.eval()
+        values: dict[str, float] = {}
+        if model.head is not None:
+            values = evaluate_stage(recipe, stage, vlm, model.head, template, eval_samples,
+                                    label_of=lambda s, d: s.scores[label_column(stage, d)])
+        run.log({"stage": stage.name, "global_step": at, "stage_step": stage_step,
+                 "event": when, "metric": main_metric(stage), **values})
+        return values
+
+    metrics["before"] = evaluate("before", global_step, 0)
+    global_step = run_grpo_stage(run, recipe, index, stage, model, vlm, data, global_step,
+                                 result, evaluate)
+    metrics["after"] = evaluate("after", global_step, stage.max_steps or 0)
     model.eval()
     return global_step, False

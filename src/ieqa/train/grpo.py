@@ -1,0 +1,323 @@
+"""The ``grpo`` stage: ReasonEdit stage 2 on TRL's ``GRPOTrainer``.
+
+The dual-head model's text side (the critique) is trained with GRPO: for each prompt
+(source, edited, instruction rendered with the stage's template, exactly as the scorers
+render it) TRL samples ``num_generations`` critiques, a critique scorer rewards each
+(weighted logicality / accuracy / usefulness through a reward rule), and the policy
+moves towards the critiques that beat their group's mean, held near the reference policy
+by the KL term ``beta``. The reward goes through :func:`ieqa.serve.trl_reward_func`, so an
+in-process scorer (:class:`~ieqa.serve.LocalRewarder`) and an ``ieqa serve`` URL
+(:class:`~ieqa.serve.RewardClient`) are one code path.
+
+**The TRL hook.** :class:`IeqaGRPOTrainer` subclasses ``GRPOTrainer`` and overrides
+``compute_loss`` (the ``transformers.Trainer`` override point that ``GRPOTrainer`` itself
+implements) to add ``aux_huber_weight * Huber(head(prefill), MOS)`` on a batch of training
+samples that have MOS, drawn alongside each GRPO micro-batch; and ``log`` to forward
+TRL's metrics (``reward``, ``reward_std``, ``kl``, ...) plus ``aux_huber`` to the run's
+``metrics.jsonl``. TRL's generation, advantage and loss code runs unchanged.
+
+**LoRA and the reference policy.** With ``adapter.kind: full`` or ``none`` the stage adds
+its own LoRA (``grpo.lora_r``, ``lora_alpha``, ``lora_targets``) on top of the current
+weights, so TRL's reference policy (the adapter disabled) is the model as the previous
+stage left it (ReasonEdit: the SFT model); the adapter is merged into the weights after
+the stage. With ``adapter.kind: lora`` GRPO trains the recipe's adapter, and the
+reference policy is the base model without it.
+
+**The head.** The regression head trains only through the auxiliary Huber term (its
+parameters join TRL's optimiser, learning rate ``head.lr``); its held-out SRCC is
+evaluated before and after the stage, and every ``eval.every_steps``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+import math
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from ieqa.errors import IeqaError
+from ieqa.train.recipe import GRPOSettings, Recipe, RewardSource, StageConfig
+
+if TYPE_CHECKING:
+    from ieqa.data.schema import EditSample
+
+__all__ = ["GRPOStageError", "build_rewarder", "reward_function", "grpo_prompt",
+           "run_grpo_stage", "IeqaGRPOTrainer"]
+
+log = logging.getLogger(__name__)
+
+#: Built-in programmatic judges a ``reward.scorer`` may name besides registered scorers.
+BUILTIN_JUDGES = {"shapesedit-judge": "ieqa.train.judge:ShapesEditCritiqueJudge"}
+
+
+class GRPOStageError(IeqaError):
+    """A ``grpo`` stage cannot run (the message says what to change)."""
+
+
+def _import(spec: str) -> Any:
+    module, _, attr = spec.partition(":")
+    try:
+        return getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as exc:
+        raise GRPOStageError(f"reward.scorer {spec!r}: cannot import it ({exc}); give a "
+                             "registered scorer name, shapesedit-judge or module:Class") from exc
+
+
+def build_rewarder(source: RewardSource) -> Any:
+    """The rewarder of ``source``: a :class:`~ieqa.serve.LocalRewarder` around the scorer
+    (with ``source.weights`` as the reward rule), or a :class:`~ieqa.serve.RewardClient`
+    to ``source.url`` (the server applies its own rule; the weights are checked there by
+    the operator)."""
+    from ieqa.serve import LocalRewarder
+
+    if source.url is not None:
+        from ieqa.serve import RewardClient
+
+        return RewardClient(source.url)
+    name = str(source.scorer)
+    if name in BUILTIN_JUDGES or ":" in name:
+        scorer = _import(BUILTIN_JUDGES.get(name, name))(**source.options)
+    else:
+        from ieqa.scorers import create_scorer
+
+        scorer = create_scorer(name, **source.options)
+    missing = sorted(set(source.weights) - set(scorer.dimensions))
+    if missing:
+        raise GRPOStageError(f"reward.weights name {missing}, which scorer {name!r} does not "
+                             f"report (it reports {list(scorer.dimensions)})")
+    return LocalRewarder(scorer, rule=source.rule())
+
+
+def reward_function(source: RewardSource, rewarder: Any = None) -> Callable[..., list[Any]]:
+    """A TRL reward function (:func:`ieqa.serve.trl_reward_func`) over the stage's dataset
+    rows: each score item is the sample (its source and edited image: a path, or the
+    image from TRL's ``images`` column), with its ``meta`` (the ground truth a programmatic
+    judge reads) and the completion in ``meta["completion"]``."""
+    from ieqa.serve import trl_reward_func
+
+    def image(row: dict[str, Any], role: str) -> Any:
+        if row[role] is not None:
+            return row[role]
+        slot = row[f"{role}_slot"]
+        return row["images"][slot] if slot is not None and slot >= 0 else None
+
+    def item(prompt: str, completion: str, row: dict[str, Any]) -> dict[str, Any]:
+        meta = {**json.loads(row["truth"]), "completion": completion, "prompt": prompt}
+        return {"id": row["sample_id"], "source": image(row, "source"),
+                "edited": image(row, "edited"), "instruction": row["instruction"],
+                "meta": meta}
+
+    return trl_reward_func(rewarder if rewarder is not None else build_rewarder(source),
+                           item_fn=item, name="critique_reward")
+
+
+def grpo_prompt(template: Any, sample: EditSample) -> tuple[list[dict[str, Any]], list[Any]]:
+    """``sample``'s prompt as a TRL conversational prompt and its images (TRL's ``images``
+    column fills the ``{"type": "image"}`` placeholders in order): the messages the
+    scorers render (:func:`~ieqa.scorers.vlm.base.render_sample`)."""
+    from ieqa.scorers.vlm.base import render_sample
+
+    prompt = render_sample(template, sample)
+    if prompt.answer_prefix:
+        raise GRPOStageError(f"template {template.name!r} has an answer_prefix, which TRL "
+                             "cannot append to a conversational prompt; use a critique "
+                             "template without one (reasonedit-critique)")
+    return prompt.messages(), list(prompt.images)
+
+
+def _path(value: Any) -> str | None:
+    """A file reference as a string; ``None`` for in-memory images (taken from the row's
+    ``images`` instead)."""
+    from pathlib import Path
+
+    return str(value) if isinstance(value, (str, Path)) else None
+
+
+def _dataset(template: Any, samples: Sequence[EditSample]) -> Any:
+    from datasets import Dataset
+
+    slots = list(template.images)
+    rows = []
+    for s in samples:
+        messages, images = grpo_prompt(template, s)
+        rows.append({"prompt": messages, "images": images, "sample_id": s.id,
+                     "source": _path(s.source), "edited": _path(s.edited),
+                     "source_slot": slots.index("source") if "source" in slots else -1,
+                     "edited_slot": slots.index("edited") if "edited" in slots else -1,
+                     "instruction": s.instruction, "truth": json.dumps(s.meta, default=str)})
+    return Dataset.from_list(rows)
+
+
+def _trainer_class() -> type:
+    from trl import GRPOTrainer
+
+    class _Trainer(GRPOTrainer):  # type: ignore[misc]
+        """``GRPOTrainer`` plus the auxiliary Huber loss (``compute_loss``) and log
+        forwarding (``log``); see :mod:`ieqa.train.grpo`."""
+
+        def __init__(self, *args: Any, aux_loss: Callable[[], torch.Tensor | None],
+                     aux_weight: float, on_log: Callable[[dict[str, Any]], None],
+                     **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self._aux_loss, self._aux_weight, self._on_log = aux_loss, aux_weight, on_log
+            self._aux_values: list[float] = []
+
+        def compute_loss(self, model: Any, inputs: Any, return_outputs: bool = False,
+                         num_items_in_batch: Any = None) -> torch.Tensor:
+            loss = super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+            if self._aux_weight > 0 and model.training:
+                aux = self._aux_loss()
+                if aux is not None:
+                    self._aux_values.append(float(aux.detach()))
+                    loss = loss + self._aux_weight * aux.to(loss.device)
+            return loss
+
+        def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
+            if self._aux_values:
+                logs["aux_huber"] = sum(self._aux_values) / len(self._aux_values)
+                self._aux_values = []
+            super().log(logs, start_time)
+            self._on_log(dict(logs))
+
+    return _Trainer
+
+
+#: The GRPOTrainer subclass (built on first use: TRL is imported only by a grpo stage).
+IeqaGRPOTrainer: type | None = None
+
+
+def run_grpo_stage(run: Any, recipe: Recipe, index: int, stage: StageConfig, model: Any,
+                   vlm: Any, data: Any, global_step: int, result: Any,
+                   evaluate_head: Callable[[str, int, int], dict[str, float]],
+                   ) -> int:
+    """Run ``stage`` (objective ``grpo``) on ``model``; returns the new global step.
+
+    ``run`` logs records, ``evaluate_head(when, global_step, stage_step)`` computes and
+    logs the head's held-out metrics. Called by :func:`ieqa.train.train`.
+    """
+    global IeqaGRPOTrainer
+    try:
+        from trl import GRPOConfig
+    except ImportError as exc:
+        raise GRPOStageError(f"a grpo stage needs TRL: pip install 'ieqa[train]' trl ({exc})"
+                             ) from exc
+    from ieqa.train import objectives
+    from ieqa.train.data import BatchBuilder, label_column
+    from ieqa.train.trainer import _resolve_template
+
+    settings: GRPOSettings = stage.grpo  # type: ignore[assignment]
+    template = _resolve_template(stage)
+    samples = list(data.train)
+    if not samples:
+        raise GRPOStageError(f"stage {stage.name!r}: no training samples")
+    reward = reward_function(settings.reward)
+    dataset = _dataset(template, samples)
+
+    # the MOS batches of the auxiliary Huber term, through the dual objective's head loss
+    head_stage = stage.model_copy(update={"objective": "dual", "loss": "ce+huber",
+                                          "grpo": None, "head_weight": 1.0,
+                                          "loss_args": {"delta": settings.huber_delta}})
+    builder = BatchBuilder(vlm, head_stage, template, data.scale, recipe.data.explanation_key,
+                           cache_mb=recipe.data.cache_mb, ranges=data.ranges)
+    with_mos = [i for i, s in enumerate(samples)
+                if all(label_column(stage, d) in s.scores for d in stage.dimensions)]
+    if settings.aux_huber_weight > 0 and model.head is not None and not with_mos:
+        log.warning("stage %s: no training sample has MOS for %s; the auxiliary Huber loss "
+                    "is off", stage.name, stage.dimensions)
+    generator = torch.Generator().manual_seed(recipe.optim.seed + 1000 * index)
+    aux_bs = settings.aux_batch_size or recipe.optim.batch_size
+
+    policy, merge_after = _policy(recipe, settings, model)
+
+    def aux_loss() -> torch.Tensor | None:
+        if model.head is None or not with_mos:
+            return None
+        pick = torch.randint(len(with_mos), (aux_bs,), generator=generator).tolist()
+        batch = builder.head_batch([samples[with_mos[i]] for i in pick])
+        out = model(batch)
+        pred, target = out["head"], batch["targets"].to(out["head"].device)
+        return objectives.L.huber_loss(pred, target, delta=settings.huber_delta)
+
+    lr = settings.learning_rate or recipe.adapter.lr or recipe.optim.lr
+    params = [p for p in policy.parameters() if p.requires_grad]
+    groups = [{"params": params, "lr": lr}]
+    head_ids = set()
+    if model.head is not None:
+        head_ids = {id(p) for p in model.head.parameters()}
+        groups[0]["params"] = [p for p in params if id(p) not in head_ids]
+        groups.append({"params": list(model.head.parameters()),
+                       "lr": recipe.head.lr or recipe.optim.lr})
+    optimizer = torch.optim.AdamW(groups, weight_decay=recipe.optim.weight_decay)
+
+    steps = stage.max_steps or max(1, math.ceil(stage.epochs * len(samples)
+                                                / settings.prompts_per_step))
+    G = settings.num_generations
+    args = {"output_dir": str(run.out / "grpo" / stage.name), "max_steps": steps,
+            "per_device_train_batch_size": G * settings.prompts_per_step,
+            "gradient_accumulation_steps": 1, "num_generations": G, "beta": settings.beta,
+            "learning_rate": lr, "lr_scheduler_type": "constant", "warmup_steps": 0,
+            "max_completion_length": settings.max_completion_length,
+            "temperature": settings.temperature, "logging_steps": 1, "save_strategy": "no",
+            "report_to": "none", "seed": recipe.optim.seed, "remove_unused_columns": False,
+            "use_cpu": not torch.cuda.is_available(), "bf16": False, "fp16": False,
+            "max_grad_norm": recipe.optim.max_grad_norm or 0.0,
+            "disable_tqdm": not run.progress, **settings.trl_args}
+    try:
+        config = GRPOConfig(**args)
+    except (TypeError, ValueError) as exc:
+        raise GRPOStageError(f"stage {stage.name!r}: TRL rejects the GRPO settings: {exc}"
+                             ) from exc
+    state = {"step": 0}
+    every = recipe.eval.every_steps
+
+    def forward(logs: dict[str, Any]) -> None:
+        if "train_runtime" in logs:  # TRL's end-of-training summary
+            return
+        state["step"] += 1
+        record = {"stage": stage.name, "global_step": global_step + state["step"],
+                  "stage_step": state["step"], "event": "step", **logs}
+        run.log(record)
+        result.losses.append((global_step + state["step"], float(logs.get("loss", 0.0))))
+        if every and state["step"] % every == 0 and state["step"] < steps:
+            evaluate_head("eval", global_step + state["step"], state["step"])
+            model.train()
+
+    if IeqaGRPOTrainer is None:
+        IeqaGRPOTrainer = _trainer_class()
+    trainer = IeqaGRPOTrainer(model=policy, reward_funcs=[reward], args=config,
+                              train_dataset=dataset, processing_class=vlm.processor,
+                              optimizers=(optimizer, None), aux_loss=aux_loss,
+                              aux_weight=settings.aux_huber_weight, on_log=forward)
+    if not run.progress:
+        from transformers.trainer_callback import PrinterCallback
+
+        trainer.remove_callback(PrinterCallback)
+    model.train()
+    trainer.train()
+    model.eval()
+    if merge_after:
+        merged = policy.merge_and_unload()
+        model.model = merged
+        vlm.model = merged
+    return global_step + steps
+
+
+def _policy(recipe: Recipe, settings: GRPOSettings, model: Any) -> tuple[Any, bool]:
+    """The module TRL trains, and whether to merge its LoRA after the stage."""
+    if recipe.adapter.kind == "lora":
+        return model.model, False
+    from peft import LoraConfig, get_peft_model
+
+    from ieqa.train.model import _lora_targets
+
+    for p in model.model.parameters():
+        p.requires_grad_(False)
+    config = LoraConfig(r=settings.lora_r, lora_alpha=settings.lora_alpha, lora_dropout=0.0,
+                        target_modules=_lora_targets(settings.lora_targets))
+    policy = get_peft_model(model.model, config)
+    model.model = policy
+    return policy, True

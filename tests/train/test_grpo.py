@@ -1,0 +1,140 @@
+"""The ``grpo`` stage (ReasonEdit stage 2 on TRL's GRPOTrainer): recipe validation, the
+programmatic ShapesEdit critique judge, the reward function TRL calls, and a bounded
+run on a tiny dual-head model that shows the mean reward going up."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from PIL import Image
+
+from ieqa.data.shapesedit import describe
+from ieqa.train.judge import ShapesEditCritiqueJudge, severity_word
+from ieqa.train.recipe import RecipeError, RewardSource, load_recipe
+
+NOISY = {"mode": "perfect", "artifact": "noise", "artifact_severity": 0.5,
+         "unintended_change": 0.0, "artifact_scope": "global"}
+CLEAN = {"mode": "partial", "artifact": None, "artifact_severity": 0.0,
+         "unintended_change": 0.0}
+
+
+def _judge(text, truth):
+    return ShapesEditCritiqueJudge.judge(text.lower(), truth)
+
+
+def test_judge_gives_full_marks_to_the_true_description():
+    for truth in (NOISY, CLEAN):
+        assert _judge(describe(truth), truth) == {"logicality": 1.0, "accuracy": 1.0,
+                                                   "usefulness": 1.0}
+
+
+def test_judge_accuracy_is_the_share_of_right_claims():
+    # right mode, right artifact, wrong severity: 2 of 3
+    text = "The requested edit was carried out completely. There is strong noise degradation."
+    assert _judge(text, NOISY)["accuracy"] == pytest.approx(2 / 3)
+    # wrong artifact and severity
+    assert _judge("carried out completely; slight blur.", NOISY)["accuracy"] == pytest.approx(1 / 3)
+    # an artifact claimed on a clean edit, wrong mode
+    assert _judge("carried out completely, moderate noise", CLEAN)["accuracy"] == 0.0
+    assert severity_word(0.2) == "slight" and severity_word(0.5) == "moderate"
+    assert severity_word(0.9) == "strong"
+
+
+def test_judge_logicality_and_usefulness():
+    contradicting = "There are no visible artifacts. There is slight noise degradation."
+    scores = _judge(contradicting, NOISY)
+    assert scores["logicality"] == 0.5
+    assert scores["usefulness"] == pytest.approx(2 / 3)  # no edit outcome
+    assert _judge("slight moderate noise blur", NOISY)["logicality"] == 0.0
+    assert _judge("", NOISY) == {"logicality": 0.0, "accuracy": 0.0, "usefulness": 0.0}
+    assert _judge("qwerty", NOISY)["logicality"] == 0.0  # claims nothing
+
+
+def test_judge_scores_meta_completion_and_refuses_samples_without_truth():
+    judge = ShapesEditCritiqueJudge()
+    img = Image.new("RGB", (16, 16))
+    ok, bad = judge.score([
+        {"source": img, "edited": img, "meta": {**NOISY, "completion": describe(NOISY)}},
+        {"source": img, "edited": img, "meta": {"completion": "slight noise"}}])
+    assert ok.scores["accuracy"] == 1.0
+    assert not bad.ok and "ShapesEdit generation record" in bad.error
+
+
+def _recipe(**grpo):
+    stage = {"name": "rl", "objective": "grpo", "loss": "grpo",
+             "dimensions": ["visual_quality"]}
+    if grpo:
+        stage["grpo"] = grpo
+    return {"name": "g", "model": {"name": "m"}, "data": {"train": "x"},
+            "head": {"kind": "regression"}, "stages": [stage]}
+
+
+def test_grpo_stage_validation():
+    recipe = load_recipe(_recipe(reward={"scorer": "shapesedit-judge"}))
+    settings = recipe.stages[0].grpo
+    assert settings.num_generations == 4 and settings.aux_huber_weight == 1.0
+    assert settings.reward.rule() == "0.25*logicality + 0.5*accuracy + 0.25*usefulness"
+    with pytest.raises(RecipeError, match="needs grpo: settings"):
+        load_recipe(_recipe())
+    with pytest.raises(RecipeError, match="exactly one of scorer"):
+        load_recipe(_recipe(reward={"scorer": "critique", "url": "http://x"}))
+    with pytest.raises(RecipeError, match="num_generations"):
+        load_recipe(_recipe(reward={"url": "http://x"}, num_generations=1))
+    with pytest.raises(RecipeError, match="trains the head"):
+        data = _recipe(reward={"url": "http://x"})
+        data["head"] = {"kind": "none"}
+        load_recipe(data)
+    data = _recipe(reward={"url": "http://x"}, aux_huber_weight=0)
+    data["head"] = {"kind": "none"}
+    assert load_recipe(data).stages[0].grpo.aux_huber_weight == 0
+
+
+def test_reward_function_is_trl_shaped_and_weights_the_dimensions():
+    from ieqa.train.grpo import build_rewarder, reward_function
+
+    source = RewardSource(scorer="shapesedit-judge",
+                          weights={"accuracy": 1.0, "usefulness": 1.0})
+    fn = reward_function(source)
+    img = Image.new("RGB", (16, 16))
+    row = {"images": [img, img], "sample_id": "a", "source": None, "edited": None,
+           "source_slot": 0, "edited_slot": 1, "instruction": "do it",
+           "truth": json.dumps(NOISY)}
+    columns = {k: [v, v] for k, v in row.items()}
+    rewards = fn(prompts=["p", "p"], completions=[describe(NOISY), "strong blur"],
+                 completion_ids=None, trainer_state=None, **columns)
+    # weighted sum: accuracy + usefulness
+    assert rewards == pytest.approx([2.0, 0.0 + 2 / 3])
+    with pytest.raises(Exception, match="does not report"):
+        build_rewarder(RewardSource(scorer="shapesedit-judge", weights={"overall": 1.0}))
+
+
+def test_grpo_stage_runs_end_to_end_on_a_tiny_dual_model(tiny_train_vlm, tmp_path):
+    """A bounded run: a few dual SFT steps, then a few GRPO steps through TRL with the
+    ShapesEdit judge. This shows the plumbing (TRL's loop with the Huber hook, reward/KL
+    logging, held-out SRCC, export), not learning: see benchmarks/grpo_learns.py."""
+    import sys
+    import time
+    from pathlib import Path
+
+    from ieqa import load_evaluator
+    from ieqa.train import train
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    from grpo_learns import grpo_recipe, reward_curve
+
+    t0 = time.perf_counter()
+    recipe = grpo_recipe(tiny_train_vlm, sft_steps=4, grpo_steps=3, aux=1.0, completion=16,
+                         generations=2, prompts=2, n=40, max_eval=16)
+    result = train(recipe, output_dir=tmp_path / "run", progress=False)
+    print(f"grpo end to end: {time.perf_counter() - t0:.1f} s")
+    curve = reward_curve(tmp_path / "run")
+    assert len(curve) == 3 and all(0.0 <= r <= 1.0 for r in curve)
+    rows = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text()
+            .splitlines()]
+    steps = [r for r in rows if r.get("stage") == "grpo" and r["event"] == "step"]
+    assert {"reward", "reward_std", "kl", "aux_huber"} <= set(steps[-1])
+    assert [r["global_step"] for r in steps] == [5, 6, 7]
+    assert "srcc/visual_quality" in result.metrics["grpo"]["after"]
+    scorer = load_evaluator(result.evaluator_dir)
+    assert scorer.name == "vlm-dual"
