@@ -1,12 +1,18 @@
 """Test-wide settings: tests never touch the network."""
 
 import os
+import sys
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 # rich wraps CLI output at the terminal width (80 without a terminal); tests read phrases
 # out of that output, so give them one wide, fixed width whatever the CI shell says.
 os.environ["COLUMNS"] = "200"
+# ieqa's commands give torch the cores that are idle when they start (ieqa.threads), so an
+# in-process CLI call on a busy machine would leave torch with fewer threads for the tests
+# after it, and their numbers (float sums in another order) would depend on the load. Pin
+# the count the commands pick, and restore torch's count after every test.
+os.environ.setdefault("IEQA_NUM_THREADS", str(os.cpu_count() or 1))
 
 import pytest  # noqa: E402
 
@@ -28,3 +34,14 @@ def local_ray():
         yield ray
     finally:
         ray.shutdown()
+
+
+@pytest.fixture(autouse=True)
+def _restore_torch_threads():
+    """Undo a test's change of torch's thread count (see IEQA_NUM_THREADS above)."""
+    torch = sys.modules.get("torch")
+    before = torch.get_num_threads() if torch is not None else None
+    yield
+    torch = sys.modules.get("torch")
+    if torch is not None and before is not None and torch.get_num_threads() != before:
+        torch.set_num_threads(before)
