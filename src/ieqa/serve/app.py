@@ -33,7 +33,7 @@ import io
 import json
 import logging
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -185,6 +185,23 @@ class _Service:
         image = decode_image(raw, allow_root=self.config.allow_root, field=field)
         budget.add(check_pixels(image, self.config.max_pixels, field))
         return image
+
+    def prepare_items(self, items: Sequence[Any],
+                      build: Callable[[Any, str, bytes | Path, bytes | Path], dict[str, Any]]
+                      ) -> list[dict[str, Any] | ScoreResult]:
+        """Decode each request item's two images under one request pixel budget and build its
+        scorer item with ``build(item, id, source, edited)``; an item whose image is bad is a
+        failed result (its neighbours go on). Raises :class:`RequestTooLarge` past the budget."""
+        out: list[dict[str, Any] | ScoreResult] = []
+        budget = _PixelBudget(self.config.max_request_pixels)
+        for i, item in enumerate(items):
+            ident = item.id if item.id is not None else str(i)
+            try:
+                out.append(build(item, ident, self.prepare(item.source, f"items[{i}].source", budget),
+                                 self.prepare(item.edited, f"items[{i}].edited", budget)))
+            except BadImage as exc:
+                out.append(ScoreResult.failed(ident, str(exc)))
+        return out
 
     async def run(self, items: Sequence[dict[str, Any] | ScoreResult]) -> list[ScoreResult]:
         """Score the prepared items (a ScoreResult is an item already failed)."""
@@ -360,17 +377,8 @@ def create_app(scorer: Scorer, *, rule: RewardRule | str | None = None,
             return _refusal(exc)
 
         def prepare() -> list[dict[str, Any] | ScoreResult]:
-            out: list[dict[str, Any] | ScoreResult] = []
-            budget = _PixelBudget(config.max_request_pixels)
-            for i, item in enumerate(request.items):
-                ident = item.id if item.id is not None else str(i)
-                try:
-                    out.append({"id": ident, "instruction": item.instruction,
-                                "source": service.prepare(item.source, f"items[{i}].source", budget),
-                                "edited": service.prepare(item.edited, f"items[{i}].edited", budget)})
-                except BadImage as exc:
-                    out.append(ScoreResult.failed(ident, str(exc)))
-            return out
+            return service.prepare_items(request.items, lambda item, ident, source, edited: {
+                "id": ident, "instruction": item.instruction, "source": source, "edited": edited})
 
         try:
             results = await service.run(await run_in_threadpool(prepare))
@@ -469,18 +477,8 @@ def create_app(scorer: Scorer, *, rule: RewardRule | str | None = None,
             return _refusal(exc)
 
         def prepare() -> list[dict[str, Any] | ScoreResult]:
-            out: list[dict[str, Any] | ScoreResult] = []
-            budget = _PixelBudget(config.max_request_pixels)
-            for i, item in enumerate(request.items):
-                ident = item.id if item.id is not None else str(i)
-                try:
-                    out.append(critique_item(
-                        ident, service.prepare(item.source, f"items[{i}].source", budget),
-                        service.prepare(item.edited, f"items[{i}].edited", budget),
-                        item.instruction, item.critique))
-                except BadImage as exc:
-                    out.append(ScoreResult.failed(ident, str(exc)))
-            return out
+            return service.prepare_items(request.items, lambda item, ident, source, edited: critique_item(
+                ident, source, edited, item.instruction, item.critique))
 
         try:
             results = await service.run(await run_in_threadpool(prepare))
