@@ -138,3 +138,50 @@ def test_grpo_stage_runs_end_to_end_on_a_tiny_dual_model(tiny_train_vlm, tmp_pat
     assert "srcc/visual_quality" in result.metrics["grpo"]["after"]
     scorer = load_evaluator(result.evaluator_dir)
     assert scorer.name == "vlm-dual"
+
+
+def test_reward_at_a_url_judges_completions_as_critiques_with_the_recipe_weights():
+    """``reward.url``: each completion goes to ``POST /v1/critique`` of an ``ieqa serve``
+    critique server, and the recipe's weights are applied to the three scores it returns
+    (the server's own weights differ, to show which rule counts)."""
+    from ieqa import create_scorer
+    from ieqa.data.schema import EditSample
+    from ieqa.scorers.base import Scorer, ScoreResult, ScorerInfo
+    from ieqa.serve.app import ServeConfig, create_app
+    from ieqa.testing import serve_in_thread
+    from ieqa.train.grpo import reward_function
+
+    seen: list[str] = []
+
+    class NoiseWordJudge(Scorer):
+        info = ScorerInfo("noise-word", "test judge", "composite",
+                          ("logicality", "accuracy", "usefulness"), True, needs_source=True,
+                          factory="tests:none")
+
+        def score_sample(self, sample: EditSample) -> ScoreResult:
+            text = sample.meta["critique"]
+            seen.append(text)
+            return ScoreResult(id=sample.id, scores={
+                "logicality": 1.0, "accuracy": float("noise" in text), "usefulness": 0.5})
+
+    scorer = create_scorer("critique", scorer=NoiseWordJudge(),
+                           weights={"logicality": 1.0, "accuracy": 0.0, "usefulness": 0.0})
+    img = Image.new("RGB", (16, 16), "red")
+    row = {"images": [img, img], "sample_id": "a", "source": None, "edited": None,
+           "source_slot": 0, "edited_slot": 1, "instruction": "do it",
+           "truth": json.dumps(NOISY)}
+    columns = {k: [v, v] for k, v in row.items()}
+    source = RewardSource(url="http://placeholder",
+                          weights={"accuracy": 1.0, "usefulness": 2.0})
+    metrics: dict[str, float] = {}
+    with serve_in_thread(create_app(scorer, config=ServeConfig(max_pixels=64 * 64))) as url:
+        from ieqa.serve import RewardClient
+
+        fn = reward_function(source, RewardClient(url))
+        rewards = fn(prompts=["p", "p"], completions=["strong noise", "all fine"],
+                     completion_ids=None, trainer_state=None,
+                     log_metric=lambda k, v: metrics.__setitem__(k, v), **columns)
+    assert seen[-2:] == ["strong noise", "all fine"]  # (the server's warm-up judged one first)
+    # the recipe's rule 1*accuracy + 2*usefulness, not the server's logicality-only weights
+    assert rewards == pytest.approx([1.0 + 2 * 0.5, 0.0 + 2 * 0.5])
+    assert metrics == {"critique_reward/n_failed": 0.0}

@@ -24,6 +24,7 @@ from ieqa.serve.adapters import (
     best_of_n_batch,
     edit_reward_fn,
     group_advantages,
+    trl_critique_func,
     trl_reward_func,
 )
 from ieqa.serve.core import LocalRewarder, compare_group, default_rule, item_result, p_better
@@ -42,7 +43,7 @@ _CLIENT_NAMES = ("AsyncRewardClient", "RewardClient", "RewardServiceError", "Ser
 __all__ = ["AsyncRewardClient", "BestOfN", "LocalRewarder", "Reward", "RewardClient", "RewardRule",
            "RewardRuleError", "RewardServiceError", "Rewarder", "ServerPath", "best_of_n", "best_of_n_batch",
            "compare_group", "default_rule", "edit_reward_fn", "encode_image", "group_advantages",
-           "item_result", "p_better", "trl_reward_func"]
+           "item_result", "p_better", "trl_critique_func", "trl_reward_func"]
 
 
 def __getattr__(name: str) -> Any:

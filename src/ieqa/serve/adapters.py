@@ -32,10 +32,13 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 from PIL import Image
 
+from ieqa.scorers.base import ScoreResult
+from ieqa.scorers.reward import RewardRule
 from ieqa.serve.schema import CompareResponse, GroupResult, ScoreResponse
 
-__all__ = ["BestOfN", "EditRewardFn", "Rewarder", "TrlRewardFunction", "best_of_n", "best_of_n_batch",
-           "edit_reward_fn", "group_advantages", "to_image_array", "trl_reward_func"]
+__all__ = ["BestOfN", "EditRewardFn", "Rewarder", "TrlCritiqueFunction", "TrlRewardFunction", "best_of_n",
+           "best_of_n_batch", "edit_reward_fn", "group_advantages", "to_image_array", "trl_critique_func",
+           "trl_reward_func"]
 
 #: metadata keys :func:`edit_reward_fn` looks in for the source image, in order
 SOURCE_KEYS: tuple[str, ...] = ("source", "source_image", "ref_image", "input_image")
@@ -406,12 +409,15 @@ class TrlRewardFunction:
     """The callable :func:`trl_reward_func` returns: ``f(prompts, completions, **kwargs)
     -> list[float | None]``, named by ``__name__`` (TRL logs ``rewards/<name>``)."""
 
+    _method, _factory = "score", "trl_reward_func"
+
     def __init__(self, rewarder: Rewarder, *, source_column: str = "source", edited_column: str = "edited",
                  instruction_column: str | None = "instruction", completion_key: str | None = "completion",
                  item_fn: Callable[[str, str, dict[str, Any]], Mapping[str, Any]] | None = None,
                  dimensions: Sequence[str] | None = None, name: str = "ieqa_reward") -> None:
-        if not callable(getattr(rewarder, "score", None)):
-            raise TypeError(f"trl_reward_func needs a rewarder with score(), got {type(rewarder).__name__}")
+        if not callable(getattr(rewarder, self._method, None)):
+            raise TypeError(f"{self._factory} needs a rewarder with {self._method}() (RewardClient or "
+                            f"LocalRewarder), got {type(rewarder).__name__}")
         if not name or not name.isidentifier():
             raise ValueError(f"name must be a Python identifier (TRL logs rewards/<name>), got {name!r}")
         self.rewarder = rewarder
@@ -465,6 +471,59 @@ class AsyncTrlRewardFunction(TrlRewardFunction):
                        **kwargs: Any) -> list[float | None]:
         response = await self.rewarder.score(self._items(prompts, completions, kwargs), self.dimensions)
         return self._finish(response, kwargs)
+
+
+class TrlCritiqueFunction(TrlRewardFunction):
+    """The callable :func:`trl_critique_func` returns: each completion judged as a critique
+    through ``rewarder.critique`` (``POST /v1/critique`` on a :class:`RewardClient`)."""
+
+    _method, _factory = "critique", "trl_critique_func"
+
+    def __init__(self, rewarder: Any, *, rule: str | None = None, **kwargs: Any) -> None:
+        super().__init__(rewarder, **kwargs)
+        self.rule = RewardRule(rule) if rule is not None else None
+
+    def __call__(self, prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any) -> list[float | None]:
+        items = self._items(prompts, completions, kwargs)
+        critiques = []
+        for item in items:
+            text = (item.get("meta") or {}).get(self.completion_key or "completion")
+            critiques.append({"id": item["id"], "source": item["source"], "edited": item["edited"],
+                              "instruction": item.get("instruction") or "", "critique": text or " "})
+        response = self.rewarder.critique(critiques)
+        rewards: list[float | None] = []
+        for r in response.results:
+            if r.error is not None or self.rule is None:
+                rewards.append(r.reward if r.error is None else None)
+                continue
+            scores = {d: float(getattr(r, d)) for d in ("logicality", "accuracy", "usefulness")}
+            rewards.append(self.rule(ScoreResult(id=r.id, scores=scores, flags=list(r.flags))).reward)
+        log_metric = kwargs.get("log_metric")
+        if callable(log_metric):
+            log_metric(f"{self.__name__}/n_failed", float(sum(x is None for x in rewards)))
+        return rewards
+
+
+def trl_critique_func(rewarder: Any, *, rule: str | None = None, instruction_column: str | None = "instruction",
+                      item_fn: Callable[[str, str, dict[str, Any]], Mapping[str, Any]] | None = None,
+                      source_column: str = "source", edited_column: str = "edited",
+                      name: str = "critique_reward") -> TrlCritiqueFunction:
+    """A reward function for TRL's ``GRPOTrainer`` that judges each completion as a critique
+    of the edit in its row (ReasonEdit stage 2 with RE-Reward at a URL).
+
+    Each completion becomes one critique item (``source``, ``edited``, ``instruction`` from
+    the row as in :func:`trl_reward_func`, the completion as ``critique``), judged by
+    ``rewarder.critique`` — :meth:`RewardClient.critique` sends them to ``POST /v1/critique``
+    of an ``ieqa serve --scorer critique`` server; :meth:`LocalRewarder.critique` judges
+    in-process. The reward is the server's weighted reward, or, with ``rule`` (a reward-rule
+    expression over ``logicality``, ``accuracy`` and ``usefulness`` such as
+    ``"0.25*logicality + 0.5*accuracy + 0.25*usefulness"``), that rule applied to the three
+    returned scores, exactly as in-process. An unjudged critique is ``None`` (TRL: NaN) and
+    counted in ``<name>/n_failed``.
+    """
+    return TrlCritiqueFunction(rewarder, rule=rule, source_column=source_column, edited_column=edited_column,
+                               instruction_column=instruction_column, completion_key="completion",
+                               item_fn=item_fn, name=name)
 
 
 def trl_reward_func(rewarder: Rewarder, *, source_column: str = "source", edited_column: str = "edited",

@@ -60,11 +60,16 @@ def _load_source(spec: str | dict[str, Any]) -> tuple[list[EditSample], list[Pre
         if set(spec) != {"shapesedit"}:
             raise TrainDataError(f"data source {spec!r}: a mapping must be "
                                  "{shapesedit: {n: ..., k: ..., seed: ..., size: ..., "
-                                 "preset: default|artifacts}}")
+                                 "preset: default|artifacts, critique: full|brief}}")
         from ieqa.data.shapesedit import EDITOR_PRESETS, ShapesEditConfig, iter_groups
+        from ieqa.data.shapesedit.truth import CRITIQUE_STYLES, describe
 
         opts = dict(spec["shapesedit"] or {})
         preset = opts.pop("preset", "default")
+        style = opts.pop("critique", "full")
+        if style not in CRITIQUE_STYLES:
+            raise TrainDataError(f"shapesedit critique style {style!r} is unknown; choose one "
+                                 f"of {', '.join(CRITIQUE_STYLES)}")
         if preset not in EDITOR_PRESETS:
             raise TrainDataError(f"shapesedit preset {preset!r} is unknown; choose one of "
                                  f"{', '.join(EDITOR_PRESETS)}")
@@ -72,7 +77,11 @@ def _load_source(spec: str | dict[str, Any]) -> tuple[list[EditSample], list[Pre
             cfg = ShapesEditConfig(editors=EDITOR_PRESETS[preset], **opts)
         except (TypeError, ValueError) as exc:
             raise TrainDataError(f"shapesedit options {opts}: {exc}") from exc
-        return [s for g in iter_groups(cfg) for s in g.samples], []
+        samples = [s for g in iter_groups(cfg) for s in g.samples]
+        if style != "full":  # the full style is explanation_of's fallback
+            for s in samples:
+                s.meta["explanation"] = describe(s.meta, style=style)
+        return samples, []
     from ieqa.data.loaders import load_benchmark
 
     data = load_benchmark(spec)

@@ -70,8 +70,8 @@ def _import(spec: str) -> Any:
 def build_rewarder(source: RewardSource) -> Any:
     """The rewarder of ``source``: a :class:`~ieqa.serve.LocalRewarder` around the scorer
     (with ``source.weights`` as the reward rule), or a :class:`~ieqa.serve.RewardClient`
-    to ``source.url`` (the server applies its own rule; the weights are checked there by
-    the operator)."""
+    to ``source.url`` (its ``critique`` method; :func:`reward_function` applies the
+    weights to the scores the server returns)."""
     from ieqa.serve import LocalRewarder
 
     if source.url is not None:
@@ -93,11 +93,21 @@ def build_rewarder(source: RewardSource) -> Any:
 
 
 def reward_function(source: RewardSource, rewarder: Any = None) -> Callable[..., list[Any]]:
-    """A TRL reward function (:func:`ieqa.serve.trl_reward_func`) over the stage's dataset
-    rows: each score item is the sample (its source and edited image: a path, or the
-    image from TRL's ``images`` column), with its ``meta`` (the ground truth a programmatic
-    judge reads) and the completion in ``meta["completion"]``."""
-    from ieqa.serve import trl_reward_func
+    """A TRL reward function over the stage's dataset rows.
+
+    In-process (``source.scorer``): :func:`ieqa.serve.trl_reward_func`; each score item is
+    the sample (its source and edited image: a path, or the image from TRL's ``images``
+    column) with its ``meta`` (the ground truth a programmatic judge reads) and the
+    completion in ``meta["completion"]``; the reward is ``source.weights`` over the scorer's
+    logicality, accuracy and usefulness.
+
+    At a URL (``source.url``): :func:`ieqa.serve.trl_critique_func`; each completion is
+    sent as a critique to the server's ``POST /v1/critique`` (``ieqa serve --scorer
+    critique``), and ``source.weights`` are applied to the three scores it returns, so the
+    reward is the same rule as in-process. The ground truth stays on this side: a judge
+    that needs it (``shapesedit-judge``) runs in-process only.
+    """
+    from ieqa.serve import trl_critique_func, trl_reward_func
 
     def image(row: dict[str, Any], role: str) -> Any:
         if row[role] is not None:
@@ -111,8 +121,11 @@ def reward_function(source: RewardSource, rewarder: Any = None) -> Callable[...,
                 "edited": image(row, "edited"), "instruction": row["instruction"],
                 "meta": meta}
 
-    return trl_reward_func(rewarder if rewarder is not None else build_rewarder(source),
-                           item_fn=item, name="critique_reward")
+    rewarder = rewarder if rewarder is not None else build_rewarder(source)
+    if source.url is not None:
+        return trl_critique_func(rewarder, rule=source.rule(), item_fn=item,
+                                 name="critique_reward")
+    return trl_reward_func(rewarder, item_fn=item, name="critique_reward")
 
 
 def grpo_prompt(template: Any, sample: EditSample) -> tuple[list[dict[str, Any]], list[Any]]:

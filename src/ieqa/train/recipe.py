@@ -102,7 +102,9 @@ class DataConfig(_Strict):
     """Training data: a manifest / benchmark folder, or a generated ShapesEdit set.
 
     ``train`` is a path (anything ``ieqa bench`` reads) or a mapping
-    ``{shapesedit: {n: 400, k: 4, seed: 1, size: 112, preset: default}}``.
+    ``{shapesedit: {n: 400, k: 4, seed: 1, size: 112, preset: default}}`` (``critique:
+    brief`` gives each sample the short critique of
+    :func:`ieqa.data.shapesedit.describe`; the default ``full`` is the sentence form).
     Without ``eval``, ``eval_fraction`` of the groups is held out (by group, seeded).
     """
 

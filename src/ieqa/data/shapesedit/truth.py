@@ -56,19 +56,50 @@ _MODE_TEXT = {
 }
 
 
-def describe(meta: dict) -> str:
+#: The brief critique's phrase per editor mode (:func:`describe` with ``style="brief"``).
+_MODE_BRIEF = {
+    "perfect": "Done completely.",
+    "partial": "Done partly.",
+    "no_op": "Edit not carried out.",
+    "wrong_target": "Applied to the wrong target.",
+    "over_edit": "Done, but other content changed.",
+}
+
+#: The critique styles :func:`describe` writes.
+CRITIQUE_STYLES: tuple[str, ...] = ("full", "brief")
+
+
+def _severity_word(severity: float) -> str:
+    return "strong" if severity > 0.66 else "moderate" if severity > 0.33 else "slight"
+
+
+def describe(meta: dict, style: str = "full") -> str:
     """A short factual critique of a ShapesEdit candidate from its generation record
-    (``sample.meta``): what the editor did, what else changed, and any artifact. Used
-    as the explanation text when training critique models on ShapesEdit."""
+    (``sample.meta``). Used as the explanation text when training critique models on
+    ShapesEdit.
+
+    ``style="full"`` (the default) says what the editor did, what else changed, and any
+    artifact, in sentences (about 120 characters). ``style="brief"`` says the artifact
+    and its severity, then the edit outcome, in the same key words (about 30 characters,
+    e.g. ``"Strong noise. Done completely."``): a target that a tiny character-level
+    model reproduces within a few dozen generated tokens.
+    """
+    if style not in CRITIQUE_STYLES:
+        raise ValueError(f"critique style {style!r} is unknown; choose one of "
+                         f"{', '.join(CRITIQUE_STYLES)}")
+    artifact, severity = meta.get("artifact"), float(meta.get("artifact_severity") or 0.0)
+    if style == "brief":
+        first = (f"{_severity_word(severity).capitalize()} {artifact}." if artifact
+                 else "No visible artifacts.")
+        return f"{first} {_MODE_BRIEF.get(str(meta.get('mode')), 'Outcome unknown.')}"
     parts = [_MODE_TEXT.get(str(meta.get("mode")), "The edit outcome is unknown.")]
     change = float(meta.get("unintended_change") or 0.0)
     if change > 0.02:
         parts.append(f"About {100 * change:.0f}% of the image changed without being asked.")
     else:
         parts.append("The rest of the image is preserved.")
-    artifact, severity = meta.get("artifact"), float(meta.get("artifact_severity") or 0.0)
     if artifact:
-        level = "strong" if severity > 0.66 else "moderate" if severity > 0.33 else "slight"
+        level = _severity_word(severity)
         where = " in the edited region" if meta.get("artifact_scope") == "region" else ""
         parts.append(f"There is {level} {artifact} degradation{where}.")
     else:
