@@ -4,13 +4,11 @@ training, and the tiny-scale settings of :mod:`ieqa.train.tiny`."""
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import pytest
 
 from ieqa.testing import build_tiny_vlm
-from ieqa.train import load_recipe, train
-from ieqa.train.tiny import SHORT_TEMPLATES, artifacts_world, tiny_recipe
+from ieqa.train.tiny import SHORT_TEMPLATES, artifacts_world, perception_backbone
 
 SHORT_HEAD = SHORT_TEMPLATES["head"]
 SHORT_LEVELS = SHORT_TEMPLATES["levels"]
@@ -42,17 +40,12 @@ def seeing_vlm(tiny_train_vlm: str, tmp_path_factory: pytest.TempPathFactory) ->
     a disjoint ShapesEdit set, and returns the exported backbone. The LM head never sees
     an answer format, so text readouts trained from here start at chance.
     """
-    base = load_recipe({"name": "perception", "model": {"name": tiny_train_vlm},
-                        "data": {"train": "unused"}, "head": {"kind": "regression"},
-                        "stages": [{"name": "perception", "objective": "pointwise",
-                                    "loss": "mse", "dimensions": ["visual_quality"]}]})
-    recipe = tiny_recipe(base, tiny_train_vlm, steps=PERCEPTION_STEPS, seed=PERCEPTION_SEED)
     t0 = time.perf_counter()
-    result = train(recipe, output_dir=tmp_path_factory.mktemp("perception"), progress=False)
-    after = result.metrics["perception"]["after"]["srcc"]
+    backbone, after = perception_backbone(tiny_train_vlm, tmp_path_factory.mktemp("perception"),
+                                          steps=PERCEPTION_STEPS, seed=PERCEPTION_SEED)
     print(f"perception training: {time.perf_counter() - t0:.1f} s, held-out SRCC {after:.3f}")
     assert after > 0.6, f"perception training reached SRCC {after:.3f} only"
-    return str(Path(result.evaluator_dir) / "model")
+    return backbone
 
 
 def tiny_overrides(model: str, **extra: object) -> dict[str, object]:

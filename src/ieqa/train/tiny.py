@@ -27,8 +27,8 @@ from typing import Any
 
 from ieqa.train.recipe import Recipe, StageConfig, apply_overrides, load_recipe
 
-__all__ = ["SHORT_TEMPLATES", "STAND_IN_LABELS", "artifacts_world", "short_template",
-           "tiny_recipe"]
+__all__ = ["SHORT_TEMPLATES", "STAND_IN_LABELS", "artifacts_world", "perception_backbone",
+           "short_template", "tiny_recipe"]
 
 _BASE = {"description": "short prompt for tiny-model training", "reference": "ieqa.train.tiny",
          "system": None, "scale": None, "images": ["source", "edited"]}
@@ -139,3 +139,30 @@ def tiny_recipe(recipe: str | Path | Recipe, model: str | Path, *,
     }
     return load_recipe(apply_overrides(base.model_dump(), scaled),
                        dict(overrides) if isinstance(overrides, Mapping) else list(overrides or ()))
+
+
+def perception_backbone(model: str | Path, out: str | Path, *, steps: int = 600, seed: int = 7
+                        ) -> tuple[str, float]:
+    """The tiny VLM at ``model`` after a short perception training, as a backbone for text
+    readouts and critiques.
+
+    A real backbone already sees image quality; a random tiny one needs several hundred
+    steps before any readout can use what it sees. This trains every weight for ``steps``
+    steps to regress visual quality through a throwaway MLP head on a ShapesEdit set of
+    seed ``seed`` (the recipe tests use seed 1, so none of their images is seen here) and
+    exports the backbone under ``out``. The LM head never sees an answer format.
+
+    Returns:
+        The exported backbone folder, and the throwaway head's held-out SRCC (visual
+        quality) after training.
+    """
+    base = load_recipe({"name": "perception", "model": {"name": str(model)},
+                        "data": {"train": "unused"}, "head": {"kind": "regression"},
+                        "stages": [{"name": "perception", "objective": "pointwise",
+                                    "loss": "mse", "dimensions": ["visual_quality"]}]})
+    from ieqa.train import train
+
+    result = train(tiny_recipe(base, model, steps=steps, seed=seed), output_dir=out,
+                   progress=False)
+    return (str(Path(result.evaluator_dir) / "model"),
+            float(result.metrics["perception"]["after"]["srcc"]))
