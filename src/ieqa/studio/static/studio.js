@@ -3,6 +3,7 @@
 (function () {
   "use strict";
   const form = document.getElementById("task-form");
+  document.body.dataset.ready = "1";  // tests wait for this before pressing keys
   if (!form) return;
   const protocol = form.dataset.protocol;
   const confirmBox = document.getElementById("confirm");
@@ -100,7 +101,7 @@
     if (sending) return;
     sending = true;
     okButton.disabled = true;
-    form.submit();
+    HTMLFormElement.prototype.submit.call(form);  // immune to a control named "submit"
   });
   backButton.addEventListener("click", closeConfirm);
 
@@ -127,7 +128,8 @@
       const key = ev.key.toLowerCase();
       const sets = Array.from(form.querySelectorAll("fieldset.verdict"));
       const focused = document.activeElement && document.activeElement.closest("fieldset.verdict");
-      const target = focused || sets.find(function (fs) { return !fs.querySelector("input:checked"); }) || sets[sets.length - 1];
+      // the first unanswered question; once all are answered, the focused one (to change it)
+      const target = sets.find(function (fs) { return !fs.querySelector("input:checked"); }) || focused || sets[sets.length - 1];
       const radio = target && target.querySelector('input[data-key="' + key + '"]');
       if (radio) { ev.preventDefault(); radio.checked = true; radio.focus(); }
     }
