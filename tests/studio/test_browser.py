@@ -23,7 +23,15 @@ from typer.testing import CliRunner
 from ieqa.cli import app as cli
 from ieqa.human import read_rankings
 
-from .helpers import XSS, form_fields, make_study, open_next, rater_client, serve_in_thread, shapes_manifest
+from .helpers import (
+    XSS,
+    form_fields,
+    make_study,
+    open_next,
+    rater_client,
+    serve_in_thread,
+    shapes_manifest,
+)
 
 CHROMIUM = next((p for p in ("/usr/bin/chromium", "/usr/bin/chromium-browser") if os.path.exists(p)),
                 shutil.which("chromium"))

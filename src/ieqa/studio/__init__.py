@@ -24,7 +24,12 @@ import time
 from pathlib import Path
 
 from ieqa.studio.design import DEFAULT_DIMENSIONS, PROTOCOLS, StudyConfig, parse_scale, plan_study
-from ieqa.studio.export import export_study, write_preferences_jsonl, write_rankings_jsonl, write_ratings_csv
+from ieqa.studio.export import (
+    export_study,
+    write_preferences_jsonl,
+    write_rankings_jsonl,
+    write_ratings_csv,
+)
 from ieqa.studio.store import Store, StudioError
 
 __all__ = ["DEFAULT_DIMENSIONS", "PROTOCOLS", "Store", "StudioError", "StudyConfig", "create_app",
