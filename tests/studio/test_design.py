@@ -153,3 +153,12 @@ def test_create_refuses_an_existing_file(tmp_path, shapes):
     make_study(tmp_path, shapes, raters=1, per_item=1)
     with pytest.raises(StudioError, match="already exists"):
         create_study(shapes, tmp_path / "study.sqlite", StudyConfig(raters=1, per_item=1))
+
+
+def test_report_with_raters_of_their_own_per_item(tmp_path, shapes):
+    store = make_study(tmp_path, shapes, raters=4, per_item=2, dimensions=("overall",))
+    truth = {s.id: s.scores["overall"] for s in read_manifest(shapes)}
+    _answer_all(store, lambda r, it: [("overall", truth[it.id], None)])
+    stats = {a.statistic.split(" (")[0]: a for a in study_report(store).agreement}
+    assert stats["ICC(1,1)"].value == pytest.approx(1.0)  # identical ratings
+    assert stats["Kendall's W"].value is None and "differ per item" in stats["Kendall's W"].note

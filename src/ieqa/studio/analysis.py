@@ -4,8 +4,10 @@ Everything is computed from the answers recorded so far, with :mod:`ieqa.human`:
 
 * **agreement** per dimension on the study and gold items (training excluded):
   ``rate``/``critique``: ICC(2,1) (:func:`ieqa.human.icc`, on the items every rater of
-  the panel rated), Kendall's W (:func:`ieqa.human.kendall_w`) and Krippendorff's alpha,
-  interval (:func:`ieqa.human.krippendorff_alpha`); ``rank``: the ranks of each group's
+  the panel rated) and Kendall's W (:func:`ieqa.human.kendall_w`) — or, when each item
+  has raters of its own (``per_item < raters``) and fewer than two items share the whole
+  panel, the one-way ICC(1,1) on the items' ``per_item`` ratings — and Krippendorff's
+  alpha, interval (:func:`ieqa.human.krippendorff_alpha`, any missing pattern); ``rank``: the ranks of each group's
   candidates (1 = best) as items, Krippendorff's alpha (ordinal) over all of them and
   Kendall's W per group, averaged over the groups ranked by 2+ raters; ``pairwise``:
   Krippendorff's alpha (nominal) of the verdicts. A statistic that is not defined yet
@@ -104,6 +106,14 @@ def _numeric(responses: list[dict[str, Any]], items: dict[int, Item], config: St
     return tables
 
 
+def _compact(m: np.ndarray, k: int) -> np.ndarray:
+    """The items with exactly ``k`` ratings, each row's ratings side by side (rater slots,
+    not raters): the one-way layout of ICC(1,1) when each item has raters of its own."""
+    rows = [r[~np.isnan(r)] for r in m]
+    kept = [r for r in rows if len(r) == k]
+    return np.asarray(kept, dtype=np.float64).reshape(len(kept), k)
+
+
 def _stat(dim: str, name: str, fn) -> AgreementRow:  # noqa: ANN001 - a zero-argument callable
     try:
         return AgreementRow(dim, name, float(fn()))
@@ -121,8 +131,17 @@ def _agreement(tables: dict[str, RatingTable], config: StudyConfig) -> tuple[lis
             continue
         items, raters, m = table.to_matrix(dim)
         if config.protocol in ("rate", "critique"):
-            out.append(_stat(dim, "ICC(2,1)", lambda m=m: icc(m, "ICC(2,1)")))
-            out.append(_stat(dim, "Kendall's W", lambda m=m: kendall_w(m).w))
+            complete = int((~np.isnan(m)).all(axis=1).sum())
+            if complete >= 2 or config.per_item >= config.raters:
+                out.append(_stat(dim, "ICC(2,1)", lambda m=m: icc(m, "ICC(2,1)")))
+                out.append(_stat(dim, "Kendall's W", lambda m=m: kendall_w(m).w))
+            else:  # each item has its own raters: one-way ICC on the items' k ratings
+                k = config.per_item
+                slots = _compact(m, k)
+                out.append(_stat(dim, f"ICC(1,1) (raters differ per item; {len(slots)} item(s) with {k} ratings)",
+                                 lambda s=slots: icc(s, "ICC(1,1)")))
+                out.append(AgreementRow(dim, "Kendall's W", None, "not defined: raters differ per "
+                                        "item (it needs every rater to rate the same items)"))
             out.append(_stat(dim, "Krippendorff's alpha (interval)",
                              lambda m=m: krippendorff_alpha(m, "interval")))
         elif config.protocol == "rank":

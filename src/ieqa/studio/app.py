@@ -30,6 +30,7 @@ import math
 import random
 import re
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +60,7 @@ def _templates() -> Environment:
     env = Environment(loader=PackageLoader("ieqa.studio", "templates"),
                       autoescape=select_autoescape(default=True, default_for_string=True))
     env.filters["num"] = lambda v, nd=2: "" if v is None else f"{float(v):.{nd}f}"
+    env.filters["utc"] = lambda t: "" if t is None else time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(t))
     return env
 
 
@@ -76,6 +78,7 @@ def create_app(store: Store, *, secure_cookies: bool = False) -> FastAPI:
     admin_token: str = meta["admin_token"]
     env = _templates()
     descriptions = list_dimensions()
+    training_keys = {it.key for it in store.items("training")}  # items never change after creation
     app = FastAPI(title="ieqa studio", docs_url=None, redoc_url=None, openapi_url=None)
     app.mount("/static", StaticFiles(packages=[("ieqa.studio", "static")]), name="static")
 
@@ -159,7 +162,7 @@ def create_app(store: Store, *, secure_cookies: bool = False) -> FastAPI:
     def study_home(request: Request, paused: int = 0) -> HTMLResponse:
         rater, _ = rater_of(request)
         prog = progress(rater)
-        n_training = sum(1 for a in store.assignments(rater) if store.item(a.item).role == "training")
+        n_training = sum(1 for a in store.assignments(rater) if a.item in training_keys)
         return page("home.html", rater=rater, progress=prog, paused=bool(paused), n_training=n_training)
 
     @app.get("/study/next")
