@@ -80,11 +80,12 @@ def test_submit_is_one_idempotent_transaction(tmp_path, shapes):
         store.submit("form-3", rater, store.assignments(rater)[1].item, answer + [("overall", 1.0, None)])
     assert store.assignments(rater)[1].done is None and "form-3" not in store.submission_ids()
     assert len(store.responses()) == 4 and store.assignments(rater)[0].done is not None
-    not_mine = next(a.item for a in store.assignments(other) if not store.is_assigned(rater, a.item)) \
-        if any(not store.is_assigned(rater, a.item) for a in store.assignments(other)) else None
-    if not_mine is not None:
-        with pytest.raises(StudioError, match="not on your list"):
-            store.submit("form-4", rater, not_mine, answer)
+    disjoint = make_study(tmp_path, shapes, "disjoint", raters=2, per_item=1)
+    (a, _), (b, _) = disjoint.raters()
+    theirs = next(x.item for x in disjoint.assignments(b) if x.item not in
+                  {y.item for y in disjoint.assignments(a)})
+    with pytest.raises(StudioError, match="not on your list"):
+        disjoint.submit("form-4", a, theirs, answer)
 
 
 def _answer_all(store, value_of):
