@@ -24,7 +24,10 @@ def study(tmp_path_factory):
 
 def _login(app, token):
     client = TestClient(app, follow_redirects=False)
-    assert client.get(f"/invite/{token}").status_code == 303
+    r = client.get(f"/invite/{token}")
+    assert r.status_code == 303
+    cookie = r.headers["set-cookie"].lower()
+    assert "httponly" in cookie and "samesite=lax" in cookie
     return client
 
 

@@ -30,6 +30,7 @@ from ieqa.studio.export import (
     write_rankings_jsonl,
     write_ratings_csv,
 )
+from ieqa.studio.security import new_token
 from ieqa.studio.store import Store, StudioError
 
 __all__ = ["DEFAULT_DIMENSIONS", "PROTOCOLS", "Store", "StudioError", "StudyConfig", "create_app",
@@ -52,7 +53,7 @@ def create_study(manifest: str | os.PathLike[str], db: str | os.PathLike[str],
     plan = plan_study(samples, config)
     store = Store(db)
     store.create({"config": config.to_json(), "manifest": str(manifest.resolve()),
-                  "secret": secrets.token_hex(32), "admin_token": secrets.token_urlsafe(18),
+                  "secret": secrets.token_hex(32), "admin_token": new_token(),
                   "created": time.time()}, plan.items, plan.raters, plan.assignments)
     return store
 

@@ -103,7 +103,7 @@ def create_app(store: Store, *, secure_cookies: bool = False) -> FastAPI:
         return HTMLResponse(html, status_code=status)
 
     def set_cookie(resp: Response, key: str, value: str) -> None:
-        resp.set_cookie(key, value, httponly=True, samesite="strict", secure=secure_cookies,
+        resp.set_cookie(key, value, httponly=True, samesite="lax", secure=secure_cookies,
                         max_age=90 * 24 * 3600, path="/")
 
     # ------------------------------------------------------------------ who is asking

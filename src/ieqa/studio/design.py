@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import math
 import random
-import secrets
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -31,6 +30,7 @@ from typing import Any
 from ieqa.data.dimensions import canonical_dimension
 from ieqa.data.schema import EditSample
 from ieqa.errors import UnknownDimensionError
+from ieqa.studio.security import new_token
 from ieqa.studio.store import StudioError
 
 __all__ = ["DEFAULT_DIMENSIONS", "PAIR_LABELS", "PROTOCOLS", "StudyConfig", "StudyPlan", "parse_scale",
@@ -277,7 +277,7 @@ def plan_study(samples: Sequence[EditSample], config: StudyConfig) -> StudyPlan:
         raise StudioError(f"no study items left after {len(training)} training and {len(gold)} gold "
                           "item(s); ask for fewer")
     rater_ids = [f"rater-{i + 1:02d}" for i in range(config.raters)]
-    raters = [(rid, secrets.token_urlsafe(18)) for rid in rater_ids]
+    raters = [(rid, new_token()) for rid in rater_ids]
     load = dict.fromkeys(rater_ids, 0)
     lists: dict[str, list[str]] = {rid: [] for rid in rater_ids}
     order = list(rest)

@@ -2,7 +2,9 @@
 
 * **Invite tokens** (one per rater) and the **admin token** are 144-bit random strings
   (:func:`new_token`). Opening ``/invite/TOKEN`` (``/admin/login?token=TOKEN``) sets an
-  HttpOnly, SameSite=Strict cookie holding the token; every later request is
+  HttpOnly, SameSite=Lax cookie holding the token (Lax, not Strict: an invite link
+  clicked in a mail must work, and Strict would drop the cookie on the redirect that
+  follows a cross-site click); every later request is
   authenticated by that cookie (the admin pages also accept ``Authorization: Bearer``).
 * **CSRF**: every form carries ``csrf = HMAC(secret, "csrf" | session token)``
   (:func:`csrf_token`); a POST whose field does not match its cookie's token is refused
