@@ -17,35 +17,53 @@ import httpx
 
 from ieqa.studio import open_study
 
-from .helpers import form_fields, free_port, make_study, open_next, rater_client, start_subprocess
+from .helpers import (
+    form_fields,
+    free_port,
+    make_study,
+    open_next,
+    rater_client,
+    serve_in_thread,
+    start_subprocess,
+)
 
 DIMS = ("overall", "visual_quality")
 
 
 def _rate_until(base: str, token: str, stop: threading.Event, acked: list, seed: int,
-                pending: list | None = None) -> None:
+                pending: list | None = None, errors: list | None = None) -> None:
     """Answer the rater's items until ``stop`` or the list ends; every 303 is recorded
-    in ``acked`` as (submission, values); one form in three is posted twice."""
+    in ``acked`` as (submission, values); one form in three is posted twice. Anything
+    but a lost connection goes to ``errors``."""
     rng = random.Random(seed)
     try:
-        client = rater_client(base, token)
-        while not stop.is_set():
-            nxt = open_next(client)
-            if nxt is None:
-                return
-            path, html = nxt
-            fields = form_fields(html)
-            values = {d: round(rng.uniform(1, 5), 2) for d in DIMS}
-            data = {**fields, **{f"dim__{d}": str(v) for d, v in values.items()}}
-            if pending is not None:
-                pending.append((path, data))
-            r = client.post(path, data=data)
-            assert r.status_code == 303, r.text
-            acked.append((fields["submission"], values))
-            if rng.random() < 1 / 3:  # a double click / a retry: no second rating
-                assert client.post(path, data=data).status_code == 303
+        _rate(base, token, stop, acked, rng, pending)
     except httpx.TransportError:  # the server went away (the SIGKILL test)
         return
+    except Exception as exc:  # noqa: BLE001 - reported by the test, not lost in the thread
+        if errors is not None:
+            errors.append(repr(exc))
+
+
+def _rate(base: str, token: str, stop: threading.Event, acked: list, rng: random.Random,
+          pending: list | None) -> None:
+    """The loop of :func:`_rate_until`."""
+    client = rater_client(base, token)
+    while not stop.is_set():
+        nxt = open_next(client)
+        if nxt is None:
+            return
+        path, html = nxt
+        fields = form_fields(html)
+        values = {d: round(rng.uniform(1, 5), 2) for d in DIMS}
+        data = {**fields, **{f"dim__{d}": str(v) for d, v in values.items()}}
+        if pending is not None:
+            pending.append((path, data))
+        r = client.post(path, data=data)
+        assert r.status_code == 303, r.text
+        acked.append((fields["submission"], values))
+        if rng.random() < 1 / 3:  # a double click / a retry: no second rating
+            assert client.post(path, data=data).status_code == 303
 
 
 def _check(store, acked) -> None:
@@ -69,7 +87,8 @@ def test_twenty_concurrent_raters_lose_and_duplicate_nothing(tmp_path, shapes):
         base = f"http://127.0.0.1:{port}"
         stop = threading.Event()
         acked: list = []
-        threads = [threading.Thread(target=_rate_until, args=(base, token, stop, acked, i))
+        errors: list = []
+        threads = [threading.Thread(target=_rate_until, args=(base, token, stop, acked, i, None, errors))
                    for i, (_, token) in enumerate(store.raters())]
         for t in threads:
             t.start()
@@ -78,6 +97,7 @@ def test_twenty_concurrent_raters_lose_and_duplicate_nothing(tmp_path, shapes):
         for t in threads:
             t.join(30)
         assert not any(t.is_alive() for t in threads)
+        assert not errors, errors[:3]
     finally:
         proc.terminate()
         proc.wait(10)
@@ -95,7 +115,8 @@ def test_sigkill_mid_submission_loses_no_acknowledged_rating(tmp_path, shapes):
     stop = threading.Event()
     acked: list = []
     pending: list = []
-    threads = [threading.Thread(target=_rate_until, args=(base, token, stop, acked, i, pending))
+    errors: list = []
+    threads = [threading.Thread(target=_rate_until, args=(base, token, stop, acked, i, pending, errors))
                for i, (_, token) in enumerate(store.raters())]
     for t in threads:
         t.start()
@@ -108,6 +129,7 @@ def test_sigkill_mid_submission_loses_no_acknowledged_rating(tmp_path, shapes):
     for t in threads:
         t.join(30)
     n_acked = len(acked)
+    assert not errors, errors[:3]
     in_flight = len({d["submission"] for _, d in pending} - {s for s, _ in acked})
     print(f"killed after {n_acked} acknowledged submissions, {in_flight} in flight")
     assert n_acked >= 15
@@ -130,3 +152,30 @@ def test_sigkill_mid_submission_loses_no_acknowledged_rating(tmp_path, shapes):
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def test_one_form_posted_eight_times_at_once_is_recorded_once(tmp_path, shapes):
+    store = make_study(tmp_path, shapes, "burst", raters=1, per_item=1, dimensions=DIMS)
+    rater, token = store.raters()[0]
+    with serve_in_thread(store) as base:
+        client = rater_client(base, token)
+        path, html = open_next(client)
+        data = {**form_fields(html), "dim__overall": "4.5", "dim__visual_quality": "2"}
+        barrier = threading.Barrier(8)
+        codes: list[int] = []
+
+        def post() -> None:
+            own = httpx.Client(base_url=base, cookies=client.cookies, timeout=30)
+            barrier.wait()
+            codes.append(own.post(path, data=data).status_code)
+
+        threads = [threading.Thread(target=post) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+    assert codes == [303] * 8
+    item = store.assignment(rater, int(path.rsplit("/", 1)[1])).item
+    assert store.response_of(rater, item) == [{"dimension": "overall", "value": 4.5, "answer": None},
+                                              {"dimension": "visual_quality", "value": 2.0, "answer": None}]
+    assert len(store.submission_ids()) == 1
