@@ -114,15 +114,26 @@ def command(
     except ImportError as exc:
         raise typer.BadParameter(f"ieqa studio needs the studio extra ({exc}); install it with "
                                  "pip install 'ieqa[studio]'") from None
-    from ieqa.commands.serve import is_loopback
-
-    if not is_loopback(host) and not secure_cookies:
+    if not _is_loopback(host) and not secure_cookies:
         console.print(f"[yellow]warning:[/] --host {escape(host)} accepts other machines over plain "
                       "HTTP, where invite and admin tokens travel in the clear: put the studio behind "
                       "an HTTPS proxy and pass --secure-cookies and --public-url https://...")
     app = create_app(store, secure_cookies=secure_cookies)
     console.print(f"serving on http://{host}:{port} (Ctrl-C stops; answers are saved as they come)")
     uvicorn.run(app, host=host, port=port, log_level=log_level)
+
+
+def _is_loopback(host: str) -> bool:
+    """``localhost`` or a loopback address (as ``ieqa serve`` decides; not imported from
+    there, which would load the scorers for nothing)."""
+    import ipaddress
+
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def _open_or_create(manifest: Path, db: Path, given: dict):  # noqa: ANN202 - a Store
