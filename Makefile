@@ -7,9 +7,24 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.ieqa-installed
 
-.PHONY: setup test demo lint bench clean docs docs-serve
+.PHONY: setup test demo lint bench clean docs docs-serve browser
 
-setup: $(STAMP)
+setup: $(STAMP) browser
+
+# tests/studio drive the studio's pages in Debian's chromium (through Playwright, which is
+# pointed at /usr/bin/chromium: its own browser download cannot be used). Installed here
+# when missing, as root; otherwise say what to run (the browser tests skip until then).
+CHROMIUM ?= /usr/bin/chromium
+browser:
+	@if [ -x $(CHROMIUM) ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "installing Debian's chromium for the browser tests (tests/studio): apt-get install -y chromium"; \
+		(apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium) >/dev/null \
+			|| echo "apt-get install chromium failed; the browser tests in tests/studio will be skipped"; \
+	else \
+		echo "tests/studio's browser tests need Debian's chromium at $(CHROMIUM): run" \
+			"'sudo apt-get install -y chromium' (they are skipped until then)"; \
+	fi
 
 # torch comes first, pinned to the CPU build shipped on the development machines, and
 # only when it is missing: an unpinned resolve would pull the multi-GB CUDA build.

@@ -1,0 +1,161 @@
+"""``ieqa studio``: run a subjective study of a manifest's edits in the browser.
+
+::
+
+    ieqa studio edits/manifest.jsonl --db study.sqlite --raters 5 --per-item 3     # create + serve
+    ieqa studio edits/manifest.jsonl --db study.sqlite                             # resume
+    ieqa studio edits/manifest.jsonl --db study.sqlite --export ratings.csv        # export, no server
+
+The first run plans the study (protocol, dimensions, scale, raters, raters per item, gold
+and training items) and writes it to ``--db``; later runs reopen it (the design options
+must then be left out or match). The server prints the admin link and one invite link
+per rater (``--links FILE`` also writes them to a file). ``--export FILE`` writes the
+answers (ratings CSV for ``ieqa mos``; rankings JSONL for ``ieqa rank-editors
+--rankings``; preferences JSONL) and exits. See ``docs/howto/studio.md``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+NAME = "studio"
+console = Console(stderr=True)
+
+_DESIGN = ("protocol", "dimensions", "scale", "raters", "per_item", "gold", "training", "gold_from",
+           "gold_min", "tie_margin", "seed", "title")
+
+
+def command(
+    manifest: Path = typer.Argument(..., exists=True, dir_okay=False, help="the edits to study (a "
+                                    "manifest: .jsonl, .jsonl.gz, .parquet or .csv)"),
+    db: Path = typer.Option(..., "--db", dir_okay=False, help="the study's SQLite file: created on the "
+                            "first run, reopened (resumed) later"),
+    protocol: str | None = typer.Option(None, "--protocol", help="rate (sliders, default) | rank (drag "
+                                        "and drop within a group) | pairwise (A vs B with ties) | "
+                                        "critique (rate meta.critique)"),
+    dimensions: str | None = typer.Option(None, "--dimensions", help="what raters judge, comma "
+                                          "separated (aliases allowed); default: the four core "
+                                          "dimensions for rate, overall for rank and pairwise, "
+                                          "logicality,accuracy,usefulness for critique"),
+    scale: str | None = typer.Option(None, "--scale", help="slider range LO-HI (rate, critique); "
+                                     "default 1-5"),
+    raters: int | None = typer.Option(None, "--raters", min=1, help="raters (invite links); default 3"),
+    per_item: int | None = typer.Option(None, "--per-item", min=1, help="raters per item; default: "
+                                        "all raters"),
+    gold: int | None = typer.Option(None, "--gold", min=0, help="gold items (known answers) in "
+                                    "every rater's list, to screen raters; default 0"),
+    training: int | None = typer.Option(None, "--training", min=0, help="training items shown "
+                                        "first, with the reference answer; default 0"),
+    gold_from: str | None = typer.Option(None, "--gold-from", help="known answers: meta (the "
+                                         "samples' meta.gold, default) or scores (their scores)"),
+    gold_min: float | None = typer.Option(None, "--gold-min", min=0.0, max=1.0, help="flag raters "
+                                          "whose gold agreement is below this; default 0.7"),
+    tie_margin: float | None = typer.Option(None, "--tie-margin", min=0.0, help="rank/pairwise "
+                                            "gold: values closer than this tie; default 0"),
+    seed: int | None = typer.Option(None, "--seed", help="seed of assignment and order; default 0"),
+    title: str | None = typer.Option(None, "--title", help="shown on every page"),
+    host: str = typer.Option("127.0.0.1", "--host", help="address to bind (raters on other "
+                             "machines: 0.0.0.0, behind HTTPS)"),
+    port: int = typer.Option(8000, "--port", min=0, max=65535, help="TCP port"),
+    secure_cookies: bool = typer.Option(False, "--secure-cookies", help="mark cookies Secure "
+                                        "(when served behind HTTPS)"),
+    public_url: str | None = typer.Option(None, "--public-url", help="the base URL raters reach "
+                                          "(for the printed links); default http://HOST:PORT"),
+    links: Path | None = typer.Option(None, "--links", dir_okay=False, help="also write the admin "
+                                      "and invite links to this file (tab-separated)"),
+    export: Path | None = typer.Option(None, "--export", dir_okay=False, help="write the answers "
+                                       "(.csv ratings / .jsonl rankings or preferences) and exit"),
+    no_gold_export: bool = typer.Option(False, "--no-gold-export", help="--export: leave the gold "
+                                        "items out"),
+    no_serve: bool = typer.Option(False, "--no-serve", help="create (or check) the study, print "
+                                  "the links and exit"),
+    log_level: str = typer.Option("warning", "--log-level", help="uvicorn log level"),
+) -> None:
+    """Annotation studio: rate, rank, compare or critique edits in the browser; export for ieqa mos."""
+    from ieqa.studio import StudioError, StudyConfig, export_study, parse_scale
+
+    given = {"protocol": protocol, "dimensions": dimensions, "scale": scale, "raters": raters,
+             "per_item": per_item, "gold": gold, "training": training, "gold_from": gold_from,
+             "gold_min": gold_min, "tie_margin": tie_margin, "seed": seed, "title": title}
+    try:
+        if given["dimensions"] is not None:
+            given["dimensions"] = tuple(d.strip() for d in dimensions.split(",") if d.strip())
+        if given["scale"] is not None:
+            given["scale"] = parse_scale(scale)
+        store = _open_or_create(manifest, db, {k: v for k, v in given.items() if v is not None})
+        meta = store.meta()
+        config = StudyConfig.from_json(meta["config"])
+        if export is not None:
+            what, n = export_study(store, export, include_gold=not no_gold_export)
+            console.print(f"wrote {n} {what} of the {config.protocol} study to {escape(str(export))}")
+            return
+    except StudioError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    base = (public_url or f"http://{host}:{port}").rstrip("/")
+    rows = [("admin", f"{base}/admin/login?token={meta['admin_token']}")]
+    rows += [(rid, f"{base}/invite/{token}") for rid, token in store.raters()]
+    if links is not None:
+        links.write_text("".join(f"{who}\t{url}\n" for who, url in rows), encoding="utf-8")
+    console.print(f"{config.protocol} study of {escape(meta['manifest'])} in {escape(str(db))}: "
+                  f"{config.raters} rater(s), {config.per_item} per item, dimensions "
+                  f"{', '.join(config.dimensions)}")
+    for who, url in rows:
+        console.print(f"  {who:>9}  {escape(url)}", soft_wrap=True)
+    if no_serve:
+        return
+    try:
+        import uvicorn
+
+        from ieqa.studio.app import create_app
+    except ImportError as exc:
+        raise typer.BadParameter(f"ieqa studio needs the studio extra ({exc}); install it with "
+                                 "pip install 'ieqa[studio]'") from None
+    if not _is_loopback(host) and not secure_cookies:
+        console.print(f"[yellow]warning:[/] --host {escape(host)} accepts other machines over plain "
+                      "HTTP, where invite and admin tokens travel in the clear: put the studio behind "
+                      "an HTTPS proxy and pass --secure-cookies and --public-url https://...")
+    app = create_app(store, secure_cookies=secure_cookies)
+    console.print(f"serving on http://{host}:{port} (Ctrl-C stops; answers are saved as they come)")
+    uvicorn.run(app, host=host, port=port, log_level=log_level)
+
+
+def _is_loopback(host: str) -> bool:
+    """``localhost`` or a loopback address (as ``ieqa serve`` decides; not imported from
+    there, which would load the scorers for nothing)."""
+    import ipaddress
+
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _open_or_create(manifest: Path, db: Path, given: dict):  # noqa: ANN202 - a Store
+    """The study in ``db``: created from ``manifest`` and the given design options, or
+    reopened (then the options given must match the stored ones)."""
+    from ieqa.studio import StudioError, StudyConfig, create_study, open_study
+
+    if not db.exists():
+        given.setdefault("per_item", given.get("raters", 3))
+        return create_study(manifest, db, StudyConfig(**given))
+    store = open_study(db)
+    meta = store.meta()
+    if Path(meta["manifest"]) != manifest.resolve():
+        raise StudioError(f"{db} studies {meta['manifest']}, not {manifest.resolve()}; pass that "
+                          "manifest, or another --db for a new study")
+    stored = StudyConfig.from_json(meta["config"])
+    if given:
+        wanted = StudyConfig(**{**stored.to_json(), **given, "dimensions": given.get(
+            "dimensions", stored.dimensions), "scale": given.get("scale", stored.scale)})
+        diff = [k for k in _DESIGN if getattr(wanted, k) != getattr(stored, k)]
+        if diff:
+            raise StudioError(f"{db} already holds a study with other settings ("
+                              + ", ".join(f"--{k.replace('_', '-')} {getattr(stored, k)!r}" for k in diff)
+                              + "); leave those options out to resume it, or pass another --db")
+    return store

@@ -1,0 +1,73 @@
+"""``ieqa studio``: a web app for subjective studies of image edits.
+
+Put edits in front of raters (personal invite links), collect ratings (``rate``: one
+slider per dimension, EPAIQA's interface), group rankings (``rank``: drag and drop,
+EditHF), pairwise verdicts with ties (``pairwise``, GenAI-Bench) or critique ratings
+(``critique``: logicality, accuracy, usefulness, ReasonEdit), watch progress and agreement
+on the admin page, and export the answers in the formats ``ieqa mos`` and ``ieqa
+rank-editors --rankings`` read.
+
+>>> from ieqa.studio import StudyConfig, create_study, create_app  # doctest: +SKIP
+>>> store = create_study("edits/manifest.jsonl", "study.sqlite", StudyConfig(raters=3, per_item=2))
+>>> app = create_app(store)            # a FastAPI app; serve it with uvicorn
+
+Modules: :mod:`.store` (SQLite, WAL, one transaction per submission), :mod:`.design`
+(items, gold, training, assignment, order), :mod:`.security` (tokens, CSRF, form ids),
+:mod:`.analysis` (progress, agreement, flags), :mod:`.export`, :mod:`.app` (routes).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time
+from pathlib import Path
+
+from ieqa.studio.design import DEFAULT_DIMENSIONS, PROTOCOLS, StudyConfig, parse_scale, plan_study
+from ieqa.studio.export import (
+    export_study,
+    write_preferences_jsonl,
+    write_rankings_jsonl,
+    write_ratings_csv,
+)
+from ieqa.studio.security import new_token
+from ieqa.studio.store import Store, StudioError
+
+__all__ = ["DEFAULT_DIMENSIONS", "PROTOCOLS", "Store", "StudioError", "StudyConfig", "create_app",
+           "create_study", "export_study", "open_study", "parse_scale", "write_preferences_jsonl",
+           "write_rankings_jsonl", "write_ratings_csv"]
+
+
+def create_study(manifest: str | os.PathLike[str], db: str | os.PathLike[str],
+                 config: StudyConfig | None = None) -> Store:
+    """Read ``manifest``, plan the study (:func:`ieqa.studio.design.plan_study`) and write
+    it to a new SQLite file ``db``; returns its :class:`Store`."""
+    from ieqa.data.manifest import read_manifest
+
+    config = config or StudyConfig()
+    manifest = Path(manifest)
+    if not manifest.is_file():
+        raise StudioError(f"manifest {manifest} does not exist; make one with ieqa manifest (or ieqa "
+                          "synth for a synthetic set)")
+    samples = read_manifest(manifest)
+    plan = plan_study(samples, config)
+    store = Store(db)
+    store.create({"config": config.to_json(), "manifest": str(manifest.resolve()),
+                  "secret": secrets.token_hex(32), "admin_token": new_token(),
+                  "created": time.time()}, plan.items, plan.raters, plan.assignments)
+    return store
+
+
+def open_study(db: str | os.PathLike[str]) -> Store:
+    """The study in ``db`` (raises :class:`StudioError` when there is none)."""
+    store = Store(db)
+    if not store.exists():
+        raise StudioError(f"{db} holds no study; create one with ieqa studio MANIFEST --db {db}")
+    return store
+
+
+def create_app(store: Store, **kw: object):  # noqa: ANN201 - fastapi is an optional dependency
+    """The FastAPI app of a study (:func:`ieqa.studio.app.create_app`)."""
+    from ieqa.studio.app import create_app as _create
+
+    return _create(store, **kw)
