@@ -55,11 +55,12 @@ class RecordingJudge(ShapesEditCritiqueJudge):
         return result
 
 
-def _sft(model: str, sft_steps: int, n: int, max_eval: int, critique: str) -> Recipe:
+def _sft(model: str, sft_steps: int, n: int, max_eval: int, critique: str,
+         lr: float = 3e-4) -> Recipe:
     """The tiny ``reasonedit-sft`` recipe's warm-up stage alone, on ``critique``-style
     critiques."""
     recipe = tiny_recipe("reasonedit-sft", model, steps=[sft_steps, 1, 1], n=n,
-                         max_eval_samples=max_eval)
+                         max_eval_samples=max_eval, lr=lr)
     data = recipe.model_dump(mode="json")
     data["data"]["train"]["shapesedit"]["critique"] = critique
     data["stages"] = data["stages"][:1]
@@ -69,12 +70,12 @@ def _sft(model: str, sft_steps: int, n: int, max_eval: int, critique: str) -> Re
 def grpo_recipe(model: str, *, sft_steps: int, grpo_steps: int, aux: float,
                 generations: int = 4, prompts: int = 2, completion: int = 40,
                 beta: float = 0.04, lr: float = 1e-3, n: int = 400, max_eval: int = 80,
-                temperature: float = 0.7, critique: str = "brief",
+                temperature: float = 0.7, critique: str = "brief", sft_lr: float = 3e-4,
                 reward: dict[str, Any] | None = None,
                 trl_args: dict[str, Any] | None = None) -> Recipe:
     """The tiny ``reasonedit-sft`` warm-up stage on ``critique``-style ShapesEdit critiques
     (:func:`_sft`) followed by a ``grpo`` stage."""
-    data = _sft(model, sft_steps, n, max_eval, critique).model_dump(mode="json")
+    data = _sft(model, sft_steps, n, max_eval, critique, sft_lr).model_dump(mode="json")
     grpo = {"name": "grpo", "objective": "grpo", "loss": "grpo", "dimensions": DIMS,
             "template": data["stages"][0]["template"], "max_steps": grpo_steps,
             "grpo": {"reward": reward or {"scorer": "shapesedit-judge"},
@@ -132,7 +133,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--perception-steps", type=int, default=600,
                         help="perception pre-training steps (0: a random backbone)")
+    parser.add_argument("--backbone", help="start from this backbone folder (e.g. a previous "
+                        "run's perception/evaluator/model) instead of building one")
     parser.add_argument("--sft-steps", type=int, default=300)
+    parser.add_argument("--sft-lr", type=float, default=3e-4)
     parser.add_argument("--grpo-steps", type=int, default=200)
     parser.add_argument("--generations", type=int, default=4)
     parser.add_argument("--prompts", type=int, default=2)
@@ -146,12 +150,12 @@ def main() -> None:
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="grpo-learns-"))
     t0 = time.perf_counter()
-    model = str(build_tiny_vlm(tmp / "qwen2-vl", "qwen2-vl"))
-    if args.perception_steps:
+    model = args.backbone or str(build_tiny_vlm(tmp / "qwen2-vl", "qwen2-vl"))
+    if args.perception_steps and not args.backbone:
         model, srcc = perception_backbone(model, tmp / "perception", steps=args.perception_steps)
         print(f"perception: {args.perception_steps} steps, held-out SRCC {srcc:.3f} "
               f"({time.perf_counter() - t0:.0f} s)")
-    common = {"sft_steps": args.sft_steps, "grpo_steps": args.grpo_steps, "generations": args.generations,
+    common = {"sft_steps": args.sft_steps, "sft_lr": args.sft_lr, "grpo_steps": args.grpo_steps, "generations": args.generations,
               "prompts": args.prompts, "completion": args.completion, "beta": args.beta,
               "lr": args.lr, "temperature": args.temperature, "critique": args.critique}
     runs = {f"aux={args.aux:g}": run(model, tmp / "aux", aux=args.aux, **common)}
