@@ -59,7 +59,7 @@ _PAIR_KEYS = {"a>b": "a", "b>a": "b", "tie": "t", "both-bad": "x"}
 def _templates() -> Environment:
     env = Environment(loader=PackageLoader("ieqa.studio", "templates"),
                       autoescape=select_autoescape(default=True, default_for_string=True))
-    env.filters["num"] = lambda v, nd=2: "" if v is None else f"{float(v):.{nd}f}"
+    env.filters["num"] = _num
     env.filters["utc"] = lambda t: "" if t is None else time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(t))
     return env
 
@@ -359,6 +359,14 @@ def create_app(store: Store, *, secure_cookies: bool = False) -> FastAPI:
                         headers={"Content-Disposition": f'attachment; filename="{name}"'})
 
     return app
+
+
+def _num(value: float | None, decimals: int = 2) -> str:
+    """``value`` with ``decimals`` decimals (``""`` for None); never ``-0.000``: a
+    statistic that is 0 up to rounding (e.g. -6e-16) shows as ``0.000``."""
+    if value is None:
+        return ""
+    return f"{round(float(value), decimals) + 0.0:.{decimals}f}"
 
 
 def _mime(path: Path) -> str:
