@@ -122,3 +122,25 @@ def test_images_only_from_the_manifest(study):
     for slot in ("..%2F..%2Fetc%2Fpasswd", "c9", "mask", "%2Fetc%2Fpasswd"):
         assert c1.get(f"/media/{key}/{slot}").status_code == 404
     assert c1.get("/media/../../etc/passwd").status_code == 404
+
+
+def test_invite_tokens_are_compared_in_constant_time(study, monkeypatch):
+    # every stored token is compared with hmac.compare_digest, with no early exit: the
+    # time of a lookup does not tell how much of a guessed token matches
+    import ieqa.studio.store as store_module
+
+    store, _ = study
+    calls: list[tuple[bytes, bytes]] = []
+    real = store_module.hmac.compare_digest
+
+    def spy(a, b):
+        calls.append((a, b))
+        return real(a, b)
+
+    monkeypatch.setattr(store_module.hmac, "compare_digest", spy)
+    (r1, t1), *_ = store.raters()
+    assert store.rater_by_token(t1) == r1
+    assert {b.decode() for _, b in calls} == {t for _, t in store.raters()}
+    calls.clear()
+    assert store.rater_by_token(t1[:-1] + ("A" if t1[-1] != "A" else "B")) is None
+    assert len(calls) == len(store.raters())

@@ -22,6 +22,7 @@ the answer is on disk, and the page acknowledges it only then.
 
 from __future__ import annotations
 
+import hmac
 import json
 import os
 import sqlite3
@@ -236,13 +237,18 @@ class Store:
         return None if row is None else _item(row)
 
     def rater_by_token(self, token: str) -> str | None:
-        """The rater id of an invite token, or None (the comparison is done by SQLite's
-        index lookup on the token; tokens are 128-bit random, so guessing is hopeless)."""
+        """The rater id of an invite token, or None. The token is compared with every
+        rater's in constant time (:func:`hmac.compare_digest`, no early exit), not by an
+        SQL lookup whose time depends on how much of a guess matches a stored token."""
         if not token or len(token) > 200:
             return None
+        given = token.encode()
+        found = None
         with self.reading() as con:
-            row = con.execute("SELECT id FROM raters WHERE token = ?", (token,)).fetchone()
-        return None if row is None else str(row["id"])
+            for row in con.execute("SELECT id, token FROM raters"):
+                if hmac.compare_digest(given, str(row["token"]).encode()):
+                    found = str(row["id"])
+        return found
 
     def raters(self) -> list[tuple[str, str]]:
         """``(id, token)`` of every rater, in id order."""
