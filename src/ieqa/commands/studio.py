@@ -16,6 +16,7 @@ answers (ratings CSV for ``ieqa mos``; rankings JSONL for ``ieqa rank-editors
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import typer
@@ -30,8 +31,8 @@ _DESIGN = ("protocol", "dimensions", "scale", "raters", "per_item", "gold", "tra
 
 
 def command(
-    manifest: Path = typer.Argument(..., exists=True, dir_okay=False, help="the edits to study (a "
-                                    "manifest: .jsonl, .jsonl.gz, .parquet or .csv)"),
+    manifest: Path = typer.Argument(..., help="the edits to study (a manifest: .jsonl, .jsonl.gz, "
+                                    ".parquet or .csv)"),
     db: Path = typer.Option(..., "--db", dir_okay=False, help="the study's SQLite file: created on the "
                             "first run, reopened (resumed) later"),
     protocol: str | None = typer.Option(None, "--protocol", help="rate (sliders, default) | rank (drag "
@@ -99,7 +100,7 @@ def command(
     rows = [("admin", f"{base}/admin/login?token={meta['admin_token']}")]
     rows += [(rid, f"{base}/invite/{token}") for rid, token in store.raters()]
     if links is not None:
-        links.write_text("".join(f"{who}\t{url}\n" for who, url in rows), encoding="utf-8")
+        _write_private(links, "".join(f"{who}\t{url}\n" for who, url in rows))
     console.print(f"{config.protocol} study of {escape(meta['manifest'])} in {escape(str(db))}: "
                   f"{config.raters} rater(s), {config.per_item} per item, dimensions "
                   f"{', '.join(config.dimensions)}")
@@ -136,12 +137,32 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
+def _write_private(path: Path, text: str) -> None:
+    """Write ``text`` to ``path``, readable by its owner only (it holds the tokens, like
+    the study file)."""
+    fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)  # an existing file keeps its mode through os.open
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
+
+
+def _as_option(key: str, value: object) -> str:
+    """A design setting as the command-line option that gives it."""
+    if key == "dimensions":
+        value = ",".join(value)  # type: ignore[arg-type]
+    elif key == "scale":
+        value = "{:g}-{:g}".format(*value)  # type: ignore[str-format]
+    return f"--{key.replace('_', '-')} {value}"
+
+
 def _open_or_create(manifest: Path, db: Path, given: dict):  # noqa: ANN202 - a Store
     """The study in ``db``: created from ``manifest`` and the given design options, or
     reopened (then the options given must match the stored ones)."""
+    import dataclasses
+
     from ieqa.studio import StudioError, StudyConfig, create_study, open_study
 
-    if not db.exists():
+    if not db.exists():  # create_study says what to do when the manifest is missing
         given.setdefault("per_item", given.get("raters", 3))
         return create_study(manifest, db, StudyConfig(**given))
     store = open_study(db)
@@ -150,12 +171,12 @@ def _open_or_create(manifest: Path, db: Path, given: dict):  # noqa: ANN202 - a 
         raise StudioError(f"{db} studies {meta['manifest']}, not {manifest.resolve()}; pass that "
                           "manifest, or another --db for a new study")
     stored = StudyConfig.from_json(meta["config"])
-    if given:
-        wanted = StudyConfig(**{**stored.to_json(), **given, "dimensions": given.get(
-            "dimensions", stored.dimensions), "scale": given.get("scale", stored.scale)})
-        diff = [k for k in _DESIGN if getattr(wanted, k) != getattr(stored, k)]
-        if diff:
-            raise StudioError(f"{db} already holds a study with other settings ("
-                              + ", ".join(f"--{k.replace('_', '-')} {getattr(stored, k)!r}" for k in diff)
-                              + "); leave those options out to resume it, or pass another --db")
+    if "dimensions" in given:  # aliases (PQ) compare as their canonical names
+        given["dimensions"] = dataclasses.replace(stored, dimensions=given["dimensions"]).dimensions
+    diff = [k for k in _DESIGN if k in given and given[k] != getattr(stored, k)]
+    if diff:
+        raise StudioError(f"{db} already holds a study with other settings: it has "
+                          + ", ".join(_as_option(k, getattr(stored, k)) for k in diff) + ", you gave "
+                          + ", ".join(_as_option(k, given[k]) for k in diff)
+                          + "; leave those options out to resume it, or pass another --db for a new study")
     return store
