@@ -105,3 +105,23 @@ def test_the_links_file_is_private(tmp_path, shapes):
     assert res.exit_code == 0, res.output
     assert links.stat().st_mode & 0o777 == 0o600  # it holds the tokens, like the study file
     assert links.read_text().startswith("admin\t")
+
+
+def test_one_loopback_check_for_serve_and_studio():
+    # ieqa studio had a copy of ieqa serve's is_loopback (to avoid importing the scorers)
+    import os
+    import subprocess
+    import sys
+
+    from ieqa.commands import _net, serve, studio
+
+    from .helpers import REPO
+
+    assert studio.is_loopback is serve.is_loopback is _net.is_loopback
+    assert [_net.is_loopback(h) for h in ("localhost", "127.0.0.2", "[::1]", "0.0.0.0", "example.org")] == [
+        True, True, True, False, False]
+    # the studio still does not load ieqa serve's command (its scorer options: ~450 modules)
+    code = "import sys, ieqa.commands.studio; print(sorted({'ieqa.commands.serve', 'ieqa.commands._inputs'} & set(sys.modules)))"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+    assert out.stdout.strip() == "[]"

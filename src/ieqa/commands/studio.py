@@ -23,6 +23,8 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from ieqa.commands._net import is_loopback
+
 NAME = "studio"
 console = Console(stderr=True)
 
@@ -115,26 +117,13 @@ def command(
     except ImportError as exc:
         raise typer.BadParameter(f"ieqa studio needs the studio extra ({exc}); install it with "
                                  "pip install 'ieqa[studio]'") from None
-    if not _is_loopback(host) and not secure_cookies:
+    if not is_loopback(host) and not secure_cookies:
         console.print(f"[yellow]warning:[/] --host {escape(host)} accepts other machines over plain "
                       "HTTP, where invite and admin tokens travel in the clear: put the studio behind "
                       "an HTTPS proxy and pass --secure-cookies and --public-url https://...")
     app = create_app(store, secure_cookies=secure_cookies)
     console.print(f"serving on http://{host}:{port} (Ctrl-C stops; answers are saved as they come)")
     uvicorn.run(app, host=host, port=port, log_level=log_level)
-
-
-def _is_loopback(host: str) -> bool:
-    """``localhost`` or a loopback address (as ``ieqa serve`` decides; not imported from
-    there, which would load the scorers for nothing)."""
-    import ipaddress
-
-    if host.strip().lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def _write_private(path: Path, text: str) -> None:
