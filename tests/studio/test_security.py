@@ -144,3 +144,17 @@ def test_invite_tokens_are_compared_in_constant_time(study, monkeypatch):
     calls.clear()
     assert store.rater_by_token(t1[:-1] + ("A" if t1[-1] != "A" else "B")) is None
     assert len(calls) == len(store.raters())
+
+
+def test_admin_page_invite_links_use_the_public_url(study):
+    # behind the HTTPS proxy the docs ask for, the app sees http://127.0.0.1:8000: the
+    # admin page's invite links once pointed there instead of at --public-url
+    store, _ = study
+    app = create_app(store, public_url="https://study.example.org/")
+    token = store.meta()["admin_token"]
+    page = TestClient(app).get("/admin", headers={"Authorization": f"Bearer {token}"}).text
+    for _, t in store.raters():
+        assert f'value="https://study.example.org/invite/{t}"' in page
+    page = TestClient(create_app(store), base_url="http://10.0.0.5:8123").get(
+        "/admin", headers={"Authorization": f"Bearer {token}"}).text
+    assert f'value="http://10.0.0.5:8123/invite/{store.raters()[0][1]}"' in page  # default: as requested

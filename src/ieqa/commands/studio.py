@@ -67,7 +67,8 @@ def command(
     secure_cookies: bool = typer.Option(False, "--secure-cookies", help="mark cookies Secure "
                                         "(when served behind HTTPS)"),
     public_url: str | None = typer.Option(None, "--public-url", help="the base URL raters reach "
-                                          "(for the printed links); default http://HOST:PORT"),
+                                          "(for the printed links and the admin page's); default "
+                                          "http://HOST:PORT"),
     links: Path | None = typer.Option(None, "--links", dir_okay=False, help="also write the admin "
                                       "and invite links to this file (tab-separated)"),
     export: Path | None = typer.Option(None, "--export", dir_okay=False, help="write the answers "
@@ -121,7 +122,7 @@ def command(
         console.print(f"[yellow]warning:[/] --host {escape(host)} accepts other machines over plain "
                       "HTTP, where invite and admin tokens travel in the clear: put the studio behind "
                       "an HTTPS proxy and pass --secure-cookies and --public-url https://...")
-    app = create_app(store, secure_cookies=secure_cookies)
+    app = create_app(store, secure_cookies=secure_cookies, public_url=public_url)
     console.print(f"serving on http://{host}:{port} (Ctrl-C stops; answers are saved as they come)")
     uvicorn.run(app, host=host, port=port, log_level=log_level)
 

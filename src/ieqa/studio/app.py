@@ -69,9 +69,11 @@ class _Denied(Exception):
         self.status, self.message = status, message
 
 
-def create_app(store: Store, *, secure_cookies: bool = False) -> FastAPI:
+def create_app(store: Store, *, secure_cookies: bool = False, public_url: str | None = None) -> FastAPI:
     """The app of the study in ``store``. ``secure_cookies=True`` marks the session
-    cookies Secure (serve it behind HTTPS then)."""
+    cookies Secure (serve it behind HTTPS then); ``public_url`` is the base URL raters
+    reach (behind a reverse proxy), used for the invite links on the admin page
+    (default: the URL the admin page was requested at)."""
     meta = store.meta()
     config = StudyConfig.from_json(meta["config"])
     secret: str = meta["secret"]
@@ -332,7 +334,7 @@ def create_app(store: Store, *, secure_cookies: bool = False) -> FastAPI:
     def admin(request: Request) -> HTMLResponse:
         require_admin(request)
         report = analysis.study_report(store)
-        base = str(request.base_url).rstrip("/")
+        base = (public_url or str(request.base_url)).rstrip("/")
         links = dict(store.raters())
         exports = (["ratings.csv"] if config.protocol in ("rate", "critique") else
                    ["rankings.jsonl"] if config.protocol == "rank" else ["preferences.jsonl"])
