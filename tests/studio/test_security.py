@@ -90,6 +90,10 @@ def test_forms_need_csrf_and_an_issued_form_id(study):
     bad = c1.post("/study/task/1", data={**f, "dim__overall": "9"})
     assert bad.status_code == 400 and "outside the scale" in bad.text
     assert c1.post("/study/task/1", data={**f, "dim__overall": "nan"}).status_code == 400
+    for junk in ("abc", "", "  "):  # once a 500: the page tried to draw the slider at "abc"
+        bad = c1.post("/study/task/1", data={**f, "dim__overall": junk})
+        assert bad.status_code == 400 and 'id="form-error"' in bad.text, (junk, bad.status_code)
+        assert 'value="3.0"' in bad.text  # the slider starts over in the middle
     ok = c1.post("/study/task/1", data={**f, "dim__overall": "2.5"})
     assert ok.status_code == 303
     again = c1.post("/study/task/1", data={**f, "dim__overall": "4"})  # double click / retry

@@ -246,6 +246,22 @@ def create_app(store: Store, *, secure_cookies: bool = False, public_url: str | 
                 out.append((d, None, str(raw)))
         return out
 
+    def shown_again(form: dict[str, Any]) -> dict[str, Any]:
+        """The answers of a refused form that the page can show again: on sliders only
+        numbers on the scale (a slider set to "abc" cannot be drawn; it starts over)."""
+        if config.protocol not in ("rate", "critique"):
+            return form
+        lo, hi = config.scale
+        kept = {}
+        for key, raw in form.items():
+            try:
+                value = float(raw)
+            except (TypeError, ValueError):
+                continue
+            if math.isfinite(value) and lo <= value <= hi:
+                kept[key] = value
+        return kept
+
     @app.post("/study/task/{position}")
     async def submit(request: Request, position: int) -> Response:
         rater, token = await run_in_threadpool(rater_of, request)
@@ -260,7 +276,8 @@ def create_app(store: Store, *, secure_cookies: bool = False, public_url: str | 
         try:
             answer = parse_answer({k: str(v) for k, v in form.items()}, item)
         except StudioError as exc:
-            ctx = task_context(rater, token, position, item, values=form, error=str(exc), form_id=form_id)
+            ctx = task_context(rater, token, position, item, values=shown_again(form), error=str(exc),
+                               form_id=form_id)
             return page(f"{config.protocol}.html", status=400, **ctx)
         try:
             await run_in_threadpool(store.submit, form_id, rater, item.key, answer)
