@@ -44,6 +44,8 @@ def test_a_rater_sees_only_their_own_assignments(study):
         keys = set(map(int, re.findall(r'src="/media/(\d+)/', page.text)))
         assert keys == {a.item}
     assert c1.get(f"/study/task/{len(mine) + 5}").status_code == 404
+    assert c1.get(f"/study/task/{2**64}").status_code == 404  # once a 500 (OverflowError in SQLite)
+    assert c1.get(f"/media/{2**64}/c0").status_code == 403
     assert c1.get(f"/media/{theirs[0]}/c0").status_code == 403
     assert c1.get(f"/media/{theirs[0]}/source").status_code == 403
     # writing another rater's item: the position is c1's own, and a form id of r2's is refused

@@ -232,6 +232,8 @@ class Store:
 
     def item(self, key: int) -> Item | None:
         """The item with URL key ``key``, or None."""
+        if not _sql_int(key):
+            return None
         with self.reading() as con:
             row = con.execute("SELECT * FROM items WHERE key = ?", (key,)).fetchone()
         return None if row is None else _item(row)
@@ -265,6 +267,8 @@ class Store:
 
     def assignment(self, rater: str, position: int) -> Assignment | None:
         """``rater``'s assignment at ``position``, or None (another rater's is never returned)."""
+        if not _sql_int(position):
+            return None
         with self.reading() as con:
             r = con.execute("SELECT rater, item, position, done FROM assignments "
                             "WHERE rater = ? AND position = ?", (rater, position)).fetchone()
@@ -272,6 +276,8 @@ class Store:
 
     def is_assigned(self, rater: str, item: int) -> bool:
         """True when ``item`` is on ``rater``'s list."""
+        if not _sql_int(item):
+            return False
         with self.reading() as con:
             return con.execute("SELECT 1 FROM assignments WHERE rater = ? AND item = ?",
                                (rater, item)).fetchone() is not None
@@ -329,6 +335,12 @@ class Store:
                             [(submission, rater, item, d, v, a) for d, v, a in responses])
             con.execute("UPDATE assignments SET done = ? WHERE rater = ? AND item = ?", (now, rater, item))
         return SubmitOutcome("recorded", submission)
+
+
+def _sql_int(value: int) -> bool:
+    """True when ``value`` fits SQLite's 64-bit integers (a larger one from a URL would
+    raise OverflowError in the query: it names no row)."""
+    return -(2**63) <= value < 2**63
 
 
 def _item(row: sqlite3.Row) -> Item:
