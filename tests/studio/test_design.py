@@ -151,7 +151,12 @@ def test_report_flags_a_rater_who_misses_the_gold(tmp_path, shapes):
 
 
 def test_create_refuses_an_existing_file(tmp_path, shapes):
-    make_study(tmp_path, shapes, raters=1, per_item=1)
+    store = make_study(tmp_path, shapes, raters=1, per_item=1)
+    assert store.path.stat().st_mode & 0o777 == 0o600  # it holds the tokens
+    empty = tmp_path / "empty.sqlite"  # an empty file is taken, and made private too
+    empty.touch(mode=0o644)
+    empty.chmod(0o644)
+    assert create_study(shapes, empty, StudyConfig(raters=1, per_item=1)).path.stat().st_mode & 0o777 == 0o600
     with pytest.raises(StudioError, match="already exists"):
         create_study(shapes, tmp_path / "study.sqlite", StudyConfig(raters=1, per_item=1))
 

@@ -184,7 +184,10 @@ class Store:
                               "pass another --db to start a new one")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600)  # it holds the tokens
-        os.close(fd)
+        try:
+            os.fchmod(fd, 0o600)  # an existing (empty) file keeps its mode through os.open
+        finally:
+            os.close(fd)
         con = self.connect()
         try:
             mode = con.execute("PRAGMA journal_mode = WAL").fetchone()[0]
