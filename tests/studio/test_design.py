@@ -168,3 +168,26 @@ def test_report_with_raters_of_their_own_per_item(tmp_path, shapes):
     stats = {a.statistic.split(" (")[0]: a for a in study_report(store).agreement}
     assert stats["ICC(1,1)"].value == pytest.approx(1.0)  # identical ratings
     assert stats["Kendall's W"].value is None and "differ per item" in stats["Kendall's W"].note
+
+
+def test_rankings_name_candidates_one_way_for_the_whole_study(tmp_path, shapes):
+    # one group with two candidates of the same editor: its lines were once named by
+    # sample id while the others named editors, and rank-editors mixed the two
+    from ieqa.data.manifest import write_manifest
+
+    samples = read_manifest(shapes)
+    first = samples[0].group_id
+    twin = next(s for s in samples[1:] if s.group_id == first)
+    mixed = [s.model_copy(update={"editor": samples[0].editor}) if s.id == twin.id else s for s in samples]
+    manifest = tmp_path / "mixed.jsonl"
+    write_manifest(mixed, manifest)
+    store = create_study(manifest, tmp_path / "rank.sqlite", StudyConfig(protocol="rank", raters=1, per_item=1))
+    _answer_all(store, lambda r, it: [("overall", None, json.dumps([f"c{i}" for i in range(3)]))])
+    what, n = export_study(store, tmp_path / "rankings.jsonl")
+    assert n == 4 and what.startswith("rankings of sample ids") and "rank-editors" in what
+    ids = {s.id for s in samples}
+    assert all(set(e for t in r.tiers for e in t) <= ids for r in read_rankings(tmp_path / "rankings.jsonl"))
+    # distinct editors everywhere: editors, as before
+    plain = make_study(tmp_path, shapes, "plain", protocol="rank", raters=1, per_item=1)
+    _answer_all(plain, lambda r, it: [("overall", None, json.dumps([f"c{i}" for i in range(3)]))])
+    assert export_study(plain, tmp_path / "plain.jsonl")[0] == "rankings"
