@@ -97,11 +97,18 @@ def test_files_that_are_not_studies_and_missing_manifests(tmp_path, shapes):
 
 
 def test_the_links_file_is_private(tmp_path, shapes):
+    # a missing folder once gave a FileNotFoundError traceback: it is created
+    res = runner.invoke(app, ["studio", str(shapes), "--db", str(tmp_path / "s.sqlite"), "--raters", "1",
+                              "--links", str(tmp_path / "new" / "links.tsv"), "--no-serve"])
+    assert res.exit_code == 0 and (tmp_path / "new" / "links.tsv").is_file(), res.output
+    res = runner.invoke(app, ["studio", str(shapes), "--db", str(tmp_path / "s.sqlite"), "--export",
+                              str(tmp_path / "out" / "ratings.csv")])
+    assert res.exit_code == 0 and (tmp_path / "out" / "ratings.csv").is_file(), res.output
     links = tmp_path / "links.tsv"
     links.write_text("old\n")
     links.chmod(0o644)
-    res = runner.invoke(app, ["studio", str(shapes), "--db", str(tmp_path / "s.sqlite"), "--raters", "1",
-                              "--links", str(links), "--no-serve"])
+    res = runner.invoke(app, ["studio", str(shapes), "--db", str(tmp_path / "s.sqlite"), "--links", str(links),
+                              "--no-serve"])
     assert res.exit_code == 0, res.output
     assert links.stat().st_mode & 0o777 == 0o600  # it holds the tokens, like the study file
     assert links.read_text().startswith("admin\t")

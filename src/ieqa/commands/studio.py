@@ -129,7 +129,8 @@ def command(
 
 def _write_private(path: Path, text: str) -> None:
     """Write ``text`` to ``path``, readable by its owner only (it holds the tokens, like
-    the study file)."""
+    the study file); its folder is created."""
+    path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
     os.fchmod(fd, 0o600)  # an existing file keeps its mode through os.open
     with os.fdopen(fd, "w", encoding="utf-8") as fh:

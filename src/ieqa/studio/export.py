@@ -145,16 +145,19 @@ def write_preferences_jsonl(store: Store, path: str | os.PathLike[str], *, inclu
 
 
 def export_study(store: Store, path: str | os.PathLike[str], *, include_gold: bool = True) -> tuple[str, int]:
-    """Export in the protocol's format (see the module docstring); returns ``(what, count)``."""
+    """Export in the protocol's format (see the module docstring) to ``path`` (its folder
+    is created); returns ``(what, count)``."""
     config = _config(store)
     name = Path(path).name.lower()
     if config.protocol in ("rate", "critique"):
         if not name.endswith((".csv", ".tsv")):
             raise StudioError(f"{Path(path).name}: a {config.protocol} study exports ratings as CSV; "
                               "name the file *.csv")
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
         return "ratings", write_ratings_csv(store, path, include_gold=include_gold)
     if not name.endswith(".jsonl"):
         raise StudioError(f"{Path(path).name}: a {config.protocol} study exports JSONL; name the file *.jsonl")
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
     if config.protocol == "rank":
         what = "rankings" if named_by_editor(store) else (
             "rankings of sample ids (not every group's candidates have editors of their own, so "
