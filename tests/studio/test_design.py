@@ -114,18 +114,23 @@ def test_rating_export_reads_as_mos_input(tmp_path, shapes):
 
 def test_rankings_and_preferences_export(tmp_path, shapes):
     rank = make_study(tmp_path, shapes, "rank", protocol="rank", raters=2, per_item=2)
-    _answer_all(rank, lambda r, it: [("overall", None, json.dumps([f"c{i}" for i in range(3)]))])
+    orders = [["c2", "c0", "c1"], ["c1", "c2", "c0"]]  # one order per rater, not the slots' own
+    _answer_all(rank, lambda r, it: [("overall", None, json.dumps(orders[int(r[-1]) - 1]))])
     export_study(rank, tmp_path / "rankings.jsonl")
     rankings = read_rankings(tmp_path / "rankings.jsonl")
     assert len(rankings) == 8 and all(len(r.tiers) == 3 for r in rankings)
-    editors = {s.editor for s in read_manifest(shapes)}
-    assert {e for r in rankings for t in r.tiers for e in t} <= editors
+    groups = {it.data["group_id"]: it.data["samples"] for it in rank.items()}
+    for r in rankings:  # each rater's order, slot by slot, as the candidates' editors
+        want = [groups[r.group_id][int(slot[1:])]["editor"] for slot in orders[int(r.rater[-1]) - 1]]
+        assert [t[0] for t in r.tiers] == want
     pw = make_study(tmp_path, shapes, "pw", protocol="pairwise", raters=2, per_item=1)
     _answer_all(pw, lambda r, it: [("overall", None, "tie" if it.key % 3 == 0 else "a>b")])
     what, n = export_study(pw, tmp_path / "prefs.jsonl")
     prefs = read_preferences(tmp_path / "prefs.jsonl")
     assert what == "preferences" and n == len(prefs) == 12
-    assert {p.label.value for p in prefs} <= {"a>b", "tie"}
+    by_pair = {(it.data["samples"][0]["id"], it.data["samples"][1]["id"]): it.key for it in pw.items()}
+    for p in prefs:  # A and B as shown, with the verdict given on that item
+        assert p.label.value == ("tie" if by_pair[(p.a.id, p.b.id)] % 3 == 0 else "a>b")
 
 
 def test_report_flags_a_rater_who_misses_the_gold(tmp_path, shapes):
