@@ -25,9 +25,6 @@ the page's JavaScript is ``/static/studio.js``), ``X-Content-Type-Options: nosni
 from __future__ import annotations
 
 import hmac
-import json
-import math
-import random
 import re
 import tempfile
 import time
@@ -41,9 +38,9 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.concurrency import run_in_threadpool
 
 from ieqa.data.dimensions import list_dimensions
-from ieqa.studio import analysis, export, security
+from ieqa.studio import analysis, answers, export, security
 from ieqa.studio.design import PAIR_LABELS, StudyConfig
-from ieqa.studio.store import Item, Store, StudioError
+from ieqa.studio.store import Assignment, Item, Store, StudioError
 
 __all__ = ["ADMIN_COOKIE", "RATER_COOKIE", "create_app"]
 
@@ -52,11 +49,10 @@ ADMIN_COOKIE = "ieqa_studio_admin"
 _SLOT = re.compile(r"^(source|c\d{1,3})$")
 _CSP = ("default-src 'none'; img-src 'self'; script-src 'self'; style-src 'self'; "
         "form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
-_PAIR_TEXT = {"a>b": "A is better", "b>a": "B is better", "tie": "Tie: both good", "both-bad": "Both bad"}
-_PAIR_KEYS = {"a>b": "a", "b>a": "b", "tie": "t", "both-bad": "x"}
 
 
 def _templates() -> Environment:
+    """The pages' Jinja2 environment (autoescaped), with the ``num`` and ``utc`` filters."""
     env = Environment(loader=PackageLoader("ieqa.studio", "templates"),
                       autoescape=select_autoescape(default=True, default_for_string=True))
     env.filters["num"] = _num
@@ -65,6 +61,8 @@ def _templates() -> Environment:
 
 
 class _Denied(Exception):
+    """A request refused with ``status`` and a page saying ``message``."""
+
     def __init__(self, status: int, message: str) -> None:
         self.status, self.message = status, message
 
@@ -101,16 +99,19 @@ def create_app(store: Store, *, secure_cookies: bool = False, public_url: str | 
                     "Not found" if exc.status == 404 else "Sign in", message=exc.message)
 
     def page(name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
+        """Template ``name`` rendered with the study's title and config and ``ctx``."""
         html = env.get_template(name).render(title=config.title, config=config, **ctx)
         return HTMLResponse(html, status_code=status)
 
     def set_cookie(resp: Response, key: str, value: str) -> None:
+        """A session cookie: HttpOnly, SameSite=Lax, Secure with ``secure_cookies``."""
         resp.set_cookie(key, value, httponly=True, samesite="lax", secure=secure_cookies,
                         max_age=90 * 24 * 3600, path="/")
 
     # ------------------------------------------------------------------ who is asking
 
     def rater_of(request: Request) -> tuple[str, str]:
+        """``(rater id, invite token)`` of the request's rater cookie; 401 without one."""
         token = request.cookies.get(RATER_COOKIE, "")
         rater = store.rater_by_token(token) if token else None
         if rater is None:
@@ -118,6 +119,8 @@ def create_app(store: Store, *, secure_cookies: bool = False, public_url: str | 
         return rater, token
 
     def admin_session(request: Request) -> str | None:
+        """The admin token of the request (Bearer header or cookie) when it is the
+        study's (constant-time comparison), else None."""
         auth = request.headers.get("authorization", "")
         given = auth[7:].strip() if auth.lower().startswith("bearer ") else request.cookies.get(ADMIN_COOKIE, "")
         if given and hmac.compare_digest(given.encode(), admin_token.encode()):
@@ -125,6 +128,7 @@ def create_app(store: Store, *, secure_cookies: bool = False, public_url: str | 
         return None
 
     def require_admin(request: Request) -> str:
+        """The admin session of the request; 403 saying how to sign in without one."""
         session = admin_session(request)
         if session is None:
             raise _Denied(403, "The admin pages need the admin token: open /admin/login?token=ADMIN_TOKEN "
@@ -155,6 +159,7 @@ def create_app(store: Store, *, secure_cookies: bool = False, public_url: str | 
     # ------------------------------------------------------------------ rater
 
     def progress(rater: str) -> dict[str, Any]:
+        """``done``, ``total`` and the ``next`` unanswered position of a rater's list."""
         rows = store.assignments(rater)
         done = sum(a.done is not None for a in rows)
         nxt = next((a.position for a in rows if a.done is None), None)
@@ -182,7 +187,9 @@ def create_app(store: Store, *, secure_cookies: bool = False, public_url: str | 
         return page("message.html", heading="Thank you!",
                     message=f"All {prog['total']} items are done and saved. You can close this page.")
 
-    def own_item(rater: str, position: int) -> tuple[Any, Item]:
+    def own_item(rater: str, position: int) -> tuple[Assignment, Item]:
+        """The assignment at ``position`` of *this rater's* list and its item; 404 when
+        there is none (another rater's list is never reachable)."""
         assignment = store.assignment(rater, position)
         if assignment is None:
             raise _Denied(404, "There is no such item on your list.")
@@ -192,12 +199,10 @@ def create_app(store: Store, *, secure_cookies: bool = False, public_url: str | 
 
     def task_context(rater: str, token: str, position: int, item: Item, values: dict[str, Any] | None = None,
                      error: str | None = None, form_id: str | None = None) -> dict[str, Any]:
+        """What a task page shows: the item, its images and text, the questions, the
+        CSRF token, a form id (a new one, or the refused form's), progress, an error."""
         samples = item.data["samples"]
-        slots = [{"slot": f"c{i}", "sample": s} for i, s in enumerate(samples)]
-        if config.protocol == "rank":  # the candidates in an order of this rater's own
-            random.Random(f"{rater}:{item.key}").shuffle(slots)
-            for n, s in enumerate(slots):
-                s["label"] = f"Candidate {n + 1}"
+        slots = answers.candidate_slots(config.protocol, rater, item)
         lo, hi = config.scale
         dims = [{"name": d, "label": d.replace("_", " ").capitalize(), "help": descriptions.get(d, "")}
                 for d in config.dimensions]
@@ -208,7 +213,7 @@ def create_app(store: Store, *, secure_cookies: bool = False, public_url: str | 
                 "csrf": security.csrf_token(secret, token),
                 "form_id": form_id or security.new_form_id(secret, rater, item.key),
                 "training": item.role == "training", "progress": prog, "values": values or {},
-                "error": error, "pair_labels": [(v, _PAIR_TEXT[v], _PAIR_KEYS[v]) for v in PAIR_LABELS]}
+                "error": error, "pair_labels": [(v, answers.PAIR_TEXT[v], answers.PAIR_KEYS[v]) for v in PAIR_LABELS]}
 
     @app.get("/study/task/{position}", response_class=HTMLResponse)
     def task(request: Request, position: int) -> HTMLResponse:
@@ -218,49 +223,6 @@ def create_app(store: Store, *, secure_cookies: bool = False, public_url: str | 
             return page("message.html", heading="Already saved",
                         message="Your answer to this item is saved.", next_link="/study/next")
         return page(f"{config.protocol}.html", **task_context(rater, token, position, item))
-
-    def parse_answer(form: dict[str, str], item: Item) -> list[tuple[str, float | None, str | None]]:
-        out: list[tuple[str, float | None, str | None]] = []
-        lo, hi = config.scale
-        k = len(item.data["samples"])
-        for d in config.dimensions:
-            raw = form.get(f"dim__{d}")
-            if raw is None or not str(raw).strip():
-                raise StudioError(f"no answer for {d.replace('_', ' ')}; answer every question")
-            if config.protocol in ("rate", "critique"):
-                try:
-                    v = float(raw)
-                except ValueError:
-                    raise StudioError(f"{d}: {raw!r} is not a number") from None
-                if not (math.isfinite(v) and lo <= v <= hi):
-                    raise StudioError(f"{d}: {v:g} is outside the scale {lo:g}-{hi:g}")
-                out.append((d, v, None))
-            elif config.protocol == "rank":
-                order = [s.strip() for s in str(raw).split(",") if s.strip()]
-                if sorted(order) != sorted(f"c{i}" for i in range(k)):
-                    raise StudioError(f"{d}: the ranking must hold each of the {k} candidates once")
-                out.append((d, None, json.dumps(order)))
-            else:
-                if raw not in PAIR_LABELS:
-                    raise StudioError(f"{d}: choose one of A better, B better, tie or both bad")
-                out.append((d, None, str(raw)))
-        return out
-
-    def shown_again(form: dict[str, Any]) -> dict[str, Any]:
-        """The answers of a refused form that the page can show again: on sliders only
-        numbers on the scale (a slider set to "abc" cannot be drawn; it starts over)."""
-        if config.protocol not in ("rate", "critique"):
-            return form
-        lo, hi = config.scale
-        kept = {}
-        for key, raw in form.items():
-            try:
-                value = float(raw)
-            except (TypeError, ValueError):
-                continue
-            if math.isfinite(value) and lo <= value <= hi:
-                kept[key] = value
-        return kept
 
     @app.post("/study/task/{position}")
     async def submit(request: Request, position: int) -> Response:
@@ -274,9 +236,9 @@ def create_app(store: Store, *, secure_cookies: bool = False, public_url: str | 
         if not security.check_form_id(secret, rater, item.key, form_id):
             raise _Denied(403, "This form is not valid for this item. Reload the page and answer again.")
         try:
-            answer = parse_answer({k: str(v) for k, v in form.items()}, item)
+            answer = answers.parse_answer(config, {k: str(v) for k, v in form.items()}, item)
         except StudioError as exc:
-            ctx = task_context(rater, token, position, item, values=shown_again(form), error=str(exc),
+            ctx = task_context(rater, token, position, item, values=answers.shown_again(config, form), error=str(exc),
                                form_id=form_id)
             return page(f"{config.protocol}.html", status=400, **ctx)
         try:
@@ -289,27 +251,12 @@ def create_app(store: Store, *, secure_cookies: bool = False, public_url: str | 
 
     @app.get("/study/task/{position}/feedback", response_class=HTMLResponse)
     def feedback(request: Request, position: int) -> HTMLResponse:
-        rater, token = rater_of(request)
+        rater, _ = rater_of(request)
         assignment, item = own_item(rater, position)
         if item.role != "training" or assignment.done is None or item.gold is None:
             raise _Denied(404, "No feedback for this item.")
         mine = {r["dimension"]: r for r in store.response_of(rater, item.key)}
-        rows = []
-        for d in config.dimensions:
-            gold = item.gold.get(d)
-            r = mine.get(d, {})
-            if config.protocol in ("rate", "critique"):
-                yours, ref = f"{r.get('value', float('nan')):.2f}", f"{gold[0]:.2f}"
-            elif config.protocol == "rank":
-                order = json.loads(r.get("answer") or "[]")
-                ctx = task_context(rater, token, position, item)
-                label = {s["slot"]: s["label"] for s in ctx["slots"]}
-                yours = " > ".join(label[s] for s in order)
-                ref = " > ".join(label[f"c{i}"] for i in sorted(range(len(gold)), key=lambda i: -gold[i]))
-            else:
-                yours = _PAIR_TEXT.get(r.get("answer"), "?")
-                ref = _PAIR_TEXT[analysis.gold_label(gold[0], gold[1], config.tie_margin)]
-            rows.append({"dimension": d.replace("_", " "), "yours": yours, "reference": ref})
+        rows = answers.feedback_rows(config, rater, item, mine)
         return page("feedback.html", rows=rows, progress=progress(rater))
 
     # ------------------------------------------------------------------ images
