@@ -102,8 +102,10 @@ def test_the_links_file_is_private(tmp_path, shapes):
                               "--links", str(tmp_path / "new" / "links.tsv"), "--no-serve"])
     assert res.exit_code == 0 and (tmp_path / "new" / "links.tsv").is_file(), res.output
     res = runner.invoke(app, ["studio", str(shapes), "--db", str(tmp_path / "s.sqlite"), "--export",
-                              str(tmp_path / "out" / "ratings.csv")])
+                              str(tmp_path / "out" / "ratings.csv"), "--links", str(tmp_path / "again.tsv")])
     assert res.exit_code == 0 and (tmp_path / "out" / "ratings.csv").is_file(), res.output
+    # --links with --export: written too (it was once ignored without a word)
+    assert (tmp_path / "again.tsv").read_text() == (tmp_path / "new" / "links.tsv").read_text()
     links = tmp_path / "links.tsv"
     links.write_text("old\n")
     links.chmod(0o644)

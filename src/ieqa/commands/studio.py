@@ -93,17 +93,17 @@ def command(
         store = _open_or_create(manifest, db, {k: v for k, v in given.items() if v is not None})
         meta = store.meta()
         config = StudyConfig.from_json(meta["config"])
+        base = (public_url or f"http://{host}:{port}").rstrip("/")
+        rows = [("admin", f"{base}/admin/login?token={meta['admin_token']}")]
+        rows += [(rid, f"{base}/invite/{token}") for rid, token in store.raters()]
+        if links is not None:  # with --export too
+            _write_private(links, "".join(f"{who}\t{url}\n" for who, url in rows))
         if export is not None:
             what, n = export_study(store, export, include_gold=not no_gold_export)
             console.print(f"wrote {n} {what} of the {config.protocol} study to {escape(str(export))}")
             return
     except StudioError as exc:
         raise typer.BadParameter(str(exc)) from None
-    base = (public_url or f"http://{host}:{port}").rstrip("/")
-    rows = [("admin", f"{base}/admin/login?token={meta['admin_token']}")]
-    rows += [(rid, f"{base}/invite/{token}") for rid, token in store.raters()]
-    if links is not None:
-        _write_private(links, "".join(f"{who}\t{url}\n" for who, url in rows))
     console.print(f"{config.protocol} study of {escape(meta['manifest'])} in {escape(str(db))}: "
                   f"{config.raters} rater(s), {config.per_item} per item, dimensions "
                   f"{', '.join(config.dimensions)}")
