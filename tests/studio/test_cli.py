@@ -94,6 +94,14 @@ def test_files_that_are_not_studies_and_missing_manifests(tmp_path, shapes):
     res = runner.invoke(app, ["studio", str(shapes), "--db", str(tmp_path / "n.sqlite"), "--gold-from",
                               "truth", "--no-serve"])
     assert res.exit_code != 0 and "--gold-from must be one of meta, scores" in _text(res)
+    # options another protocol uses are refused, not stored and ignored
+    res = runner.invoke(app, ["studio", str(shapes), "--db", str(tmp_path / "n.sqlite"), "--protocol", "rank",
+                              "--scale", "0-100", "--no-serve"])
+    assert res.exit_code != 0 and "--scale applies to rate and critique studies, not rank" in _text(res)
+    res = runner.invoke(app, ["studio", str(shapes), "--db", str(tmp_path / "n.sqlite"), "--tie-margin", "0.5",
+                              "--no-serve"])
+    assert res.exit_code != 0 and "--tie-margin applies to rank and pairwise studies, not rate" in _text(res)
+    assert not (tmp_path / "n.sqlite").exists()
 
 
 def test_the_links_file_is_private(tmp_path, shapes):

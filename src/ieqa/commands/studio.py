@@ -28,6 +28,9 @@ from ieqa.commands._net import is_loopback
 NAME = "studio"
 console = Console(stderr=True)
 
+#: design options that mean something for some protocols only (refused for the others
+#: rather than stored and ignored)
+_ONLY_FOR = {"scale": ("rate", "critique"), "tie_margin": ("rank", "pairwise")}
 _DESIGN = ("protocol", "dimensions", "scale", "raters", "per_item", "gold", "training", "gold_from",
            "gold_min", "tie_margin", "seed", "title")
 
@@ -154,6 +157,11 @@ def _open_or_create(manifest: Path, db: Path, given: dict):  # noqa: ANN202 - a 
     from ieqa.studio import StudioError, StudyConfig, create_study, open_study
 
     if not db.exists():  # create_study says what to do when the manifest is missing
+        protocol = given.get("protocol", "rate")
+        for key, protocols in _ONLY_FOR.items():
+            if key in given and protocol not in protocols:
+                raise StudioError(f"--{key.replace('_', '-')} applies to {' and '.join(protocols)} "
+                                  f"studies, not {protocol}; leave it out")
         given.setdefault("per_item", given.get("raters", 3))
         return create_study(manifest, db, StudyConfig(**given))
     store = open_study(db)
