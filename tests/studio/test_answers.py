@@ -61,3 +61,12 @@ def test_pairwise_and_rate_feedback():
     rate = StudyConfig(dimensions=("overall",), raters=1, per_item=1)
     rows = feedback_rows(rate, "rater-01", _item(1, gold={"overall": [4.0]}), {})
     assert rows == [{"dimension": "overall", "yours": "", "reference": "4.00"}]  # not "nan"
+
+
+def test_rank_feedback_shows_gold_ties_as_ties():
+    # equal gold values were once shown in an arbitrary strict order
+    config = StudyConfig(protocol="rank", raters=1, per_item=1, tie_margin=0.25)
+    item = _item(3, gold={"overall": [2.0, 4.0, 3.9]})
+    label = {s["slot"]: s["label"] for s in candidate_slots("rank", "rater-01", item)}
+    (row,) = feedback_rows(config, "rater-01", item, {"overall": {"answer": '["c1", "c2", "c0"]'}})
+    assert row["reference"] == f"{label['c1']} = {label['c2']} > {label['c0']}"

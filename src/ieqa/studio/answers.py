@@ -5,6 +5,7 @@ routes in :mod:`ieqa.studio.app` call them)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import random
@@ -100,9 +101,19 @@ def feedback_rows(config: StudyConfig, rater: str, item: Item,
             ref = f"{gold[0]:.2f}"
         elif config.protocol == "rank":
             yours = " > ".join(label[s] for s in json.loads(r.get("answer") or "[]"))
-            ref = " > ".join(label[f"c{i}"] for i in sorted(range(len(gold)), key=lambda i: -gold[i]))
+            ref = _gold_order(gold, [label[f"c{i}"] for i in range(len(gold))], config.tie_margin)
         else:
             yours = PAIR_TEXT.get(r.get("answer") or "", "?")
             ref = PAIR_TEXT[gold_label(gold[0], gold[1], config.tie_margin)]
         rows.append({"dimension": d.replace("_", " "), "yours": yours, "reference": ref})
     return rows
+
+
+def _gold_order(gold: list[float], labels: list[str], margin: float) -> str:
+    """The candidates best first by their gold values; neighbours no more than ``margin``
+    apart are written as a tie (``=``), as the gold scores count them."""
+    order = sorted(range(len(gold)), key=lambda i: -gold[i])
+    text = labels[order[0]]
+    for prev, i in itertools.pairwise(order):
+        text += (" = " if gold[prev] - gold[i] <= margin else " > ") + labels[i]
+    return text
