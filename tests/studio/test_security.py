@@ -5,11 +5,12 @@ from the manifest's files."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
 
-from ieqa.studio import create_app
+from ieqa.studio import StudioError, create_app
 
 from .helpers import XSS, form_fields, make_study, shapes_manifest
 
@@ -164,3 +165,33 @@ def test_admin_page_invite_links_use_the_public_url(study):
     page = TestClient(create_app(store), base_url="http://10.0.0.5:8123").get(
         "/admin", headers={"Authorization": f"Bearer {token}"}).text
     assert f'value="http://10.0.0.5:8123/invite/{store.raters()[0][1]}"' in page  # default: as requested
+
+
+def test_manifest_relative_and_symlinked_images(tmp_path, shapes, monkeypatch):
+    # a manifest with relative paths, read from another working directory, and an image
+    # that is a symlink: the study keeps absolute, resolved paths and serves those files
+    import json
+    import shutil
+
+    from .helpers import make_study as _make
+
+    data = tmp_path / "data"
+    shutil.copytree(shapes.parent / "images", data / "images")
+    rows = [json.loads(line) for line in shapes.read_text().splitlines()]
+    real = tmp_path / "elsewhere.png"
+    shutil.copy(data / "images" / rows[0]["edited"].split("/")[-1], real)
+    (data / "images" / "linked.png").symlink_to(real)
+    rows[0]["edited"] = "images/linked.png"
+    (data / "m.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    monkeypatch.chdir(tmp_path.parent)
+    store = _make(tmp_path, data / "m.jsonl", "rel", raters=1, per_item=1, dimensions=("overall",))
+    first = next(it for it in store.items() if it.id == rows[0]["id"])
+    assert first.data["samples"][0]["edited"] == str(real.resolve())
+    assert all(Path(it.data["samples"][0]["edited"]).is_absolute() for it in store.items())
+    client = _login(create_app(store), store.raters()[0][1])
+    assert client.get(f"/media/{first.key}/c0").content == real.read_bytes()
+    (data / "images" / "missing.png").symlink_to(tmp_path / "nowhere.png")
+    rows[1]["edited"] = "images/missing.png"
+    (data / "bad.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(StudioError, match="does not exist; fix the manifest's path"):
+        _make(tmp_path, data / "bad.jsonl", "bad", raters=1, per_item=1)
