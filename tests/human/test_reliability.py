@@ -68,6 +68,18 @@ def test_icc_degenerate_inputs():
         icc(m, "ICC(3,1)")
     with pytest.raises(MetricInputError, match="form must be one of"):
         icc(SHROUT_FLEISS, "ICC(4,1)")
+
+
+@pytest.mark.parametrize("value", [3.2, 0.1, 2.7, 71.3])
+def test_icc_equal_ratings_that_do_not_sum_exactly(value):
+    # 3.2 has no exact float mean: rounding noise once made ICC 1.0, 0.52 or -0.5 here
+    for shape in ((10, 2), (12, 3), (7, 3)):
+        with pytest.raises(MetricInputError, match="ratings are equal"):
+            icc(np.full(shape, value))
+    m = np.array([[value, value + 0.5]] * 5)  # every rater constant, raters differ
+    assert icc(m, "ICC(2,1)") == 0.0  # not -0.0 nor noise
+    with pytest.raises(MetricInputError, match="ICC\\(3,1\\) is undefined"):
+        icc(m, "ICC(3,1)")
     with pytest.raises(MetricInputError, match="at least 2 rater"):
         icc([[1.0], [2.0]])
 

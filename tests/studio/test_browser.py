@@ -286,6 +286,13 @@ def test_pairwise_and_critique_pages(browser, tmp_path, shots):
         page.keyboard.press("3")
         page.keyboard.press("ArrowRight")
         page.keyboard.press("Enter")
+        # Enter on the focused Back button goes back; it once confirmed and sent the answer
+        page.focus("#confirm-back")
+        page.keyboard.press("Enter")
+        assert page.locator("#confirm").is_hidden() and page.url.endswith(f"/task/{xss_pos}")
+        assert cq.response_of("rater-01", cq.assignment("rater-01", xss_pos).item) == []
+        page.keyboard.press("3")
+        page.keyboard.press("Enter")
         page.keyboard.press("Enter")
         page.wait_for_url(lambda u: not u.endswith(f"/task/{xss_pos}"))
         got = {r["dimension"]: r["value"] for r in cq.response_of("rater-01", cq.assignment("rater-01", xss_pos).item)}

@@ -13,6 +13,11 @@ from ieqa.studio import open_study
 runner = CliRunner()
 
 
+def _text(res) -> str:
+    """The command's output with rich's box and line wrapping undone."""
+    return " ".join(res.output.replace("│", " ").split())
+
+
 def test_create_resume_and_export(tmp_path, shapes):
     db, links = tmp_path / "study.sqlite", tmp_path / "links.tsv"
     res = runner.invoke(app, ["studio", str(shapes), "--db", str(db), "--raters", "2", "--per-item", "1",
@@ -29,7 +34,7 @@ def test_create_resume_and_export(tmp_path, shapes):
     res = runner.invoke(app, ["studio", str(shapes), "--db", str(db), "--raters", "2", "--no-serve"])
     assert res.exit_code == 0, res.output
     res = runner.invoke(app, ["studio", str(shapes), "--db", str(db), "--protocol", "rank", "--no-serve"])
-    assert res.exit_code != 0 and "--protocol 'rate'" in res.output
+    assert res.exit_code != 0 and "it has --protocol rate, you gave --protocol rank" in _text(res)
     rater = store.raters()[0][0]
     for a in store.assignments(rater)[:3]:
         store.submit(f"s{a.item}", rater, a.item, [("overall", 7.0, None), ("visual_quality", 2.0, None)])
@@ -52,3 +57,88 @@ def test_errors_say_what_to_do(tmp_path, shapes):
     res = runner.invoke(app, ["studio", str(shapes), "--db", str(tmp_path / "c.sqlite"), "--scale", "high",
                               "--no-serve"])
     assert res.exit_code != 0 and "LO-HI" in res.output
+
+
+def test_resuming_with_other_options_names_them_as_options(tmp_path, shapes):
+    db = tmp_path / "study.sqlite"
+    assert runner.invoke(app, ["studio", str(shapes), "--db", str(db), "--raters", "3", "--per-item", "2",
+                               "--dimensions", "overall,PQ", "--no-serve"]).exit_code == 0
+    # fewer raters than the stored per-item: the difference, not "--per-item must be in 1..1"
+    res = runner.invoke(app, ["studio", str(shapes), "--db", str(db), "--raters", "1", "--no-serve"])
+    assert res.exit_code != 0 and "it has --raters 3, you gave --raters 1" in _text(res)
+    assert "per-item" not in _text(res)
+    res = runner.invoke(app, ["studio", str(shapes), "--db", str(db), "--dimensions", "overall",
+                              "--scale", "0-10", "--no-serve"])
+    text = _text(res)
+    assert "it has --dimensions overall,visual_quality, --scale 1-5" in text, text
+    assert "you gave --dimensions overall, --scale 0-10" in text and "(" not in text.split("it has")[1]
+    # aliases and the same values resume
+    res = runner.invoke(app, ["studio", str(shapes), "--db", str(db), "--dimensions", "overall,PQ",
+                              "--scale", "1-5", "--no-serve"])
+    assert res.exit_code == 0, res.output
+
+
+def test_files_that_are_not_studies_and_missing_manifests(tmp_path, shapes):
+    other = tmp_path / "notes.sqlite"
+    other.write_text("not a database")
+    res = runner.invoke(app, ["studio", str(shapes), "--db", str(other), "--no-serve"])
+    assert res.exit_code != 0 and "is not an ieqa studio file" in _text(res)
+    assert "create one with" not in _text(res)  # that command would fail the same way
+    assert other.read_text() == "not a database"
+    res = runner.invoke(app, ["studio", str(tmp_path / "missing.jsonl"), "--db", str(tmp_path / "n.sqlite"),
+                              "--no-serve"])
+    assert res.exit_code != 0 and "make one with ieqa manifest (or ieqa synth" in _text(res)
+    res = runner.invoke(app, ["studio", str(shapes), "--db", str(tmp_path / "n.sqlite"), "--protocol",
+                              "vote", "--no-serve"])
+    assert res.exit_code != 0 and "--protocol 'vote' is not one of rate, rank" in _text(res)
+    res = runner.invoke(app, ["studio", str(shapes), "--db", str(tmp_path / "n.sqlite"), "--gold-from",
+                              "truth", "--no-serve"])
+    assert res.exit_code != 0 and "--gold-from must be one of meta, scores" in _text(res)
+    # options another protocol uses are refused, not stored and ignored
+    res = runner.invoke(app, ["studio", str(shapes), "--db", str(tmp_path / "n.sqlite"), "--protocol", "rank",
+                              "--scale", "0-100", "--no-serve"])
+    assert res.exit_code != 0 and "--scale applies to rate and critique studies, not rank" in _text(res)
+    res = runner.invoke(app, ["studio", str(shapes), "--db", str(tmp_path / "n.sqlite"), "--tie-margin", "0.5",
+                              "--no-serve"])
+    assert res.exit_code != 0 and "--tie-margin applies to rank and pairwise studies, not rate" in _text(res)
+    assert not (tmp_path / "n.sqlite").exists()
+
+
+def test_the_links_file_is_private(tmp_path, shapes):
+    # a missing folder once gave a FileNotFoundError traceback: it is created
+    res = runner.invoke(app, ["studio", str(shapes), "--db", str(tmp_path / "s.sqlite"), "--raters", "1",
+                              "--links", str(tmp_path / "new" / "links.tsv"), "--no-serve"])
+    assert res.exit_code == 0 and (tmp_path / "new" / "links.tsv").is_file(), res.output
+    res = runner.invoke(app, ["studio", str(shapes), "--db", str(tmp_path / "s.sqlite"), "--export",
+                              str(tmp_path / "out" / "ratings.csv"), "--links", str(tmp_path / "again.tsv")])
+    assert res.exit_code == 0 and (tmp_path / "out" / "ratings.csv").is_file(), res.output
+    # --links with --export: written too (it was once ignored without a word)
+    assert (tmp_path / "again.tsv").read_text() == (tmp_path / "new" / "links.tsv").read_text()
+    links = tmp_path / "links.tsv"
+    links.write_text("old\n")
+    links.chmod(0o644)
+    res = runner.invoke(app, ["studio", str(shapes), "--db", str(tmp_path / "s.sqlite"), "--links", str(links),
+                              "--no-serve"])
+    assert res.exit_code == 0, res.output
+    assert links.stat().st_mode & 0o777 == 0o600  # it holds the tokens, like the study file
+    assert links.read_text().startswith("admin\t")
+
+
+def test_one_loopback_check_for_serve_and_studio():
+    # ieqa studio had a copy of ieqa serve's is_loopback (to avoid importing the scorers)
+    import os
+    import subprocess
+    import sys
+
+    from ieqa.commands import _net, serve, studio
+
+    from .helpers import REPO
+
+    assert studio.is_loopback is serve.is_loopback is _net.is_loopback
+    assert [_net.is_loopback(h) for h in ("localhost", "127.0.0.2", "[::1]", "0.0.0.0", "example.org")] == [
+        True, True, True, False, False]
+    # the studio still does not load ieqa serve's command (its scorer options: ~450 modules)
+    code = "import sys, ieqa.commands.studio; print(sorted({'ieqa.commands.serve', 'ieqa.commands._inputs'} & set(sys.modules)))"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+    assert out.stdout.strip() == "[]"

@@ -114,18 +114,23 @@ def test_rating_export_reads_as_mos_input(tmp_path, shapes):
 
 def test_rankings_and_preferences_export(tmp_path, shapes):
     rank = make_study(tmp_path, shapes, "rank", protocol="rank", raters=2, per_item=2)
-    _answer_all(rank, lambda r, it: [("overall", None, json.dumps([f"c{i}" for i in range(3)]))])
+    orders = [["c2", "c0", "c1"], ["c1", "c2", "c0"]]  # one order per rater, not the slots' own
+    _answer_all(rank, lambda r, it: [("overall", None, json.dumps(orders[int(r[-1]) - 1]))])
     export_study(rank, tmp_path / "rankings.jsonl")
     rankings = read_rankings(tmp_path / "rankings.jsonl")
     assert len(rankings) == 8 and all(len(r.tiers) == 3 for r in rankings)
-    editors = {s.editor for s in read_manifest(shapes)}
-    assert {e for r in rankings for t in r.tiers for e in t} <= editors
+    groups = {it.data["group_id"]: it.data["samples"] for it in rank.items()}
+    for r in rankings:  # each rater's order, slot by slot, as the candidates' editors
+        want = [groups[r.group_id][int(slot[1:])]["editor"] for slot in orders[int(r.rater[-1]) - 1]]
+        assert [t[0] for t in r.tiers] == want
     pw = make_study(tmp_path, shapes, "pw", protocol="pairwise", raters=2, per_item=1)
     _answer_all(pw, lambda r, it: [("overall", None, "tie" if it.key % 3 == 0 else "a>b")])
     what, n = export_study(pw, tmp_path / "prefs.jsonl")
     prefs = read_preferences(tmp_path / "prefs.jsonl")
     assert what == "preferences" and n == len(prefs) == 12
-    assert {p.label.value for p in prefs} <= {"a>b", "tie"}
+    by_pair = {(it.data["samples"][0]["id"], it.data["samples"][1]["id"]): it.key for it in pw.items()}
+    for p in prefs:  # A and B as shown, with the verdict given on that item
+        assert p.label.value == ("tie" if by_pair[(p.a.id, p.b.id)] % 3 == 0 else "a>b")
 
 
 def test_report_flags_a_rater_who_misses_the_gold(tmp_path, shapes):
@@ -151,7 +156,12 @@ def test_report_flags_a_rater_who_misses_the_gold(tmp_path, shapes):
 
 
 def test_create_refuses_an_existing_file(tmp_path, shapes):
-    make_study(tmp_path, shapes, raters=1, per_item=1)
+    store = make_study(tmp_path, shapes, raters=1, per_item=1)
+    assert store.path.stat().st_mode & 0o777 == 0o600  # it holds the tokens
+    empty = tmp_path / "empty.sqlite"  # an empty file is taken, and made private too
+    empty.touch(mode=0o644)
+    empty.chmod(0o644)
+    assert create_study(shapes, empty, StudyConfig(raters=1, per_item=1)).path.stat().st_mode & 0o777 == 0o600
     with pytest.raises(StudioError, match="already exists"):
         create_study(shapes, tmp_path / "study.sqlite", StudyConfig(raters=1, per_item=1))
 
@@ -163,3 +173,26 @@ def test_report_with_raters_of_their_own_per_item(tmp_path, shapes):
     stats = {a.statistic.split(" (")[0]: a for a in study_report(store).agreement}
     assert stats["ICC(1,1)"].value == pytest.approx(1.0)  # identical ratings
     assert stats["Kendall's W"].value is None and "differ per item" in stats["Kendall's W"].note
+
+
+def test_rankings_name_candidates_one_way_for_the_whole_study(tmp_path, shapes):
+    # one group with two candidates of the same editor: its lines were once named by
+    # sample id while the others named editors, and rank-editors mixed the two
+    from ieqa.data.manifest import write_manifest
+
+    samples = read_manifest(shapes)
+    first = samples[0].group_id
+    twin = next(s for s in samples[1:] if s.group_id == first)
+    mixed = [s.model_copy(update={"editor": samples[0].editor}) if s.id == twin.id else s for s in samples]
+    manifest = tmp_path / "mixed.jsonl"
+    write_manifest(mixed, manifest)
+    store = create_study(manifest, tmp_path / "rank.sqlite", StudyConfig(protocol="rank", raters=1, per_item=1))
+    _answer_all(store, lambda r, it: [("overall", None, json.dumps([f"c{i}" for i in range(3)]))])
+    what, n = export_study(store, tmp_path / "rankings.jsonl")
+    assert n == 4 and what.startswith("rankings of sample ids") and "rank-editors" in what
+    ids = {s.id for s in samples}
+    assert all(set(e for t in r.tiers for e in t) <= ids for r in read_rankings(tmp_path / "rankings.jsonl"))
+    # distinct editors everywhere: editors, as before
+    plain = make_study(tmp_path, shapes, "plain", protocol="rank", raters=1, per_item=1)
+    _answer_all(plain, lambda r, it: [("overall", None, json.dumps([f"c{i}" for i in range(3)]))])
+    assert export_study(plain, tmp_path / "plain.jsonl")[0] == "rankings"

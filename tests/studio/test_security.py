@@ -5,11 +5,12 @@ from the manifest's files."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
 
-from ieqa.studio import create_app
+from ieqa.studio import StudioError, create_app
 
 from .helpers import XSS, form_fields, make_study, shapes_manifest
 
@@ -44,6 +45,8 @@ def test_a_rater_sees_only_their_own_assignments(study):
         keys = set(map(int, re.findall(r'src="/media/(\d+)/', page.text)))
         assert keys == {a.item}
     assert c1.get(f"/study/task/{len(mine) + 5}").status_code == 404
+    assert c1.get(f"/study/task/{2**64}").status_code == 404  # once a 500 (OverflowError in SQLite)
+    assert c1.get(f"/media/{2**64}/c0").status_code == 403
     assert c1.get(f"/media/{theirs[0]}/c0").status_code == 403
     assert c1.get(f"/media/{theirs[0]}/source").status_code == 403
     # writing another rater's item: the position is c1's own, and a form id of r2's is refused
@@ -90,6 +93,10 @@ def test_forms_need_csrf_and_an_issued_form_id(study):
     bad = c1.post("/study/task/1", data={**f, "dim__overall": "9"})
     assert bad.status_code == 400 and "outside the scale" in bad.text
     assert c1.post("/study/task/1", data={**f, "dim__overall": "nan"}).status_code == 400
+    for junk in ("abc", "", "  "):  # once a 500: the page tried to draw the slider at "abc"
+        bad = c1.post("/study/task/1", data={**f, "dim__overall": junk})
+        assert bad.status_code == 400 and 'id="form-error"' in bad.text, (junk, bad.status_code)
+        assert 'value="3.0"' in bad.text  # the slider starts over in the middle
     ok = c1.post("/study/task/1", data={**f, "dim__overall": "2.5"})
     assert ok.status_code == 303
     again = c1.post("/study/task/1", data={**f, "dim__overall": "4"})  # double click / retry
@@ -122,3 +129,69 @@ def test_images_only_from_the_manifest(study):
     for slot in ("..%2F..%2Fetc%2Fpasswd", "c9", "mask", "%2Fetc%2Fpasswd"):
         assert c1.get(f"/media/{key}/{slot}").status_code == 404
     assert c1.get("/media/../../etc/passwd").status_code == 404
+
+
+def test_invite_tokens_are_compared_in_constant_time(study, monkeypatch):
+    # every stored token is compared with hmac.compare_digest, with no early exit: the
+    # time of a lookup does not tell how much of a guessed token matches
+    import ieqa.studio.store as store_module
+
+    store, _ = study
+    calls: list[tuple[bytes, bytes]] = []
+    real = store_module.hmac.compare_digest
+
+    def spy(a, b):
+        calls.append((a, b))
+        return real(a, b)
+
+    monkeypatch.setattr(store_module.hmac, "compare_digest", spy)
+    (r1, t1), *_ = store.raters()
+    assert store.rater_by_token(t1) == r1
+    assert {b.decode() for _, b in calls} == {t for _, t in store.raters()}
+    calls.clear()
+    assert store.rater_by_token(t1[:-1] + ("A" if t1[-1] != "A" else "B")) is None
+    assert len(calls) == len(store.raters())
+
+
+def test_admin_page_invite_links_use_the_public_url(study):
+    # behind the HTTPS proxy the docs ask for, the app sees http://127.0.0.1:8000: the
+    # admin page's invite links once pointed there instead of at --public-url
+    store, _ = study
+    app = create_app(store, public_url="https://study.example.org/")
+    token = store.meta()["admin_token"]
+    page = TestClient(app).get("/admin", headers={"Authorization": f"Bearer {token}"}).text
+    for _, t in store.raters():
+        assert f'value="https://study.example.org/invite/{t}"' in page
+    page = TestClient(create_app(store), base_url="http://10.0.0.5:8123").get(
+        "/admin", headers={"Authorization": f"Bearer {token}"}).text
+    assert f'value="http://10.0.0.5:8123/invite/{store.raters()[0][1]}"' in page  # default: as requested
+
+
+def test_manifest_relative_and_symlinked_images(tmp_path, shapes, monkeypatch):
+    # a manifest with relative paths, read from another working directory, and an image
+    # that is a symlink: the study keeps absolute, resolved paths and serves those files
+    import json
+    import shutil
+
+    from .helpers import make_study as _make
+
+    data = tmp_path / "data"
+    shutil.copytree(shapes.parent / "images", data / "images")
+    rows = [json.loads(line) for line in shapes.read_text().splitlines()]
+    real = tmp_path / "elsewhere.png"
+    shutil.copy(data / "images" / rows[0]["edited"].split("/")[-1], real)
+    (data / "images" / "linked.png").symlink_to(real)
+    rows[0]["edited"] = "images/linked.png"
+    (data / "m.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    monkeypatch.chdir(tmp_path.parent)
+    store = _make(tmp_path, data / "m.jsonl", "rel", raters=1, per_item=1, dimensions=("overall",))
+    first = next(it for it in store.items() if it.id == rows[0]["id"])
+    assert first.data["samples"][0]["edited"] == str(real.resolve())
+    assert all(Path(it.data["samples"][0]["edited"]).is_absolute() for it in store.items())
+    client = _login(create_app(store), store.raters()[0][1])
+    assert client.get(f"/media/{first.key}/c0").content == real.read_bytes()
+    (data / "images" / "missing.png").symlink_to(tmp_path / "nowhere.png")
+    rows[1]["edited"] = "images/missing.png"
+    (data / "bad.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(StudioError, match="does not exist; fix the manifest's path"):
+        _make(tmp_path, data / "bad.jsonl", "bad", raters=1, per_item=1)

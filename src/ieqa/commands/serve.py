@@ -15,7 +15,6 @@ See ``docs/howto/serve.md`` for the endpoints, statuses and limits.
 from __future__ import annotations
 
 import functools
-import ipaddress
 import signal
 import threading
 from collections.abc import Callable
@@ -33,6 +32,7 @@ from ieqa.commands._inputs import (
     make_scorer,
     parse_options,
 )
+from ieqa.commands._net import is_loopback
 
 if TYPE_CHECKING:
     from ieqa.scorers.base import Scorer
@@ -41,16 +41,6 @@ if TYPE_CHECKING:
 
 NAME = "serve"
 console = Console(stderr=True)
-
-
-def is_loopback(host: str) -> bool:
-    """True for ``localhost`` and loopback addresses (127.0.0.0/8, ::1)."""
-    if host.strip().lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def build_scorer(name: str | None, options: list[str] | None, model: str | None,

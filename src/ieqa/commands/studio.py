@@ -16,22 +16,28 @@ answers (ratings CSV for ``ieqa mos``; rankings JSONL for ``ieqa rank-editors
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
+from ieqa.commands._net import is_loopback
+
 NAME = "studio"
 console = Console(stderr=True)
 
+#: design options that mean something for some protocols only (refused for the others
+#: rather than stored and ignored)
+_ONLY_FOR = {"scale": ("rate", "critique"), "tie_margin": ("rank", "pairwise")}
 _DESIGN = ("protocol", "dimensions", "scale", "raters", "per_item", "gold", "training", "gold_from",
            "gold_min", "tie_margin", "seed", "title")
 
 
 def command(
-    manifest: Path = typer.Argument(..., exists=True, dir_okay=False, help="the edits to study (a "
-                                    "manifest: .jsonl, .jsonl.gz, .parquet or .csv)"),
+    manifest: Path = typer.Argument(..., help="the edits to study (a manifest: .jsonl, .jsonl.gz, "
+                                    ".parquet or .csv)"),
     db: Path = typer.Option(..., "--db", dir_okay=False, help="the study's SQLite file: created on the "
                             "first run, reopened (resumed) later"),
     protocol: str | None = typer.Option(None, "--protocol", help="rate (sliders, default) | rank (drag "
@@ -64,7 +70,8 @@ def command(
     secure_cookies: bool = typer.Option(False, "--secure-cookies", help="mark cookies Secure "
                                         "(when served behind HTTPS)"),
     public_url: str | None = typer.Option(None, "--public-url", help="the base URL raters reach "
-                                          "(for the printed links); default http://HOST:PORT"),
+                                          "(for the printed links and the admin page's); default "
+                                          "http://HOST:PORT"),
     links: Path | None = typer.Option(None, "--links", dir_okay=False, help="also write the admin "
                                       "and invite links to this file (tab-separated)"),
     export: Path | None = typer.Option(None, "--export", dir_okay=False, help="write the answers "
@@ -89,17 +96,17 @@ def command(
         store = _open_or_create(manifest, db, {k: v for k, v in given.items() if v is not None})
         meta = store.meta()
         config = StudyConfig.from_json(meta["config"])
+        base = (public_url or f"http://{host}:{port}").rstrip("/")
+        rows = [("admin", f"{base}/admin/login?token={meta['admin_token']}")]
+        rows += [(rid, f"{base}/invite/{token}") for rid, token in store.raters()]
+        if links is not None:  # with --export too
+            _write_private(links, "".join(f"{who}\t{url}\n" for who, url in rows))
         if export is not None:
             what, n = export_study(store, export, include_gold=not no_gold_export)
             console.print(f"wrote {n} {what} of the {config.protocol} study to {escape(str(export))}")
             return
     except StudioError as exc:
         raise typer.BadParameter(str(exc)) from None
-    base = (public_url or f"http://{host}:{port}").rstrip("/")
-    rows = [("admin", f"{base}/admin/login?token={meta['admin_token']}")]
-    rows += [(rid, f"{base}/invite/{token}") for rid, token in store.raters()]
-    if links is not None:
-        links.write_text("".join(f"{who}\t{url}\n" for who, url in rows), encoding="utf-8")
     console.print(f"{config.protocol} study of {escape(meta['manifest'])} in {escape(str(db))}: "
                   f"{config.raters} rater(s), {config.per_item} per item, dimensions "
                   f"{', '.join(config.dimensions)}")
@@ -114,34 +121,47 @@ def command(
     except ImportError as exc:
         raise typer.BadParameter(f"ieqa studio needs the studio extra ({exc}); install it with "
                                  "pip install 'ieqa[studio]'") from None
-    if not _is_loopback(host) and not secure_cookies:
+    if not is_loopback(host) and not secure_cookies:
         console.print(f"[yellow]warning:[/] --host {escape(host)} accepts other machines over plain "
                       "HTTP, where invite and admin tokens travel in the clear: put the studio behind "
                       "an HTTPS proxy and pass --secure-cookies and --public-url https://...")
-    app = create_app(store, secure_cookies=secure_cookies)
+    app = create_app(store, secure_cookies=secure_cookies, public_url=public_url)
     console.print(f"serving on http://{host}:{port} (Ctrl-C stops; answers are saved as they come)")
     uvicorn.run(app, host=host, port=port, log_level=log_level)
 
 
-def _is_loopback(host: str) -> bool:
-    """``localhost`` or a loopback address (as ``ieqa serve`` decides; not imported from
-    there, which would load the scorers for nothing)."""
-    import ipaddress
+def _write_private(path: Path, text: str) -> None:
+    """Write ``text`` to ``path``, readable by its owner only (it holds the tokens, like
+    the study file); its folder is created."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)  # an existing file keeps its mode through os.open
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
 
-    if host.strip().lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
+
+def _as_option(key: str, value: object) -> str:
+    """A design setting as the command-line option that gives it."""
+    if key == "dimensions":
+        value = ",".join(value)  # type: ignore[arg-type]
+    elif key == "scale":
+        value = "{:g}-{:g}".format(*value)  # type: ignore[str-format]
+    return f"--{key.replace('_', '-')} {value}"
 
 
 def _open_or_create(manifest: Path, db: Path, given: dict):  # noqa: ANN202 - a Store
     """The study in ``db``: created from ``manifest`` and the given design options, or
     reopened (then the options given must match the stored ones)."""
+    import dataclasses
+
     from ieqa.studio import StudioError, StudyConfig, create_study, open_study
 
-    if not db.exists():
+    if not db.exists():  # create_study says what to do when the manifest is missing
+        protocol = given.get("protocol", "rate")
+        for key, protocols in _ONLY_FOR.items():
+            if key in given and protocol not in protocols:
+                raise StudioError(f"--{key.replace('_', '-')} applies to {' and '.join(protocols)} "
+                                  f"studies, not {protocol}; leave it out")
         given.setdefault("per_item", given.get("raters", 3))
         return create_study(manifest, db, StudyConfig(**given))
     store = open_study(db)
@@ -150,12 +170,12 @@ def _open_or_create(manifest: Path, db: Path, given: dict):  # noqa: ANN202 - a 
         raise StudioError(f"{db} studies {meta['manifest']}, not {manifest.resolve()}; pass that "
                           "manifest, or another --db for a new study")
     stored = StudyConfig.from_json(meta["config"])
-    if given:
-        wanted = StudyConfig(**{**stored.to_json(), **given, "dimensions": given.get(
-            "dimensions", stored.dimensions), "scale": given.get("scale", stored.scale)})
-        diff = [k for k in _DESIGN if getattr(wanted, k) != getattr(stored, k)]
-        if diff:
-            raise StudioError(f"{db} already holds a study with other settings ("
-                              + ", ".join(f"--{k.replace('_', '-')} {getattr(stored, k)!r}" for k in diff)
-                              + "); leave those options out to resume it, or pass another --db")
+    if "dimensions" in given:  # aliases (PQ) compare as their canonical names
+        given["dimensions"] = dataclasses.replace(stored, dimensions=given["dimensions"]).dimensions
+    diff = [k for k in _DESIGN if k in given and given[k] != getattr(stored, k)]
+    if diff:
+        raise StudioError(f"{db} already holds a study with other settings: it has "
+                          + ", ".join(_as_option(k, getattr(stored, k)) for k in diff) + ", you gave "
+                          + ", ".join(_as_option(k, given[k]) for k in diff)
+                          + "; leave those options out to resume it, or pass another --db for a new study")
     return store

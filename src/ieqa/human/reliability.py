@@ -116,20 +116,29 @@ def icc_table(matrix: object, *, missing: Literal["drop", "raise"] = "drop") -> 
 
     Values lie in (-inf, 1]. Items with missing ratings are dropped (``missing="drop"``,
     counted in ``n_items_dropped``) or raise (``"raise"``). Needs >= 2 items and raters;
-    raises when every rating is equal (no variance: every ICC is 0/0).
+    raises when every rating is equal (no variance: every ICC is 0/0). Sums of squares
+    within rounding error of 0 count as 0 (equal ratings such as 3.2 are equal).
     """
     m, n_drop = _complete(matrix, missing, "ICC")
     n, k = m.shape
     grand = m.mean()
-    ss_total = ((m - grand) ** 2).sum()
+    # Sums of squares below the rounding error of the sums are zeros: equal ratings such
+    # as 3.2 do not sum to exactly 0 (their float mean is not 3.2), and that noise must
+    # not turn 0/0 into a number.
+    noise = 16 * np.finfo(np.float64).eps * m.size * float(np.abs(m).max()) ** 2
+
+    def ss(x: float) -> float:
+        return 0.0 if abs(x) <= noise else float(x)
+
+    ss_total = ss(((m - grand) ** 2).sum())
     if ss_total == 0:
         raise MetricInputError(f"ICC is undefined: all {m.size} ratings are equal ({m.flat[0]:g})")
-    ss_rows = k * ((m.mean(axis=1) - grand) ** 2).sum()
-    ss_cols = n * ((m.mean(axis=0) - grand) ** 2).sum()
+    ss_rows = ss(k * ((m.mean(axis=1) - grand) ** 2).sum())
+    ss_cols = ss(n * ((m.mean(axis=0) - grand) ** 2).sum())
     bms = ss_rows / (n - 1)
-    wms = (ss_total - ss_rows) / (n * (k - 1))
+    wms = ss(ss_total - ss_rows) / (n * (k - 1))
     jms = ss_cols / (k - 1)
-    ems = (ss_total - ss_rows - ss_cols) / ((n - 1) * (k - 1))
+    ems = ss(ss_total - ss_rows - ss_cols) / ((n - 1) * (k - 1))
 
     def ratio(num: float, den: float) -> float:
         return float(num / den) if den != 0 else float("nan")

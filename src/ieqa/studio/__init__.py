@@ -62,6 +62,9 @@ def open_study(db: str | os.PathLike[str]) -> Store:
     """The study in ``db`` (raises :class:`StudioError` when there is none)."""
     store = Store(db)
     if not store.exists():
+        if Path(db).exists():
+            raise StudioError(f"{db} is not an ieqa studio file (it holds no study); pass the --db "
+                              "of an existing study, or a path that does not exist yet for a new one")
         raise StudioError(f"{db} holds no study; create one with ieqa studio MANIFEST --db {db}")
     return store
 

@@ -5,21 +5,25 @@ Everything is computed from the answers recorded so far, with :mod:`ieqa.human`:
 * **agreement** per dimension on the study and gold items (training excluded):
   ``rate``/``critique``: ICC(2,1) (:func:`ieqa.human.icc`, on the items every rater of
   the panel rated) and Kendall's W (:func:`ieqa.human.kendall_w`) — or, when each item
-  has raters of its own (``per_item < raters``) and fewer than two items share the whole
-  panel, the one-way ICC(1,1) on the items' ``per_item`` ratings — and Krippendorff's
+  has raters of its own (``per_item < raters``), the one-way ICC(1,1) on the items'
+  ``per_item`` ratings — and Krippendorff's
   alpha, interval (:func:`ieqa.human.krippendorff_alpha`, any missing pattern); ``rank``: the ranks of each group's
   candidates (1 = best) as items, Krippendorff's alpha (ordinal) over all of them and
   Kendall's W per group, averaged over the groups ranked by 2+ raters; ``pairwise``:
   Krippendorff's alpha (nominal) of the verdicts. A statistic that is not defined yet
-  (too few answers, no variance) is reported as such, with the reason.
+  (too few answers, no variance) is reported as such, with the reason. ICC(2,1) and W
+  say how many items they rest on, and are computed only when every rater rates every
+  item (``per_item == raters``): with fewer raters per item only the gold items have
+  the whole panel, and a statistic of two gold items would pass for the study's.
 * **gold agreement** per rater, in [0, 1]: ``rate``/``critique``: 1 - mean |answer -
   gold| / (scale range); ``rank``: the share of a gold group's candidate pairs (gold
   values further apart than ``tie_margin``) the rater orders as the gold does;
   ``pairwise``: the share of verdicts equal to the gold one (tie and both-bad count as
   the same). Below ``gold_min``: flagged.
 * **low agreement**: :func:`ieqa.human.agreement_screen` (SRCC with the mean of the
-  other raters over 10+ shared items below 0.3) on the same matrices; a rater with too
-  few shared items is "not judged yet".
+  other raters over 10+ shared items below 0.3) on the same matrices, pairwise verdicts
+  coded as the preference for A (+1 A better, -1 B better, 0 tie or both bad); a rater
+  with too few shared items is "not judged yet".
 """
 
 from __future__ import annotations
@@ -114,11 +118,28 @@ def _compact(m: np.ndarray, k: int) -> np.ndarray:
     return np.asarray(kept, dtype=np.float64).reshape(len(kept), k)
 
 
-def _stat(dim: str, name: str, fn) -> AgreementRow:  # noqa: ANN001 - a zero-argument callable
+def _stat(dim: str, name: str, fn, note: str = "") -> AgreementRow:  # noqa: ANN001 - a zero-argument callable
+    """``fn()`` as a row; ``note`` says what a value was computed on; an undefined
+    statistic (ieqa.human raises :class:`MetricInputError`) becomes ``None`` with the reason."""
     try:
-        return AgreementRow(dim, name, float(fn()))
+        return AgreementRow(dim, name, float(fn()), note)
     except (MetricInputError, ValueError, ZeroDivisionError) as exc:
         return AgreementRow(dim, name, None, f"not defined yet: {exc}")
+
+
+#: pairwise verdicts as a preference for A, for the agreement screen (an SRCC): the
+#: label indices themselves are nominal (b>a is not "between" a>b and tie)
+_PREFER_A = np.array([1.0, -1.0, 0.0, 0.0])
+assert PAIR_LABELS == ("a>b", "b>a", "tie", "both-bad")
+
+
+def _screened(m: np.ndarray, protocol: str) -> np.ndarray:
+    """The matrix the agreement screen correlates: pairwise verdicts as +1 (A better),
+    -1 (B better), 0 (tie or both bad); other protocols' numbers as they are."""
+    if protocol != "pairwise":
+        return m
+    codes = np.nan_to_num(m, nan=0.0).astype(int)
+    return np.where(np.isnan(m), np.nan, _PREFER_A[codes])
 
 
 def _agreement(tables: dict[str, RatingTable], config: StudyConfig) -> tuple[list[AgreementRow], dict[str, list[str]]]:
@@ -132,10 +153,12 @@ def _agreement(tables: dict[str, RatingTable], config: StudyConfig) -> tuple[lis
         items, raters, m = table.to_matrix(dim)
         if config.protocol in ("rate", "critique"):
             complete = int((~np.isnan(m)).all(axis=1).sum())
-            if complete >= 2 or config.per_item >= config.raters:
-                out.append(_stat(dim, "ICC(2,1)", lambda m=m: icc(m, "ICC(2,1)")))
-                out.append(_stat(dim, "Kendall's W", lambda m=m: kendall_w(m).w))
-            else:  # each item has its own raters: one-way ICC on the items' k ratings
+            if config.per_item >= config.raters:  # every rater rates every item
+                used = (f"on the {complete} item(s) every rater has answered so far"
+                        + (f" ({len(m) - complete} not yet)" if complete < len(m) else ""))
+                out.append(_stat(dim, "ICC(2,1)", lambda m=m: icc(m, "ICC(2,1)"), used))
+                out.append(_stat(dim, "Kendall's W", lambda m=m: kendall_w(m).w, used))
+            else:  # each item has its own raters (only gold items have all): one-way ICC on the items' k ratings
                 k = config.per_item
                 slots = _compact(m, k)
                 out.append(_stat(dim, f"ICC(1,1) (raters differ per item; {len(slots)} item(s) with {k} ratings)",
@@ -167,7 +190,7 @@ def _agreement(tables: dict[str, RatingTable], config: StudyConfig) -> tuple[lis
                              lambda m=m: krippendorff_alpha(m, "nominal")))
         if m.shape[1] >= 2:
             try:
-                screen = agreement_screen(m)
+                screen = agreement_screen(_screened(m, config.protocol))
             except MetricInputError:
                 continue
             for j, rater in enumerate(raters):

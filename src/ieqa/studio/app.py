@@ -25,9 +25,6 @@ the page's JavaScript is ``/static/studio.js``), ``X-Content-Type-Options: nosni
 from __future__ import annotations
 
 import hmac
-import json
-import math
-import random
 import re
 import tempfile
 import time
@@ -41,9 +38,9 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.concurrency import run_in_threadpool
 
 from ieqa.data.dimensions import list_dimensions
-from ieqa.studio import analysis, export, security
+from ieqa.studio import analysis, answers, export, security
 from ieqa.studio.design import PAIR_LABELS, StudyConfig
-from ieqa.studio.store import Item, Store, StudioError
+from ieqa.studio.store import Assignment, Item, Store, StudioError
 
 __all__ = ["ADMIN_COOKIE", "RATER_COOKIE", "create_app"]
 
@@ -52,26 +49,29 @@ ADMIN_COOKIE = "ieqa_studio_admin"
 _SLOT = re.compile(r"^(source|c\d{1,3})$")
 _CSP = ("default-src 'none'; img-src 'self'; script-src 'self'; style-src 'self'; "
         "form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
-_PAIR_TEXT = {"a>b": "A is better", "b>a": "B is better", "tie": "Tie: both good", "both-bad": "Both bad"}
-_PAIR_KEYS = {"a>b": "a", "b>a": "b", "tie": "t", "both-bad": "x"}
 
 
 def _templates() -> Environment:
+    """The pages' Jinja2 environment (autoescaped), with the ``num`` and ``utc`` filters."""
     env = Environment(loader=PackageLoader("ieqa.studio", "templates"),
                       autoescape=select_autoescape(default=True, default_for_string=True))
-    env.filters["num"] = lambda v, nd=2: "" if v is None else f"{float(v):.{nd}f}"
+    env.filters["num"] = _num
     env.filters["utc"] = lambda t: "" if t is None else time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(t))
     return env
 
 
 class _Denied(Exception):
+    """A request refused with ``status`` and a page saying ``message``."""
+
     def __init__(self, status: int, message: str) -> None:
         self.status, self.message = status, message
 
 
-def create_app(store: Store, *, secure_cookies: bool = False) -> FastAPI:
+def create_app(store: Store, *, secure_cookies: bool = False, public_url: str | None = None) -> FastAPI:
     """The app of the study in ``store``. ``secure_cookies=True`` marks the session
-    cookies Secure (serve it behind HTTPS then)."""
+    cookies Secure (serve it behind HTTPS then); ``public_url`` is the base URL raters
+    reach (behind a reverse proxy), used for the invite links on the admin page
+    (default: the URL the admin page was requested at)."""
     meta = store.meta()
     config = StudyConfig.from_json(meta["config"])
     secret: str = meta["secret"]
@@ -99,16 +99,19 @@ def create_app(store: Store, *, secure_cookies: bool = False) -> FastAPI:
                     "Not found" if exc.status == 404 else "Sign in", message=exc.message)
 
     def page(name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
+        """Template ``name`` rendered with the study's title and config and ``ctx``."""
         html = env.get_template(name).render(title=config.title, config=config, **ctx)
         return HTMLResponse(html, status_code=status)
 
     def set_cookie(resp: Response, key: str, value: str) -> None:
+        """A session cookie: HttpOnly, SameSite=Lax, Secure with ``secure_cookies``."""
         resp.set_cookie(key, value, httponly=True, samesite="lax", secure=secure_cookies,
                         max_age=90 * 24 * 3600, path="/")
 
     # ------------------------------------------------------------------ who is asking
 
     def rater_of(request: Request) -> tuple[str, str]:
+        """``(rater id, invite token)`` of the request's rater cookie; 401 without one."""
         token = request.cookies.get(RATER_COOKIE, "")
         rater = store.rater_by_token(token) if token else None
         if rater is None:
@@ -116,6 +119,8 @@ def create_app(store: Store, *, secure_cookies: bool = False) -> FastAPI:
         return rater, token
 
     def admin_session(request: Request) -> str | None:
+        """The admin token of the request (Bearer header or cookie) when it is the
+        study's (constant-time comparison), else None."""
         auth = request.headers.get("authorization", "")
         given = auth[7:].strip() if auth.lower().startswith("bearer ") else request.cookies.get(ADMIN_COOKIE, "")
         if given and hmac.compare_digest(given.encode(), admin_token.encode()):
@@ -123,6 +128,7 @@ def create_app(store: Store, *, secure_cookies: bool = False) -> FastAPI:
         return None
 
     def require_admin(request: Request) -> str:
+        """The admin session of the request; 403 saying how to sign in without one."""
         session = admin_session(request)
         if session is None:
             raise _Denied(403, "The admin pages need the admin token: open /admin/login?token=ADMIN_TOKEN "
@@ -153,6 +159,7 @@ def create_app(store: Store, *, secure_cookies: bool = False) -> FastAPI:
     # ------------------------------------------------------------------ rater
 
     def progress(rater: str) -> dict[str, Any]:
+        """``done``, ``total`` and the ``next`` unanswered position of a rater's list."""
         rows = store.assignments(rater)
         done = sum(a.done is not None for a in rows)
         nxt = next((a.position for a in rows if a.done is None), None)
@@ -180,7 +187,9 @@ def create_app(store: Store, *, secure_cookies: bool = False) -> FastAPI:
         return page("message.html", heading="Thank you!",
                     message=f"All {prog['total']} items are done and saved. You can close this page.")
 
-    def own_item(rater: str, position: int) -> tuple[Any, Item]:
+    def own_item(rater: str, position: int) -> tuple[Assignment, Item]:
+        """The assignment at ``position`` of *this rater's* list and its item; 404 when
+        there is none (another rater's list is never reachable)."""
         assignment = store.assignment(rater, position)
         if assignment is None:
             raise _Denied(404, "There is no such item on your list.")
@@ -190,12 +199,10 @@ def create_app(store: Store, *, secure_cookies: bool = False) -> FastAPI:
 
     def task_context(rater: str, token: str, position: int, item: Item, values: dict[str, Any] | None = None,
                      error: str | None = None, form_id: str | None = None) -> dict[str, Any]:
+        """What a task page shows: the item, its images and text, the questions, the
+        CSRF token, a form id (a new one, or the refused form's), progress, an error."""
         samples = item.data["samples"]
-        slots = [{"slot": f"c{i}", "sample": s} for i, s in enumerate(samples)]
-        if config.protocol == "rank":  # the candidates in an order of this rater's own
-            random.Random(f"{rater}:{item.key}").shuffle(slots)
-            for n, s in enumerate(slots):
-                s["label"] = f"Candidate {n + 1}"
+        slots = answers.candidate_slots(config.protocol, rater, item)
         lo, hi = config.scale
         dims = [{"name": d, "label": d.replace("_", " ").capitalize(), "help": descriptions.get(d, "")}
                 for d in config.dimensions]
@@ -206,7 +213,7 @@ def create_app(store: Store, *, secure_cookies: bool = False) -> FastAPI:
                 "csrf": security.csrf_token(secret, token),
                 "form_id": form_id or security.new_form_id(secret, rater, item.key),
                 "training": item.role == "training", "progress": prog, "values": values or {},
-                "error": error, "pair_labels": [(v, _PAIR_TEXT[v], _PAIR_KEYS[v]) for v in PAIR_LABELS]}
+                "error": error, "pair_labels": [(v, answers.PAIR_TEXT[v], answers.PAIR_KEYS[v]) for v in PAIR_LABELS]}
 
     @app.get("/study/task/{position}", response_class=HTMLResponse)
     def task(request: Request, position: int) -> HTMLResponse:
@@ -216,33 +223,6 @@ def create_app(store: Store, *, secure_cookies: bool = False) -> FastAPI:
             return page("message.html", heading="Already saved",
                         message="Your answer to this item is saved.", next_link="/study/next")
         return page(f"{config.protocol}.html", **task_context(rater, token, position, item))
-
-    def parse_answer(form: dict[str, str], item: Item) -> list[tuple[str, float | None, str | None]]:
-        out: list[tuple[str, float | None, str | None]] = []
-        lo, hi = config.scale
-        k = len(item.data["samples"])
-        for d in config.dimensions:
-            raw = form.get(f"dim__{d}")
-            if raw is None or not str(raw).strip():
-                raise StudioError(f"no answer for {d.replace('_', ' ')}; answer every question")
-            if config.protocol in ("rate", "critique"):
-                try:
-                    v = float(raw)
-                except ValueError:
-                    raise StudioError(f"{d}: {raw!r} is not a number") from None
-                if not (math.isfinite(v) and lo <= v <= hi):
-                    raise StudioError(f"{d}: {v:g} is outside the scale {lo:g}-{hi:g}")
-                out.append((d, v, None))
-            elif config.protocol == "rank":
-                order = [s.strip() for s in str(raw).split(",") if s.strip()]
-                if sorted(order) != sorted(f"c{i}" for i in range(k)):
-                    raise StudioError(f"{d}: the ranking must hold each of the {k} candidates once")
-                out.append((d, None, json.dumps(order)))
-            else:
-                if raw not in PAIR_LABELS:
-                    raise StudioError(f"{d}: choose one of A better, B better, tie or both bad")
-                out.append((d, None, str(raw)))
-        return out
 
     @app.post("/study/task/{position}")
     async def submit(request: Request, position: int) -> Response:
@@ -256,9 +236,10 @@ def create_app(store: Store, *, secure_cookies: bool = False) -> FastAPI:
         if not security.check_form_id(secret, rater, item.key, form_id):
             raise _Denied(403, "This form is not valid for this item. Reload the page and answer again.")
         try:
-            answer = parse_answer({k: str(v) for k, v in form.items()}, item)
+            answer = answers.parse_answer(config, {k: str(v) for k, v in form.items()}, item)
         except StudioError as exc:
-            ctx = task_context(rater, token, position, item, values=form, error=str(exc), form_id=form_id)
+            ctx = task_context(rater, token, position, item, values=answers.shown_again(config, form), error=str(exc),
+                               form_id=form_id)
             return page(f"{config.protocol}.html", status=400, **ctx)
         try:
             await run_in_threadpool(store.submit, form_id, rater, item.key, answer)
@@ -270,27 +251,12 @@ def create_app(store: Store, *, secure_cookies: bool = False) -> FastAPI:
 
     @app.get("/study/task/{position}/feedback", response_class=HTMLResponse)
     def feedback(request: Request, position: int) -> HTMLResponse:
-        rater, token = rater_of(request)
+        rater, _ = rater_of(request)
         assignment, item = own_item(rater, position)
         if item.role != "training" or assignment.done is None or item.gold is None:
             raise _Denied(404, "No feedback for this item.")
         mine = {r["dimension"]: r for r in store.response_of(rater, item.key)}
-        rows = []
-        for d in config.dimensions:
-            gold = item.gold.get(d)
-            r = mine.get(d, {})
-            if config.protocol in ("rate", "critique"):
-                yours, ref = f"{r.get('value', float('nan')):.2f}", f"{gold[0]:.2f}"
-            elif config.protocol == "rank":
-                order = json.loads(r.get("answer") or "[]")
-                ctx = task_context(rater, token, position, item)
-                label = {s["slot"]: s["label"] for s in ctx["slots"]}
-                yours = " > ".join(label[s] for s in order)
-                ref = " > ".join(label[f"c{i}"] for i in sorted(range(len(gold)), key=lambda i: -gold[i]))
-            else:
-                yours = _PAIR_TEXT.get(r.get("answer"), "?")
-                ref = _PAIR_TEXT[analysis.gold_label(gold[0], gold[1], config.tie_margin)]
-            rows.append({"dimension": d.replace("_", " "), "yours": yours, "reference": ref})
+        rows = answers.feedback_rows(config, rater, item, mine)
         return page("feedback.html", rows=rows, progress=progress(rater))
 
     # ------------------------------------------------------------------ images
@@ -332,7 +298,7 @@ def create_app(store: Store, *, secure_cookies: bool = False) -> FastAPI:
     def admin(request: Request) -> HTMLResponse:
         require_admin(request)
         report = analysis.study_report(store)
-        base = str(request.base_url).rstrip("/")
+        base = (public_url or str(request.base_url)).rstrip("/")
         links = dict(store.raters())
         exports = (["ratings.csv"] if config.protocol in ("rate", "critique") else
                    ["rankings.jsonl"] if config.protocol == "rank" else ["preferences.jsonl"])
@@ -359,6 +325,14 @@ def create_app(store: Store, *, secure_cookies: bool = False) -> FastAPI:
                         headers={"Content-Disposition": f'attachment; filename="{name}"'})
 
     return app
+
+
+def _num(value: float | None, decimals: int = 2) -> str:
+    """``value`` with ``decimals`` decimals (``""`` for None); never ``-0.000``: a
+    statistic that is 0 up to rounding (e.g. -6e-16) shows as ``0.000``."""
+    if value is None:
+        return ""
+    return f"{round(float(value), decimals) + 0.0:.{decimals}f}"
 
 
 def _mime(path: Path) -> str:

@@ -106,7 +106,7 @@ class StudyConfig:
 
     def __post_init__(self) -> None:
         if self.protocol not in PROTOCOLS:
-            raise StudioError(f"protocol {self.protocol!r} is not one of {', '.join(PROTOCOLS)}")
+            raise StudioError(f"--protocol {self.protocol!r} is not one of {', '.join(PROTOCOLS)}; pass one of them")
         dims = self.dimensions or DEFAULT_DIMENSIONS[self.protocol]
         try:
             canon = tuple(dict.fromkeys(canonical_dimension(d) for d in dims))
@@ -115,19 +115,19 @@ class StudyConfig:
         object.__setattr__(self, "dimensions", canon)
         lo, hi = (float(x) for x in self.scale)
         if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
-            raise StudioError(f"scale {self.scale}: the lowest rating must be below the highest")
+            raise StudioError(f"--scale {self.scale}: the lowest rating must be below the highest, e.g. 1-5")
         object.__setattr__(self, "scale", (lo, hi))
         if self.raters < 1:
-            raise StudioError(f"raters must be >= 1, got {self.raters}")
+            raise StudioError(f"--raters must be >= 1, got {self.raters}")
         if not 1 <= self.per_item <= self.raters:
-            raise StudioError(f"per_item must be in 1..raters ({self.raters}), got {self.per_item}; "
+            raise StudioError(f"--per-item must be in 1..--raters ({self.raters}), got {self.per_item}; "
                               "add raters (--raters) or ask fewer per item (--per-item)")
         if self.gold < 0 or self.training < 0:
-            raise StudioError("gold and training counts must be >= 0")
+            raise StudioError(f"--gold and --training must be >= 0, got {self.gold} and {self.training}")
         if self.gold_from not in GOLD_SOURCES:
-            raise StudioError(f"gold_from must be one of {', '.join(GOLD_SOURCES)}, got {self.gold_from!r}")
+            raise StudioError(f"--gold-from must be one of {', '.join(GOLD_SOURCES)}, got {self.gold_from!r}")
         if not 0.0 <= self.gold_min <= 1.0:
-            raise StudioError(f"gold_min must be in [0, 1], got {self.gold_min}")
+            raise StudioError(f"--gold-min must be in [0, 1], got {self.gold_min}")
 
     def to_json(self) -> dict[str, Any]:
         """The configuration as a JSON-able dict (stored in the study file)."""

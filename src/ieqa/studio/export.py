@@ -5,7 +5,8 @@
   dimension, value``; item = the manifest's sample id) — :func:`write_ratings_csv`;
 * ``rank``: group rankings in the JSONL of :mod:`ieqa.human.rankings` that ``ieqa
   rank-editors --rankings`` reads (one line per group, dimension and rater, editors best
-  first) — :func:`write_rankings_jsonl`;
+  first; sample ids in every group when some group's candidates lack distinct editors,
+  as :func:`export_study` then says) — :func:`write_rankings_jsonl`;
 * ``pairwise``: preferences in ieqa's preference JSONL
   (:func:`ieqa.data.manifest.write_preferences`; label ``a>b``, ``b>a``, ``tie`` or
   ``both-bad``) — :func:`write_preferences_jsonl`.
@@ -27,7 +28,7 @@ from ieqa.data.schema import BBox, EditSample, Preference
 from ieqa.studio.design import StudyConfig
 from ieqa.studio.store import Store, StudioError
 
-__all__ = ["export_study", "ranking_lines", "rating_rows", "write_preferences_jsonl",
+__all__ = ["export_study", "named_by_editor", "ranking_lines", "rating_rows", "write_preferences_jsonl",
            "write_rankings_jsonl", "write_ratings_csv"]
 
 RATING_COLUMNS: tuple[str, ...] = ("item", "rater", "dimension", "value")
@@ -64,29 +65,36 @@ def write_ratings_csv(store: Store, path: str | os.PathLike[str], *, include_gol
     return len(rows)
 
 
-def _labels(samples: list[dict[str, Any]]) -> list[str]:
-    """How a group's candidates are named in rankings: their editors when every candidate
-    has a distinct one, else their sample ids."""
+def _distinct_editors(samples: list[dict[str, Any]]) -> bool:
+    """True when every candidate of a group names an editor of its own."""
     editors = [s.get("editor") for s in samples]
-    if all(editors) and len(set(editors)) == len(editors):
-        return [str(e) for e in editors]
-    return [str(s["id"]) for s in samples]
+    return all(editors) and len(set(editors)) == len(editors)
+
+
+def named_by_editor(store: Store) -> bool:
+    """How a ``rank`` study's candidates are named in its rankings: by editor when every
+    group's candidates have distinct editors, else by sample id in every group (one
+    naming for the whole file: editors in some groups and sample ids in others would
+    pass for a ranking of editors)."""
+    return all(_distinct_editors(it.data["samples"]) for it in store.items() if it.kind == "group")
 
 
 def ranking_lines(store: Store, *, include_gold: bool = True) -> list[dict[str, Any]]:
     """The rankings of a ``rank`` study, one dict per group, dimension and rater, in the
-    format of :func:`ieqa.human.read_rankings` (editors best first)."""
+    format of :func:`ieqa.human.read_rankings` (candidates best first, named as
+    :func:`named_by_editor` says)."""
     config = _config(store)
     if config.protocol != "rank":
         raise StudioError(f"a {config.protocol} study has no group rankings")
     items = {it.key: it for it in store.items()}
+    key = "editor" if named_by_editor(store) else "id"
     lines = []
     for r in store.responses():
         if not _kept(r["role"], include_gold):
             continue
         it = items[r["item"]]
         samples = it.data["samples"]
-        names = _labels(samples)
+        names = [str(s[key]) for s in samples]
         order = [names[int(slot[1:])] for slot in json.loads(r["answer"])]
         line: dict[str, Any] = {"group_id": it.data["group_id"], "dimension": r["dimension"],
                                 "ranking": order, "rater": r["rater"]}
@@ -137,16 +145,22 @@ def write_preferences_jsonl(store: Store, path: str | os.PathLike[str], *, inclu
 
 
 def export_study(store: Store, path: str | os.PathLike[str], *, include_gold: bool = True) -> tuple[str, int]:
-    """Export in the protocol's format (see the module docstring); returns ``(what, count)``."""
+    """Export in the protocol's format (see the module docstring) to ``path`` (its folder
+    is created); returns ``(what, count)``."""
     config = _config(store)
     name = Path(path).name.lower()
     if config.protocol in ("rate", "critique"):
         if not name.endswith((".csv", ".tsv")):
             raise StudioError(f"{Path(path).name}: a {config.protocol} study exports ratings as CSV; "
                               "name the file *.csv")
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
         return "ratings", write_ratings_csv(store, path, include_gold=include_gold)
     if not name.endswith(".jsonl"):
         raise StudioError(f"{Path(path).name}: a {config.protocol} study exports JSONL; name the file *.jsonl")
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
     if config.protocol == "rank":
-        return "rankings", write_rankings_jsonl(store, path, include_gold=include_gold)
+        what = "rankings" if named_by_editor(store) else (
+            "rankings of sample ids (not every group's candidates have editors of their own, so "
+            "ieqa rank-editors would rank samples, not editors)")
+        return what, write_rankings_jsonl(store, path, include_gold=include_gold)
     return "preferences", write_preferences_jsonl(store, path, include_gold=include_gold)

@@ -6,6 +6,8 @@
   clicked in a mail must work, and Strict would drop the cookie on the redirect that
   follows a cross-site click); every later request is
   authenticated by that cookie (the admin pages also accept ``Authorization: Bearer``).
+  Tokens are compared in constant time (:func:`hmac.compare_digest`), an invite token
+  with every rater's (:meth:`ieqa.studio.store.Store.rater_by_token`).
 * **CSRF**: every form carries ``csrf = HMAC(secret, "csrf" | session token)``
   (:func:`csrf_token`); a POST whose field does not match its cookie's token is refused
   (403). Another site can neither read the value nor compute it.

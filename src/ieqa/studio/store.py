@@ -22,6 +22,7 @@ the answer is on disk, and the page acknowledges it only then.
 
 from __future__ import annotations
 
+import hmac
 import json
 import os
 import sqlite3
@@ -183,7 +184,10 @@ class Store:
                               "pass another --db to start a new one")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600)  # it holds the tokens
-        os.close(fd)
+        try:
+            os.fchmod(fd, 0o600)  # an existing (empty) file keeps its mode through os.open
+        finally:
+            os.close(fd)
         con = self.connect()
         try:
             mode = con.execute("PRAGMA journal_mode = WAL").fetchone()[0]
@@ -231,18 +235,25 @@ class Store:
 
     def item(self, key: int) -> Item | None:
         """The item with URL key ``key``, or None."""
+        if not _sql_int(key):
+            return None
         with self.reading() as con:
             row = con.execute("SELECT * FROM items WHERE key = ?", (key,)).fetchone()
         return None if row is None else _item(row)
 
     def rater_by_token(self, token: str) -> str | None:
-        """The rater id of an invite token, or None (the comparison is done by SQLite's
-        index lookup on the token; tokens are 128-bit random, so guessing is hopeless)."""
+        """The rater id of an invite token, or None. The token is compared with every
+        rater's in constant time (:func:`hmac.compare_digest`, no early exit), not by an
+        SQL lookup whose time depends on how much of a guess matches a stored token."""
         if not token or len(token) > 200:
             return None
+        given = token.encode()
+        found = None
         with self.reading() as con:
-            row = con.execute("SELECT id FROM raters WHERE token = ?", (token,)).fetchone()
-        return None if row is None else str(row["id"])
+            for row in con.execute("SELECT id, token FROM raters"):
+                if hmac.compare_digest(given, str(row["token"]).encode()):
+                    found = str(row["id"])
+        return found
 
     def raters(self) -> list[tuple[str, str]]:
         """``(id, token)`` of every rater, in id order."""
@@ -259,6 +270,8 @@ class Store:
 
     def assignment(self, rater: str, position: int) -> Assignment | None:
         """``rater``'s assignment at ``position``, or None (another rater's is never returned)."""
+        if not _sql_int(position):
+            return None
         with self.reading() as con:
             r = con.execute("SELECT rater, item, position, done FROM assignments "
                             "WHERE rater = ? AND position = ?", (rater, position)).fetchone()
@@ -266,6 +279,8 @@ class Store:
 
     def is_assigned(self, rater: str, item: int) -> bool:
         """True when ``item`` is on ``rater``'s list."""
+        if not _sql_int(item):
+            return False
         with self.reading() as con:
             return con.execute("SELECT 1 FROM assignments WHERE rater = ? AND item = ?",
                                (rater, item)).fetchone() is not None
@@ -323,6 +338,12 @@ class Store:
                             [(submission, rater, item, d, v, a) for d, v, a in responses])
             con.execute("UPDATE assignments SET done = ? WHERE rater = ? AND item = ?", (now, rater, item))
         return SubmitOutcome("recorded", submission)
+
+
+def _sql_int(value: int) -> bool:
+    """True when ``value`` fits SQLite's 64-bit integers (a larger one from a URL would
+    raise OverflowError in the query: it names no row)."""
+    return -(2**63) <= value < 2**63
 
 
 def _item(row: sqlite3.Row) -> Item:

@@ -110,8 +110,8 @@
     if (ev.altKey || ev.ctrlKey || ev.metaKey) return;
     if (!confirmBox.hidden) {
       if (ev.key === "Escape") { ev.preventDefault(); closeConfirm(); }
-      else if (ev.key === "Enter") { ev.preventDefault(); okButton.click(); }
-      return;
+      else if (ev.key === "Enter" && ev.target !== backButton) { ev.preventDefault(); okButton.click(); }
+      return;  // Enter on the focused Back button goes back (its own click)
     }
     if (ev.key === "Enter" && !(ev.target instanceof HTMLButtonElement) && !(ev.target instanceof HTMLAnchorElement)) {
       ev.preventDefault();
