@@ -52,7 +52,7 @@ __all__ = [
     "OptimizerError", "OptimizerReply", "Trial", "Failure", "FDMPOResult", "ChatOptimizer",
     "LocalOptimizer", "optimize", "render_optimizer_messages", "parse_definition",
     "definition_template", "read_trajectory", "vd_validation_correlation", "plot_trajectory", "write_outputs",
-    "TRAJECTORY_FILE", "BEST_TEMPLATE_FILE", "BEST_DEFINITION_FILE", "PLOT_FILE",
+    "load_definition", "TRAJECTORY_FILE", "BEST_TEMPLATE_FILE", "BEST_DEFINITION_FILE", "PLOT_FILE",
     "RESULT_FILE",
 ]
 
@@ -184,6 +184,7 @@ class FDMPOResult:
         complete: whether all requested iterations ran (``False``: the failure budget ran
             out first).
         out_dir: where the files were written (``None`` without ``out_dir``).
+        notes: what could not be written (e.g. the plot without matplotlib).
     """
 
     dimension: str
@@ -194,6 +195,7 @@ class FDMPOResult:
     usage: dict[str, int]
     complete: bool
     out_dir: Path | None = None
+    notes: list[str] = field(default_factory=list)
 
     def failure_counts(self) -> dict[str, int]:
         """Failures per kind."""
@@ -396,6 +398,36 @@ def definition_template(template: PromptTemplate, dimension: str, definition: st
     if name is not None:
         changes["name"] = name
     return dataclasses.replace(template, **changes)
+
+
+def load_definition(source: str | Path, dimension: str) -> str:
+    """The definition of ``dimension`` stored in an FDMPO output: its folder (read
+    ``best_template.yaml``), a template file (``.yaml``/``.yml``/``.json``, its
+    ``definitions`` entry) or a plain text file (``.txt``, the whole text).
+
+    Raises :class:`FDMPOError` saying what is missing.
+    """
+    from ieqa.prompts.loading import load_template
+
+    path = Path(source)
+    canon = canonical_dimension(dimension)
+    if path.is_dir():
+        path = path / BEST_TEMPLATE_FILE
+    if not path.exists():
+        raise FDMPOError(f"{path}: no such file; point at the --out folder of `ieqa "
+                         f"optimize-prompt --dimension {canon}` or at its {BEST_TEMPLATE_FILE}")
+    if path.suffix.lower() == ".txt":
+        text = " ".join(path.read_text(encoding="utf-8").split())
+        if not text:
+            raise FDMPOError(f"{path}: the definition file is empty")
+        return text
+    template = load_template(path)
+    if canon not in template.definitions:
+        have = ", ".join(template.definitions) or "none"
+        raise FDMPOError(f"{path}: the template defines no {canon!r} (it defines: {have}); "
+                         f"run `ieqa optimize-prompt --dimension {canon}` and point at its "
+                         "output")
+    return template.definitions[canon]
 
 
 # ------------------------------------------------------------------------ trajectory
@@ -692,7 +724,7 @@ def optimize(scorer: Any, optimizer: Callable[[list[dict[str, str]]], str | Opti
     result = FDMPOResult(dim, trials, failures, best, best_template, total, complete)
     if out_dir is not None:
         result.out_dir = Path(out_dir)
-        write_outputs(result, plot=plot)
+        result.notes.extend(write_outputs(result, plot=plot))
     return result
 
 
