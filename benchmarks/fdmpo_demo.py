@@ -34,7 +34,7 @@ from ieqa.prompts import fdmpo
 from ieqa.testing import build_tiny_vlm
 from ieqa.train import load_recipe, train
 from ieqa.train.data import load_training_data
-from ieqa.train.tiny import artifacts_world, tiny_recipe
+from ieqa.train.tiny import tiny_recipe
 
 DIM = "visual_quality"
 

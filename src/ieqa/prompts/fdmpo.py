@@ -488,6 +488,13 @@ class _Feedback:
         from ieqa.train.targets import digits_target
 
         self.scorer, self.dimension, self.template = scorer, dimension, template
+        if tuple(getattr(scorer, "score_dimensions", (dimension,))) != (dimension,):
+            from ieqa.scorers.catalog import create_scorer
+
+            # V_d of the optimised dimension only (the others need no ground truth)
+            self.scorer = create_scorer("vlm-digits", backend=scorer.backend,
+                                        template=template, dimensions=[dimension],
+                                        batch_size=scorer.batch_size)
         scale = template.scale or (1, 5)
         self.samples = list(samples)
         self.targets = {s.id: {dimension: float(digits_target(
@@ -638,6 +645,9 @@ def optimize(scorer: Any, optimizer: Callable[[list[dict[str, str]]], str | Opti
         out.mkdir(parents=True, exist_ok=True)
         traj = out / TRAJECTORY_FILE
         if resume and traj.exists():
+            text = traj.read_text(encoding="utf-8")
+            if text and not text.endswith("\n"):  # a line cut short by an interruption
+                traj.write_text(text[:text.rfind("\n") + 1], encoding="utf-8")
             old, trials, failures = read_trajectory(traj)
             _check_header(old, header, traj)
         else:
