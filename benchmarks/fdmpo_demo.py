@@ -34,7 +34,7 @@ from ieqa.prompts import fdmpo
 from ieqa.testing import build_tiny_vlm
 from ieqa.train import load_recipe, train
 from ieqa.train.data import load_training_data
-from ieqa.train.tiny import tiny_recipe
+from ieqa.train.tiny import artifacts_world, tiny_recipe
 
 DIM = "visual_quality"
 
@@ -86,9 +86,12 @@ def seeing_backbone(model: str, workdir: Path, steps: int, seed: int = 7) -> str
 
 def run_demo(workdir: str | Path, *, perception_steps: int = 600, tdrl_steps: int = 200,
              n_train: int = 800, vd_samples: int = 48, val_samples: int = 64,
-             proposals: tuple[str, ...] = PROPOSALS, lr: float = 3e-4) -> dict[str, Any]:
+             proposals: tuple[str, ...] = PROPOSALS, lr: float = 3e-4, size: int = 112,
+             batch_size: int = 16) -> dict[str, Any]:
     """Run the demonstration in ``workdir``; returns the numbers (see the module docstring).
 
+    ``size`` is the ShapesEdit image size in pixels (112: 16 image tokens per image for the
+    tiny Qwen2-VL, 64: 4) and ``batch_size`` the training batch.
     ``vd_samples`` and ``val_samples`` come from the trained run's held-out groups (disjoint
     from its training edits); ``val_samples`` may not exceed what is left after V_d's.
     """
@@ -107,7 +110,9 @@ def run_demo(workdir: str | Path, *, perception_steps: int = 600, tdrl_steps: in
     ref_file.write_text(REFERENCE + "\n", encoding="utf-8")
     recipe = tiny_recipe("ds-ieqa", model, steps=tdrl_steps, n=n_train, lr=lr,
                          dimensions=[DIM], max_eval_samples=vd_samples + val_samples,
+                         batch_size=batch_size,
                          overrides={"stages.0.template": TEMPLATE,
+                                    "data.train": artifacts_world(n_train, seed=1, size=size),
                                     f"stages.0.definitions.{DIM}": str(ref_file)})
     t0 = time.perf_counter()
     result = train(recipe, output_dir=work / "ds-ieqa", progress=False)
