@@ -542,7 +542,8 @@ def _data_scale(samples: Sequence[EditSample], dimension: str,
                 given: tuple[float, float] | None) -> tuple[float, float]:
     from ieqa.train.data import _scale
 
-    values = [s.scores[dimension] for s in samples if dimension in s.scores]
+    values = [float(s.scores[dimension]) for s in samples if dimension in s.scores
+              and not math.isnan(float(s.scores[dimension]))]
     ranges = {dimension: (min(values), max(values))} if values else {}
     return _scale(samples, given, ranges)
 
@@ -627,7 +628,7 @@ def optimize(scorer: Any, optimizer: Callable[[list[dict[str, str]]], str | Opti
                          "digits of 'X.XX' answers: use a digits template (ds-ieqa-digits)")
     chosen = _pick(samples, dim, n_samples, seed, "optimisation")
     valid = _pick(validation, dim, None, seed, "validation") if validation else None
-    scale = _data_scale([*chosen, *(valid or [])], dim, data_scale)
+    scale = _data_scale([*samples, *(validation or [])], dim, data_scale)
     start = " ".join((initial_definition or base.definition(dim)).split())
     feedback = _Feedback(scorer, dim, chosen, valid, scale, base)
 
