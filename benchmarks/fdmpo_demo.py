@@ -14,7 +14,7 @@ from a deliberately poor definition recovering a definition at least as good (by
    of the reference (never the reference itself). V_d is measured on ``--vd-samples``
    held-out edits, and every trial's SRCC / PLCC on ``--val-samples`` other held-out edits.
 
-    HF_HUB_OFFLINE=1 PYTHONPATH=src python benchmarks/fdmpo_demo.py
+    HF_HUB_OFFLINE=1 PYTHONPATH=src python benchmarks/fdmpo_demo.py --json fdmpo_demo.json
 
 Prints V_d and held-out SRCC per trial side by side, their correlation over the trials,
 the reference definition's own V_d and SRCC, and whether the selected V_d >= the
@@ -84,8 +84,8 @@ def seeing_backbone(model: str, workdir: Path, steps: int, seed: int = 7) -> str
     return str(Path(result.evaluator_dir) / "model")
 
 
-def run_demo(workdir: str | Path, *, perception_steps: int = 600, tdrl_steps: int = 200,
-             n_train: int = 800, vd_samples: int = 48, val_samples: int = 64,
+def run_demo(workdir: str | Path, *, perception_steps: int = 300, tdrl_steps: int = 200,
+             n_train: int = 400, vd_samples: int = 48, val_samples: int = 64,
              proposals: tuple[str, ...] = PROPOSALS, lr: float = 3e-4, size: int = 112,
              batch_size: int = 16) -> dict[str, Any]:
     """Run the demonstration in ``workdir``; returns the numbers (see the module docstring).
@@ -181,9 +181,9 @@ def print_report(res: dict[str, Any]) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--perception-steps", type=int, default=600)
+    ap.add_argument("--perception-steps", type=int, default=300)
     ap.add_argument("--tdrl-steps", type=int, default=200)
-    ap.add_argument("--n-train", type=int, default=800)
+    ap.add_argument("--n-train", type=int, default=400)
     ap.add_argument("--vd-samples", type=int, default=48)
     ap.add_argument("--val-samples", type=int, default=64)
     ap.add_argument("--workdir", type=Path, default=None)
