@@ -247,6 +247,31 @@ def test_local_causal_lm_optimiser(tiny_models, tmp_path):
     assert isinstance(reply.text, str)
     assert reply.usage["completion_tokens"] <= 6 and reply.usage["prompt_tokens"] > 100
     assert opt(messages).text == reply.text  # greedy: deterministic
+    # in the loop: whatever it answers is a trial or a recorded failure, tokens counted
+    result = optimize(TableFeedback({}), opt, _samples(), dimension=DIM, iterations=1,
+                      initial_definition="Poor.", max_failures=3)
+    assert len(result.trials) == 2 or len(result.failures) == 3
+    assert result.usage["calls_without_usage"] == 0 and result.usage["completion_tokens"] > 0
+
+
+def test_definition_value_of_another_template_equals_that_templates_scorer(tiny_models):
+    """FDMPO's V_d of a candidate (``definition_value(template=...)``) is the V_d a scorer
+    built with that template reports: one formula, batched with shared prefixes."""
+    from ieqa import create_scorer
+    from ieqa.train.data import _load_source
+    from ieqa.train.tiny import artifacts_world
+
+    samples, _ = _load_source(artifacts_world(8, seed=5, size=64))
+    model = str(tiny_models["qwen2-vl"])
+    candidate = fdmpo.definition_template(resolve_template(TEMPLATE), DIM, "Crisp pixels.")
+    base = create_scorer("vlm-digits", model=model, device="cpu", template=TEMPLATE,
+                         dimensions=[DIM], batch_size=4)
+    own = create_scorer("vlm-digits", backend=base.backend, template=candidate,
+                        dimensions=[DIM], batch_size=4)
+    via = base.definition_value(samples, template=candidate)
+    direct = own.definition_value(samples)
+    assert via.mean == pytest.approx(direct.mean, abs=1e-6)
+    assert via.mean != pytest.approx(base.definition_value(samples).mean, abs=1e-9)
 
 
 def test_cli_with_a_tiny_vlm_resumes_and_its_template_scores(server, tiny_models, tmp_path):

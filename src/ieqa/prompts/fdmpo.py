@@ -805,7 +805,7 @@ def plot_trajectory(result: FDMPOResult, path: str | Path) -> Path:
     (SRCC+PLCC)/2 and SRCC on a second axis. Needs matplotlib (the ``plot`` extra)."""
     from ieqa.bench.report import _new_figure
 
-    fig = _new_figure((7.0, 4.0))
+    fig = _new_figure((7.0, 4.8))
     ax = fig.add_subplot(1, 1, 1)
     its = [t.iteration for t in result.trials]
     ax.plot(its, [t.v_d for t in result.trials], "o-", color="tab:blue", label="V_d")
@@ -825,7 +825,8 @@ def plot_trajectory(result: FDMPOResult, path: str | Path) -> Path:
         ax2.set_ylabel("validation correlation", color="tab:green")
         h2, l2 = ax2.get_legend_handles_labels()
         handles, labels = handles + h2, labels + l2
-    ax.legend(handles, labels, loc="lower right", fontsize=8)
+    ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2,
+              fontsize=8, frameon=False)
     ax.set_title(f"FDMPO trajectory: {result.dimension}")
     fig.tight_layout()
     path = Path(path)
