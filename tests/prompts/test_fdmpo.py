@@ -137,8 +137,11 @@ def test_failures_are_recorded_by_kind_and_retried(server, tmp_path):
     assert result.complete and result.trials[1].definition == "Sharp."
     assert result.trials[1].attempts == 6
     # the retry prompt says why the previous answer was rejected
-    assert "rejected (duplicate): the definition repeats trial 0" in _user(server.requests[4])
-    assert "rejected (too_long)" in _user(server.requests[5])
+    fifth, sixth = _user(server.requests[4]), _user(server.requests[5])
+    assert "attempt 4 was rejected (duplicate): the definition repeats trial 0" in fifth
+    assert "attempt 5 was rejected (too_long)" in sixth
+    assert "attempt 1 was rejected (timeout)" in sixth  # every rejection of this proposal
+    assert "rejected" not in _user(server.requests[0])
     # usage: empty, duplicate and too-long answers reported it; the rest did not
     assert result.usage == {"prompt_tokens": 300, "completion_tokens": 21, "calls": 6,
                             "calls_without_usage": 3}

@@ -92,6 +92,9 @@ def command(
                                           help="transport retries of one optimiser request"),
     optimizer_max_tokens: int = typer.Option(1024, "--optimizer-max-tokens", min=1,
                                              help="longest optimiser answer, in tokens"),
+    optimizer_temperature: float = typer.Option(
+        0.0, "--optimizer-temperature", min=0.0,
+        help="HTTP optimiser's sampling temperature (0: greedy; the local one is greedy)"),
     optimizer_prompt: Path | None = typer.Option(
         None, "--optimizer-prompt", exists=True, dir_okay=False,
         help="text file replacing the optimiser's user prompt (placeholders as "
@@ -172,7 +175,8 @@ def command(
         optimizer = fdmpo.ChatOptimizer(optimizer_base_url, optimizer_model,  # type: ignore[arg-type]
                                         timeout_s=optimizer_timeout,
                                         max_retries=optimizer_retries,
-                                        max_new_tokens=optimizer_max_tokens)
+                                        max_new_tokens=optimizer_max_tokens,
+                                        temperature=optimizer_temperature)
     out_dir = out if out is not None else Path(f"runs/fdmpo-{dim}")
 
     def show(row: dict) -> None:

@@ -18,7 +18,7 @@ True
 Robustness: an optimiser answer that fails (timeout, HTTP error, exception), is empty,
 repeats an earlier definition or is longer than ``max_definition_chars`` is recorded in
 ``trajectory.jsonl`` as a ``failure`` line with its kind and retried (the retry prompt
-says why the previous answer was rejected) until ``max_failures`` failures in all have
+lists the answers rejected so far for this proposal and why) until ``max_failures`` failures in all have
 been spent. Given the optimiser's answers the run is deterministic, and a run resumed
 from its ``trajectory.jsonl`` continues exactly as the uninterrupted one would.
 
@@ -48,7 +48,7 @@ from ieqa.errors import IeqaError
 from ieqa.prompts.templates import PromptTemplate
 
 __all__ = [
-    "OPTIMIZER_SYSTEM", "OPTIMIZER_PROMPT", "RETRY_NOTE", "FAILURE_KINDS", "FDMPOError",
+    "OPTIMIZER_SYSTEM", "OPTIMIZER_PROMPT", "RETRY_NOTE", "RETRY_LINE", "FAILURE_KINDS", "FDMPOError",
     "OptimizerError", "OptimizerReply", "Trial", "Failure", "FDMPOResult", "ChatOptimizer",
     "LocalOptimizer", "optimize", "render_optimizer_messages", "parse_definition",
     "definition_template", "read_trajectory", "vd_validation_correlation", "plot_trajectory", "write_outputs",
@@ -92,8 +92,11 @@ Write one new definition of {dimension} that you expect to reach a higher V_d th
 definition above. It must differ from all of them and be at most {max_chars} characters \
 long. Reply with the definition only, between <definition> and </definition>."""
 
-#: appended to the user message when the previous answer was rejected; {kind}, {reason}
-RETRY_NOTE = "\n\nYour previous answer was rejected ({kind}): {reason}. Try again."
+#: appended to the user message after rejected answers: the header, then one
+#: :data:`RETRY_LINE` per rejected answer of this proposal
+RETRY_NOTE = "\n\nYour previous answers were rejected; write a different definition:"
+#: one rejected answer; {attempt}, {kind}, {reason}
+RETRY_LINE = "\n- attempt {attempt} was rejected ({kind}): {reason}"
 
 _PROMPT_FIELDS = frozenset({"dimension", "Dimension", "low", "high", "n_samples", "history",
                             "best_definition", "best_value", "n_trials", "max_chars"})
@@ -344,7 +347,7 @@ def render_optimizer_messages(dimension: str, trials: Sequence[Trial], *, n_samp
                               prompt: str = OPTIMIZER_PROMPT, system: str = OPTIMIZER_SYSTEM,
                               max_history: int = 20, max_chars: int = 2000,
                               label: str | None = None,
-                              rejected: Failure | None = None) -> list[dict[str, str]]:
+                              rejected: Sequence[Failure] = ()) -> list[dict[str, str]]:
     """The optimiser's chat messages for the next proposal.
 
     Args:
@@ -356,7 +359,8 @@ def render_optimizer_messages(dimension: str, trials: Sequence[Trial], *, n_samp
         max_history: show only the best this many trials (>= 1).
         max_chars: the longest definition accepted.
         label: the dimension's display name (default from the dimension).
-        rejected: the previous answer's failure, explained in :data:`RETRY_NOTE`.
+        rejected: the failed attempts of this proposal, listed after :data:`RETRY_NOTE`
+            (so a greedy optimiser sees a different prompt on each retry).
     """
     if not trials:
         raise FDMPOError("the optimiser needs at least one evaluated trial")
@@ -370,8 +374,9 @@ def render_optimizer_messages(dimension: str, trials: Sequence[Trial], *, n_samp
         n_samples=n_samples, n_trials=len(trials), max_chars=max_chars,
         history="\n".join(f"V_d = {t.v_d:.4f}: {t.definition}" for t in shown),
         best_definition=best.definition, best_value=f"{best.v_d:.4f}")
-    if rejected is not None:
-        user += RETRY_NOTE.format(kind=rejected.failure, reason=rejected.message)
+    if rejected:
+        user += RETRY_NOTE + "".join(RETRY_LINE.format(attempt=f.attempt, kind=f.failure,
+                                                       reason=f.message) for f in rejected)
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
@@ -673,11 +678,11 @@ def optimize(scorer: Any, optimizer: Callable[[list[dict[str, str]]], str | Opti
     while len(trials) <= iterations:
         iteration = len(trials)
         usage = _empty_usage()
-        attempt, last = 0, None
+        attempt, rejected = 0, []
         for f in failures:  # resumed mid-iteration: its failures count as attempts
             if f.iteration == iteration:
                 attempt += 1
-                last = f
+                rejected.append(f)
                 _add_usage(usage, f.usage)
         accepted = None
         while accepted is None:
@@ -686,7 +691,7 @@ def optimize(scorer: Any, optimizer: Callable[[list[dict[str, str]]], str | Opti
             messages = render_optimizer_messages(
                 dim, trials, n_samples=len(chosen), scale=base.scale or (1, 5),
                 prompt=optimizer_prompt, system=optimizer_system, max_history=max_history,
-                max_chars=max_definition_chars, label=base.label(dim), rejected=last)
+                max_chars=max_definition_chars, label=base.label(dim), rejected=rejected)
             attempt += 1
             answer, call_usage = None, None
             try:
@@ -713,7 +718,7 @@ def optimize(scorer: Any, optimizer: Callable[[list[dict[str, str]]], str | Opti
                     break
             _add_usage(usage, fail.usage)
             record(fail)
-            last = fail
+            rejected.append(fail)
         if accepted is None:
             complete = False
             break
