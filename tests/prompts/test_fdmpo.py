@@ -175,6 +175,22 @@ def test_resume_continues_as_the_uninterrupted_run(server, tmp_path):
     assert [_user(r) for r in server.requests] == whole_prompts  # same prompts, same order
     assert resumed.best.definition == "B." and resumed.usage == whole.usage
 
+    # interrupted while measuring an accepted proposal: resumed without asking again
+    class Interrupted(TableFeedback):
+        def definition_value(self, samples, targets=None, *, template=None):
+            if template.definitions[DIM] == "D.":
+                raise KeyboardInterrupt
+            return super().definition_value(samples, targets, template=template)
+
+    with pytest.raises(KeyboardInterrupt):
+        _run(server, tmp_path / "part", ["D."], values, iterations=4,
+             feedback=Interrupted(values))
+    n_requests = len(server.requests)
+    again, feedback = _run(server, tmp_path / "part", [], values, iterations=4)
+    assert len(server.requests) == n_requests and feedback.seen == ["D."]
+    assert again.trials[-1].definition == "D." and again.trials[-1].attempts == 1
+    assert again.usage["calls"] == whole.usage["calls"] + 1
+
     with pytest.raises(FDMPOError, match="other settings.*--fresh"):
         _run(server, tmp_path / "part", [], values, iterations=3, seed=5)
     fresh, feedback = _run(server, tmp_path / "part", ["A."], values, iterations=1,

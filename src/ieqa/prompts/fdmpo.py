@@ -19,7 +19,8 @@ Robustness: an optimiser answer that fails (timeout, HTTP error, exception), is 
 repeats an earlier definition or is longer than ``max_definition_chars`` is recorded in
 ``trajectory.jsonl`` as a ``failure`` line with its kind and retried (the retry prompt
 lists the answers rejected so far for this proposal and why) until ``max_failures`` failures in all have
-been spent. Given the optimiser's answers the run is deterministic, and a run resumed
+been spent. An accepted answer is written (``proposal``) before its V_d is measured.
+Given the optimiser's answers the run is deterministic, and a run resumed
 from its ``trajectory.jsonl`` continues exactly as the uninterrupted one would.
 
 The optimiser is any callable ``optimizer(messages) -> str | OptimizerReply`` taking
@@ -459,9 +460,23 @@ def read_trajectory(path: str | Path) -> tuple[dict[str, Any] | None, list[Trial
             trials.append(Trial(**row))
         elif kind == "failure":
             failures.append(Failure(**row))
+        elif kind == "proposal":
+            continue  # an accepted answer; its trial line follows once V_d is measured
         else:
             raise FDMPOError(f"{path}:{n}: unknown line kind {kind!r}")
     return header, trials, failures
+
+
+def _pending_proposal(path: Path, n_trials: int) -> dict[str, Any] | None:
+    """The accepted proposal of iteration ``n_trials`` (the next one) when the run
+    stopped before its V_d was measured, else ``None``."""
+    found = None
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if '"proposal"' in line:
+            row = json.loads(line)
+            if row.get("kind") == "proposal" and row["iteration"] == n_trials:
+                found = row
+    return found
 
 
 def _append(path: Path, row: Mapping[str, Any]) -> None:
@@ -645,6 +660,7 @@ def optimize(scorer: Any, optimizer: Callable[[list[dict[str, str]]], str | Opti
               "seed": seed, "scorer": _scorer_config(scorer)}
     trials: list[Trial] = []
     failures: list[Failure] = []
+    pending: dict[str, Any] | None = None
     traj: Path | None = None
     if out_dir is not None:
         out = Path(out_dir)
@@ -656,6 +672,7 @@ def optimize(scorer: Any, optimizer: Callable[[list[dict[str, str]]], str | Opti
                 traj.write_text(text[:text.rfind("\n") + 1], encoding="utf-8")
             old, trials, failures = read_trajectory(traj)
             _check_header(old, header, traj)
+            pending = _pending_proposal(traj, len(trials))
         else:
             traj.write_text(json.dumps({"kind": "run", **header}, ensure_ascii=False) + "\n",
                             encoding="utf-8")
@@ -685,6 +702,9 @@ def optimize(scorer: Any, optimizer: Callable[[list[dict[str, str]]], str | Opti
                 rejected.append(f)
                 _add_usage(usage, f.usage)
         accepted = None
+        if pending is not None:  # accepted before an interruption; V_d still to measure
+            accepted, attempt, usage = pending["definition"], pending["attempt"], pending["usage"]
+            pending = None
         while accepted is None:
             if len(failures) >= max_failures:
                 break
@@ -715,6 +735,10 @@ def optimize(scorer: Any, optimizer: Callable[[list[dict[str, str]]], str | Opti
                 if fail is None:
                     _add_usage(usage, call_usage)
                     accepted = parse_definition(answer)
+                    if traj is not None:  # a resumed run measures it without asking again
+                        _append(traj, {"kind": "proposal", "iteration": iteration,
+                                       "attempt": attempt, "definition": accepted,
+                                       "usage": usage})
                     break
             _add_usage(usage, fail.usage)
             record(fail)
