@@ -7,8 +7,9 @@ for VIEScore prompts, critiques in the ReasonEdit format (one in four cut short 
 its scores) and EPAIQA stage-3 answers for the critique prompts, top log-probabilities
 over the five level words (for ``vlm-levels``), a verdict line for pairwise prompts, and
 for the explanation-judge rubric (``epaiqa-explain-judge``) a JSON object of PA / LNA /
-GHA / Overall votes in 0-2 that differ between the ``n`` choices. It
-judges nothing; it lets the documented commands run end to end without a GPU.
+GHA / Overall votes in 0-2 that differ between the ``n`` choices, and for FDMPO's
+optimiser prompt (``ieqa optimize-prompt``) the next definition of a fixed list, chosen by
+the number of trials the prompt shows (:data:`FDMPO_PROPOSALS`). It judges nothing; it lets the documented commands run end to end without a GPU.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -24,6 +26,16 @@ from chat_server import FakeServer, Reply, serve
 
 _DIMENSIONS = ("visual_quality", "instruction_alignment", "content_preservation", "overall")
 _LEVELS = ("excellent", "good", "fair", "poor", "bad")
+
+
+#: definitions the stand-in proposes to ``ieqa optimize-prompt``, one per trial count
+FDMPO_PROPOSALS = (
+    "Visual quality is how clean the edited image looks: sharp, without noise or artifacts.",
+    "How pleasant the edited image is to look at.",
+    "Visual quality is the absence of blur, noise, seams and distortions in the edited image.",
+    "Rate whether the instruction was followed.",
+    "Visual quality: realistic lighting and clean, artifact-free detail in the edited image.",
+)
 
 
 def _digest(body: dict[str, Any]) -> bytes:
@@ -38,6 +50,16 @@ class StandInJudge(FakeServer):
         text = " ".join(p.get("text", "") for m in body["messages"]
                         if isinstance(m["content"], list) for p in m["content"])
         text += " ".join(m["content"] for m in body["messages"] if isinstance(m["content"], str))
+        tried = re.search(r"The (\d+) definitions tried so far", text)
+        if tried and "<definition>" in text:  # FDMPO's optimiser prompt
+            proposal = FDMPO_PROPOSALS[(int(tried.group(1)) - 1) % len(FDMPO_PROPOSALS)]
+            content = f"<definition>{proposal}</definition>"
+            return Reply(body={"id": "chatcmpl-docs", "object": "chat.completion",
+                               "model": body.get("model", "optimizer"),
+                               "choices": [{"index": 0, "finish_reason": "stop", "message": {
+                                   "role": "assistant", "content": content}}],
+                               "usage": {"prompt_tokens": len(text) // 4,
+                                         "completion_tokens": len(content) // 4}})
         if "[[A>B]]" in text:
             content = "A keeps more of the source.\n[[A>B]]" if digest[0] % 2 else \
                 "B follows the instruction better.\n[[B>A]]"

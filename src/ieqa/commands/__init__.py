@@ -4,4 +4,5 @@ command's name); :mod:`ieqa.cli` registers the modules listed in ``COMMAND_MODUL
 
 COMMAND_MODULES: tuple[str, ...] = ("score", "manifest", "bench", "mos", "rank_editors", "tiny_vlm",
                                      "train", "serve", "curate", "best_of_n", "dpo_pairs",
-                                     "bench_explanations", "baseline", "explain", "studio")
+                                     "bench_explanations", "baseline", "explain", "studio",
+                                     "optimize_prompt")

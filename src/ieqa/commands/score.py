@@ -211,6 +211,10 @@ def command(
     option: list[str] | None = OPTION_OPT,
     model: str | None = MODEL_OPT,
     checkpoint: Path | None = CHECKPOINT_OPT,
+    template: str | None = typer.Option(
+        None, "--template", help="VLM scorers: prompt template name (ieqa list templates) or "
+                                 "YAML/JSON file, e.g. ieqa optimize-prompt's "
+                                 "best_template.yaml (same as -O template=...)"),
     out: Path | None = typer.Option(None, "--out", "-o",
                                     help="output file (.parquet or .jsonl) for a folder, manifest "
                                          "or benchmark"),
@@ -255,6 +259,11 @@ def command(
     """
     if engine not in ("local", "ray"):
         raise typer.BadParameter(f"{engine!r}: choose local or ray", param_hint="--engine")
+    if template is not None:
+        if any(o.partition("=")[0].strip() == "template" for o in option or []):
+            raise typer.BadParameter("--template and -O template=... both given; use one",
+                                     param_hint="--template")
+        option = [*(option or []), f"template={template}"]
     ray_options = {"--address": address, "--replicas": replicas,
                    "--gpus-per-replica": gpus_per_replica, "--cpus-per-replica": cpus_per_replica}
     given = [name for name, value in ray_options.items() if value is not None]

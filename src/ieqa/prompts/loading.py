@@ -48,6 +48,7 @@ class _TemplateSpec(BaseModel):
     dimension_names: dict[str, str] = {}
     defaults: dict[str, str] = {}
     sub_scores: list[str] = []
+    definitions: dict[str, str] = {}
 
 
 def _describe(exc: ValidationError) -> str:

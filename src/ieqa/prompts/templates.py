@@ -12,8 +12,9 @@ Placeholders that :meth:`PromptTemplate.render` fills itself:
     the editing instruction.
 ``{dimension}`` / ``{Dimension}`` / ``{dimension_key}`` / ``{definition}``
     the asked dimension: human-readable (``"visual quality"``), capitalised
-    (``"Visual quality"``), canonical (``"visual_quality"``) and its paragraph from
-    :mod:`ieqa.prompts.definitions`.
+    (``"Visual quality"``), canonical (``"visual_quality"``) and its paragraph: the
+    template's own :attr:`PromptTemplate.definitions` entry (written by ``ieqa
+    optimize-prompt``), else the one from :mod:`ieqa.prompts.definitions`.
 ``{low}`` / ``{high}``
     the bounds of :attr:`PromptTemplate.scale` (``"1"``, ``"5"``).
 ``{dimensions_block}`` / ``{dimensions_list}`` / ``{json_example}``
@@ -172,6 +173,10 @@ class PromptTemplate:
             calls ``instruction_alignment`` "editing fidelity".
         defaults: values for optional placeholders (overridden by render keywords).
         sub_scores: names of the sub-scores a ``viescore_json`` answer lists, in order.
+        definitions: per-template dimension definitions (canonical -> paragraph) that
+            replace :func:`~ieqa.prompts.dimension_definition` in ``{definition}`` and
+            ``{dimensions_block}``; FDMPO (``ieqa optimize-prompt``) writes its best
+            definition here.
     """
 
     name: str
@@ -187,6 +192,7 @@ class PromptTemplate:
     dimension_names: Mapping[str, str] = field(default_factory=dict)
     defaults: Mapping[str, str] = field(default_factory=dict)
     sub_scores: tuple[str, ...] = ()
+    definitions: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         def bad(fieldname: str, message: str) -> TemplateError:
@@ -242,7 +248,7 @@ class PromptTemplate:
             if _MARKER.search(getattr(self, fname) or ""):
                 raise bad(fname, "images can only be placed in 'user'")
         # mappings
-        for fname in ("dimension_names", "defaults"):
+        for fname in ("dimension_names", "defaults", "definitions"):
             value = getattr(self, fname)
             if not isinstance(value, Mapping) or not all(
                     isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
@@ -252,6 +258,13 @@ class PromptTemplate:
         except IeqaError as exc:
             raise bad("dimension_names", str(exc)) from None
         object.__setattr__(self, "dimension_names", _FrozenMap(names))
+        try:
+            defs = {canonical_dimension(k): v for k, v in self.definitions.items()}
+        except IeqaError as exc:
+            raise bad("definitions", str(exc)) from None
+        if any(not v.strip() for v in defs.values()):
+            raise bad("definitions", "a definition must not be empty")
+        object.__setattr__(self, "definitions", _FrozenMap(defs))
         object.__setattr__(self, "defaults", _FrozenMap(self.defaults))
         subs = tuple(self.sub_scores)
         if not all(isinstance(s, str) and s for s in subs):
@@ -286,13 +299,21 @@ class PromptTemplate:
         out.update(dimensions=list(self.dimensions), images=list(self.images),
                    scale=None if self.scale is None else list(self.scale),
                    dimension_names=dict(self.dimension_names), defaults=dict(self.defaults),
-                   sub_scores=list(self.sub_scores))
+                   sub_scores=list(self.sub_scores), definitions=dict(self.definitions))
+        if not self.definitions:  # keeps the digest of templates without definitions
+            del out["definitions"]
         return out
 
     def label(self, dimension: str) -> str:
         """The display name of ``dimension`` in this template (aliases accepted)."""
         canon = canonical_dimension(dimension)
         return self.dimension_names.get(canon, canon.replace("_", " "))
+
+    def definition(self, dimension: str) -> str:
+        """The definition of ``dimension`` this template inserts as ``{definition}``: its
+        own :attr:`definitions` entry, else :func:`~ieqa.prompts.dimension_definition`."""
+        canon = canonical_dimension(dimension)
+        return self.definitions.get(canon) or dimension_definition(canon)
 
     # ------------------------------------------------------------------ filling
     def _check_dimension(self, dimension: str) -> str:
@@ -322,7 +343,7 @@ class PromptTemplate:
             canon = self._check_dimension(dimension)
             label = self.label(canon)
             ctx.update(dimension=label, Dimension=label[:1].upper() + label[1:],
-                       dimension_key=canon, definition=dimension_definition(canon))
+                       dimension_key=canon, definition=self.definition(canon))
         if isinstance(dimensions, str):
             raise TemplateError("dimensions must be a list of names; use dimension= for one")
         if dimensions:
@@ -334,7 +355,7 @@ class PromptTemplate:
         if dims:
             dims = list(dict.fromkeys(dims))
             ctx["dimensions_block"] = "\n".join(
-                f"- {d} ({self.label(d)}): {dimension_definition(d)}" for d in dims)
+                f"- {d} ({self.label(d)}): {self.definition(d)}" for d in dims)
             labels = [self.label(d) for d in dims]
             ctx["dimensions_list"] = (labels[0] if len(labels) == 1
                                       else ", ".join(labels[:-1]) + " and " + labels[-1])

@@ -199,6 +199,11 @@ class StageConfig(_Strict):
     loss_args: dict[str, Any] = Field(default_factory=dict)
     target: Literal["digits", "level", "box", "epaiqa-cot"] | None = None
     template: str | dict[str, Any] | None = None
+    definitions: dict[str, str] = Field(
+        default_factory=dict, description="dimension -> FDMPO output (the --out folder of "
+        "`ieqa optimize-prompt`, its best_template.yaml, or a .txt file): the optimised "
+        "definition replaces the template's {definition} for that dimension (DS-IEQA: the "
+        "Best Metric Definition in the system prompt)")
     dimensions: list[str] = Field(default_factory=lambda: ["overall"])
     labels: dict[str, str] = Field(
         default_factory=dict, description="prompt dimension -> data column when they differ "
@@ -251,6 +256,8 @@ class StageConfig(_Strict):
             raise ValueError(f"stage {self.name!r}: tdrl needs target: digits")
         if not self.dimensions:
             raise ValueError(f"stage {self.name!r}: dimensions is empty")
+        if self.definitions:
+            self._check_definitions()
         if self.loss == "uncertainty" and self.loss_args.get("form", "nll") not in (
                 "nll", "expected-bt"):
             raise ValueError(f"stage {self.name!r}: loss_args.form must be nll (EditReward "
@@ -268,6 +275,33 @@ class StageConfig(_Strict):
                     raise ValueError(f"stage {self.name!r}: loss_args.{key} must be an "
                                      f"integer >= 0 (rows; 0 turns the queue off), got {size!r}")
         return self
+
+
+    def _check_definitions(self) -> None:
+        from ieqa.data.dimensions import canonical_dimension
+        from ieqa.prompts.fdmpo import load_definition
+
+        dims = {canonical_dimension(d) for d in self.dimensions}
+        for dim, source in self.definitions.items():
+            try:
+                canon = canonical_dimension(dim)
+            except IeqaError as exc:
+                raise ValueError(f"stage {self.name!r}: definitions: {exc}") from None
+            if canon not in dims:
+                raise ValueError(f"stage {self.name!r}: definitions names {dim!r}, which the "
+                                 f"stage does not train (dimensions: {self.dimensions})")
+            try:
+                load_definition(source, canon)
+            except IeqaError as exc:
+                raise ValueError(f"stage {self.name!r}: definitions.{dim}: {exc}") from None
+
+    def definition_texts(self) -> dict[str, str]:
+        """``{canonical dimension: definition text}`` read from :attr:`definitions`."""
+        from ieqa.data.dimensions import canonical_dimension
+        from ieqa.prompts.fdmpo import load_definition
+
+        return {canonical_dimension(d): load_definition(src, d)
+                for d, src in self.definitions.items()}
 
 
 class EvalConfig(_Strict):

@@ -152,7 +152,17 @@ def _resolve_template(stage: StageConfig) -> Any:
                         "epaiqa-cot": "epaiqa-overall"}.get(stage.target or "", "editreward"),
                "pointwise": "editreward", "pairwise": "editreward",
                "dual": "reasonedit-critique", "grpo": "reasonedit-critique"}[stage.objective]
-    return resolve_template(stage.template if stage.template is not None else default)
+    template = resolve_template(stage.template if stage.template is not None else default)
+    if stage.definitions:
+        import dataclasses
+
+        if "definition" not in template.placeholders:
+            raise TrainError(f"stage {stage.name!r}: definitions replace the template's "
+                             f"{{definition}}, and template {template.name!r} has none; use a "
+                             "template with {definition} (ds-ieqa-digits) or drop definitions")
+        template = dataclasses.replace(
+            template, definitions={**template.definitions, **stage.definition_texts()})
+    return template
 
 
 def _optimizer(recipe: Recipe, model: EvaluatorModel) -> torch.optim.Optimizer:

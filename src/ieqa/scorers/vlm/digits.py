@@ -124,17 +124,27 @@ class DigitsScorer(VLMScorer):
 
     def definition_value(self, samples: Sequence[EditSample],
                          targets: Mapping[str, Mapping[str, float]] | None = None,
-                         ) -> DefinitionValue:
-        """V_d of this scorer's prompt on labelled samples.
+                         *, template: Any = None) -> DefinitionValue:
+        """V_d of this scorer's prompt (or of ``template``) on labelled samples.
+
+        The prompts of ``batch_size`` samples go through one teacher-forced forward pass
+        (the four answer tokens ``d0 . d1 d2`` as continuations); candidates of one source
+        share their prompt prefix (``share_key``) as in :meth:`score_items`.
 
         Args:
             samples: the samples; their images must load.
             targets: ``{sample id: {dimension: ground truth}}`` on the template's scale;
                 default: each sample's own ``scores``.
+            template: the prompt template to evaluate instead of :attr:`template` (a
+                name, file, dict or :class:`~ieqa.prompts.PromptTemplate`); FDMPO passes
+                each candidate definition this way.
 
         Raises:
             ScorerError: a sample lacks a ground truth for a scored dimension.
         """
+        from ieqa.scorers.vlm.base import resolve_template
+
+        template = resolve_template(template) if template is not None else self.template
         per_sample: dict[str, dict[str, float]] = {}
         values: list[float] = []
         for start in range(0, len(samples), self.batch_size):
@@ -149,7 +159,7 @@ class DigitsScorer(VLMScorer):
                     if dim not in truth:
                         raise ScorerError(f"sample {sample.id!r} has no ground truth for {dim!r}")
                     text = format_digits(truth[dim])
-                    prompts.append(self.render(item, dim))
+                    prompts.append(self.render(item, dim, template))
                     conts.append([self.digit_ids[int(text[0])], self.dot_id,
                                   self.digit_ids[int(text[2])], self.digit_ids[int(text[3])]])
                     keys.append((sample.id, dim))
