@@ -71,7 +71,7 @@ def grpo_recipe(model: str, *, sft_steps: int, grpo_steps: int, aux: float,
                 generations: int = 4, prompts: int = 2, completion: int = 40,
                 beta: float = 0.04, lr: float = 1e-3, n: int = 400, max_eval: int = 80,
                 temperature: float = 0.7, critique: str = "brief", sft_lr: float = 3e-4,
-                reward: dict[str, Any] | None = None,
+                reward: dict[str, Any] | None = None, seed: int = 0,
                 trl_args: dict[str, Any] | None = None) -> Recipe:
     """The tiny ``reasonedit-sft`` warm-up stage on ``critique``-style ShapesEdit critiques
     (:func:`_sft`) followed by a ``grpo`` stage."""
@@ -84,7 +84,19 @@ def grpo_recipe(model: str, *, sft_steps: int, grpo_steps: int, aux: float,
                      "aux_huber_weight": aux, "temperature": temperature,
                      "lora_r": 16, "lora_alpha": 32, "trl_args": trl_args or {}}}
     data["stages"] = [data["stages"][0], grpo]
+    data["optim"]["seed"] = seed
     return load_recipe(apply_overrides(data, {}))
+
+
+def rise(curve: list[float]) -> tuple[float, float, float]:
+    """Mean step reward over the first and the last 20% of ``curve``, and the one-sided
+    Mann-Whitney p-value that the last 20% of step rewards are larger."""
+    from scipy.stats import mannwhitneyu
+
+    k = max(1, len(curve) // 5)
+    first, last = curve[:k], curve[-k:]
+    p = float(mannwhitneyu(last, first, alternative="greater").pvalue) if k > 1 else 1.0
+    return sum(first) / k, sum(last) / k, p
 
 
 def reward_curve(out: Path) -> list[float]:
@@ -117,11 +129,12 @@ def run(model: str, out: Path, **kwargs: Any) -> dict[str, Any]:
     result = train(grpo_recipe(model, reward=reward, **kwargs), output_dir=out, progress=False)
     curve = reward_curve(out)
     k = max(1, len(curve) // 5)
+    first20, last20, p = rise(curve)
     rows = [json.loads(line) for line in log.read_text().splitlines()]
     per_step = max(1, len(rows) // max(1, len(curve)))
     first, last = rows[:k * per_step], rows[-k * per_step:]
     return {"seconds": round(time.perf_counter() - t0, 1), "curve": curve,
-            "first20": sum(curve[:k]) / k, "last20": sum(curve[-k:]) / k,
+            "first20": first20, "last20": last20, "p": p,
             "claims_first20": claim_summary(first), "claims_last20": claim_summary(last),
             "srcc_sft": result.metrics["warmup"]["after"]["srcc/visual_quality"],
             "srcc_before": result.metrics["grpo"]["before"]["srcc/visual_quality"],
@@ -146,6 +159,7 @@ def main() -> None:
     parser.add_argument("--temperature", type=float, default=0.7)
     parser.add_argument("--critique", choices=("brief", "full"), default="brief")
     parser.add_argument("--aux", type=float, default=1.0, help="aux Huber weight of the main run")
+    parser.add_argument("--seed", type=int, default=0, help="training seed of both stages")
     parser.add_argument("--no-ablation", action="store_true")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="grpo-learns-"))
@@ -157,7 +171,8 @@ def main() -> None:
               f"({time.perf_counter() - t0:.0f} s)")
     common = {"sft_steps": args.sft_steps, "sft_lr": args.sft_lr, "grpo_steps": args.grpo_steps, "generations": args.generations,
               "prompts": args.prompts, "completion": args.completion, "beta": args.beta,
-              "lr": args.lr, "temperature": args.temperature, "critique": args.critique}
+              "lr": args.lr, "temperature": args.temperature, "critique": args.critique,
+              "seed": args.seed}
     runs = {f"aux={args.aux:g}": run(model, tmp / "aux", aux=args.aux, **common)}
     if not args.no_ablation:  # the same SFT (same seed) again, then GRPO without the Huber term
         runs["aux=0 (ablation)"] = run(model, tmp / "noaux", aux=0.0, **common)
@@ -168,7 +183,8 @@ def main() -> None:
                  for i in range(0, len(curve), tenth)]
         print(f"{name}: {r['seconds']} s")
         print("  reward mean per tenth of the steps:", " ".join(f"{m:.3f}" for m in means))
-        print(f"  reward first 20%: {r['first20']:.3f}  last 20%: {r['last20']:.3f}")
+        print(f"  reward first 20%: {r['first20']:.3f}  last 20%: {r['last20']:.3f}  (one-sided "
+              f"Mann-Whitney p = {r['p']:.2g})")
         for when in ("first20", "last20"):
             c = r[f"claims_{when}"]
             print(f"  {when}: " + "  ".join(f"{k} {v:.3f}" for k, v in c.items()))

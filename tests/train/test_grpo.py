@@ -1,6 +1,7 @@
 """The ``grpo`` stage (ReasonEdit stage 2 on TRL's GRPOTrainer): recipe validation, the
-programmatic ShapesEdit critique judge, the reward function TRL calls, and a bounded
-run on a tiny dual-head model that shows the mean reward going up."""
+programmatic ShapesEdit critique judge, the reward functions TRL calls (in-process and at
+an ``ieqa serve`` URL), and a run on a tiny dual-head model that shows GRPO raising the
+judge's reward while the auxiliary Huber loss keeps the head."""
 
 from __future__ import annotations
 
@@ -25,8 +26,23 @@ def _judge(text, truth):
 
 def test_judge_gives_full_marks_to_the_true_description():
     for truth in (NOISY, CLEAN):
-        assert _judge(describe(truth), truth) == {"logicality": 1.0, "accuracy": 1.0,
-                                                   "usefulness": 1.0}
+        for style in ("full", "brief"):
+            assert _judge(describe(truth, style=style), truth) == {
+                "logicality": 1.0, "accuracy": 1.0, "usefulness": 1.0}
+
+
+def test_brief_critiques_in_training_data():
+    from ieqa.train.data import TrainDataError, _load_source
+
+    assert describe(NOISY, style="brief") == "Moderate noise. Done completely."
+    assert describe(CLEAN, style="brief") == "No visible artifacts. Done partly."
+    samples, _ = _load_source({"shapesedit": {"n": 8, "k": 4, "size": 64,
+                                              "preset": "artifacts", "critique": "brief"}})
+    assert all(s.meta["explanation"] == describe(s.meta, style="brief") for s in samples)
+    with pytest.raises(TrainDataError, match="choose one of full, brief"):
+        _load_source({"shapesedit": {"n": 8, "critique": "long"}})
+    with pytest.raises(ValueError, match="choose one of full, brief"):
+        describe(NOISY, style="long")
 
 
 def test_judge_accuracy_is_the_share_of_right_claims():
@@ -109,37 +125,6 @@ def test_reward_function_is_trl_shaped_and_weights_the_dimensions():
         build_rewarder(RewardSource(scorer="shapesedit-judge", weights={"overall": 1.0}))
 
 
-def test_grpo_stage_runs_end_to_end_on_a_tiny_dual_model(tiny_train_vlm, tmp_path):
-    """A bounded run: a few dual SFT steps, then a few GRPO steps through TRL with the
-    ShapesEdit judge. This shows the plumbing (TRL's loop with the Huber hook, reward/KL
-    logging, held-out SRCC, export), not learning: see benchmarks/grpo_learns.py."""
-    import sys
-    import time
-    from pathlib import Path
-
-    from ieqa import load_evaluator
-    from ieqa.train import train
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-    from grpo_learns import grpo_recipe, reward_curve
-
-    t0 = time.perf_counter()
-    recipe = grpo_recipe(tiny_train_vlm, sft_steps=4, grpo_steps=3, aux=1.0, completion=16,
-                         generations=2, prompts=2, n=40, max_eval=16)
-    result = train(recipe, output_dir=tmp_path / "run", progress=False)
-    print(f"grpo end to end: {time.perf_counter() - t0:.1f} s")
-    curve = reward_curve(tmp_path / "run")
-    assert len(curve) == 3 and all(0.0 <= r <= 1.0 for r in curve)
-    rows = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text()
-            .splitlines()]
-    steps = [r for r in rows if r.get("stage") == "grpo" and r["event"] == "step"]
-    assert {"reward", "reward_std", "kl", "aux_huber"} <= set(steps[-1])
-    assert [r["global_step"] for r in steps] == [5, 6, 7]
-    assert "srcc/visual_quality" in result.metrics["grpo"]["after"]
-    scorer = load_evaluator(result.evaluator_dir)
-    assert scorer.name == "vlm-dual"
-
-
 def test_reward_at_a_url_judges_completions_as_critiques_with_the_recipe_weights():
     """``reward.url``: each completion goes to ``POST /v1/critique`` of an ``ieqa serve``
     critique server, and the recipe's weights are applied to the three scores it returns
@@ -185,3 +170,49 @@ def test_reward_at_a_url_judges_completions_as_critiques_with_the_recipe_weights
     # the recipe's rule 1*accuracy + 2*usefulness, not the server's logicality-only weights
     assert rewards == pytest.approx([1.0 + 2 * 0.5, 0.0 + 2 * 0.5])
     assert metrics == {"critique_reward/n_failed": 0.0}
+
+
+@pytest.mark.slow
+def test_grpo_raises_the_judges_reward_and_the_huber_term_keeps_the_head(tiny_train_vlm,
+                                                                          tmp_path):
+    """GRPO learns on CPU (ReasonEdit stage 2, issue acceptance): the tiny dual model,
+    after a short SFT on ShapesEdit's brief critiques, samples critiques whose claims the
+    programmatic judge checks against what the simulated editor did; within 200 GRPO steps
+    the mean reward rises clearly, and with the auxiliary Huber loss the head's held-out
+    SRCC drops by at most 0.05. benchmarks/grpo_learns.py is the long version (and the
+    ablation without the Huber term)."""
+    import sys
+    import time
+    from pathlib import Path
+
+    from ieqa import load_evaluator
+    from ieqa.train import train
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    from grpo_learns import grpo_recipe, reward_curve, rise
+
+    t0 = time.perf_counter()
+    recipe = grpo_recipe(tiny_train_vlm, **CI_RUN)
+    result = train(recipe, output_dir=tmp_path / "run", progress=False)
+    curve = reward_curve(tmp_path / "run")
+    first, last, p = rise(curve)
+    before = result.metrics["grpo"]["before"]["srcc/visual_quality"]
+    after = result.metrics["grpo"]["after"]["srcc/visual_quality"]
+    print(f"grpo learns: {time.perf_counter() - t0:.1f} s; reward first 20% {first:.3f} -> "
+          f"last 20% {last:.3f} (p = {p:.2g}); head SRCC {before:.3f} -> {after:.3f}")
+    # the plumbing: TRL's loop with the Huber hook, reward/KL logging, the export
+    steps = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text()
+             .splitlines()]
+    steps = [r for r in steps if r.get("stage") == "grpo" and r["event"] == "step"]
+    assert {"reward", "reward_std", "kl", "aux_huber"} <= set(steps[-1])
+    assert [r["global_step"] for r in steps] == list(range(CI_RUN["sft_steps"] + 1,
+                                                           CI_RUN["sft_steps"] + 1 + len(steps)))
+    assert len(curve) == CI_RUN["grpo_steps"] and all(0.0 <= r <= 1.0 for r in curve)
+    assert load_evaluator(result.evaluator_dir).name == "vlm-dual"
+    # clearly: the last fifth's step rewards beat the first fifth's (one-sided Mann-Whitney)
+    assert last - first >= 0.05 and p < 0.05, f"mean reward {first:.3f} -> {last:.3f} (p = {p:.2g})"
+    assert after >= before - 0.05, f"head SRCC {before:.3f} -> {after:.3f} with the Huber term"
+
+
+#: the CI run of the learning test (benchmarks/grpo_learns.py's defaults measure longer)
+CI_RUN = {"sft_steps": 300, "grpo_steps": 200, "aux": 1.0}
