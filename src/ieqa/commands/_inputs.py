@@ -63,6 +63,24 @@ CHECKPOINT_OPT = typer.Option(None, "--checkpoint", exists=True, file_okay=False
                               help="a trained ieqa evaluator folder")
 
 
+#: the run options shared by ``ieqa score`` and ``ieqa explain`` (both write a resumable
+#: output file through :func:`ieqa.scorers.run.score_to_file`)
+OUT_OPT = typer.Option(None, "--out", "-o",
+                       help="output file (.parquet or .jsonl) for a folder, manifest or benchmark")
+ROOT_OPT = typer.Option(None, "--root", exists=True,
+                        help="with a registered benchmark name: your download")
+WORKERS_OPT = typer.Option(None, "--workers", min=1,
+                           help="image-decoding threads (default: min(8, CPUs))")
+NO_RETRY_OPT = typer.Option(False, "--no-retry",
+                            help="on a re-run, keep the rows that errored instead of running "
+                                 "them again")
+STRICT_OPT = typer.Option(False, "--strict",
+                          help="check the whole input first and stop, listing every malformed "
+                               "row, before running anything")
+ALLOW_ERRORS_OPT = typer.Option(False, "--allow-errors",
+                                help="exit 0 even when some rows have errors")
+
+
 #: the scorer of ``ieqa score`` / ``ieqa bench`` when neither --scorer nor --checkpoint names one
 DEFAULT_SCORER = "classic"
 SCORER_HELP = (f"registered scorer (ieqa list scorers); default: the scorer a --checkpoint holds, "

@@ -33,7 +33,18 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ieqa.commands._inputs import CHECKPOINT_OPT, MODEL_OPT, OPTION_OPT, make_scorer
+from ieqa.commands._inputs import (
+    ALLOW_ERRORS_OPT,
+    CHECKPOINT_OPT,
+    MODEL_OPT,
+    NO_RETRY_OPT,
+    OPTION_OPT,
+    OUT_OPT,
+    ROOT_OPT,
+    STRICT_OPT,
+    WORKERS_OPT,
+    make_scorer,
+)
 from ieqa.commands.score import (
     EXIT_ROW_ERRORS,
     exit_for,
@@ -97,24 +108,16 @@ def command(
     temperature: float = typer.Option(0.0, "--temperature", min=0.0,
                                       help="sampling temperature (0: greedy)"),
     seed: int = typer.Option(0, "--seed", help="sampling seed"),
-    out: Path | None = typer.Option(None, "--out", "-o",
-                                    help="output file (.parquet or .jsonl) for a folder, "
-                                         "manifest or benchmark"),
-    root: Path | None = typer.Option(None, "--root", exists=True,
-                                     help="with a registered benchmark name: your download"),
+    out: Path | None = OUT_OPT,
+    root: Path | None = ROOT_OPT,
     batch_size: int = typer.Option(8, "--batch-size", min=1,
                                    help="samples per model call and per checkpointed part"),
-    workers: int | None = typer.Option(None, "--workers", min=1,
-                                       help="image-decoding threads (default: min(8, CPUs))"),
+    workers: int | None = WORKERS_OPT,
     overwrite: bool = typer.Option(False, "--overwrite",
                                    help="discard an existing output or unfinished run"),
-    no_retry: bool = typer.Option(False, "--no-retry",
-                                  help="on a re-run, keep the rows that errored"),
-    strict: bool = typer.Option(False, "--strict",
-                                help="stop, listing every malformed input row, before "
-                                     "generating anything"),
-    allow_errors: bool = typer.Option(False, "--allow-errors",
-                                      help="exit 0 even when some rows have errors"),
+    no_retry: bool = NO_RETRY_OPT,
+    strict: bool = STRICT_OPT,
+    allow_errors: bool = ALLOW_ERRORS_OPT,
     require_parse: bool = typer.Option(False, "--require-parse",
                                        help=f"exit {EXIT_ROW_ERRORS} when a critique does not "
                                             "follow the format (default: recorded, exit 0)"),

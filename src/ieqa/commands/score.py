@@ -41,10 +41,16 @@ from rich.markup import escape
 from rich.table import Table
 
 from ieqa.commands._inputs import (
+    ALLOW_ERRORS_OPT,
     CHECKPOINT_OPT,
     MODEL_OPT,
+    NO_RETRY_OPT,
     OPTION_OPT,
+    OUT_OPT,
+    ROOT_OPT,
     SCORER_HELP,
+    STRICT_OPT,
+    WORKERS_OPT,
     load_benchmark_arg,
     make_scorer,
 )
@@ -215,26 +221,17 @@ def command(
         None, "--template", help="VLM scorers: prompt template name (ieqa list templates) or "
                                  "YAML/JSON file, e.g. ieqa optimize-prompt's "
                                  "best_template.yaml (same as -O template=...)"),
-    out: Path | None = typer.Option(None, "--out", "-o",
-                                    help="output file (.parquet or .jsonl) for a folder, manifest "
-                                         "or benchmark"),
-    root: Path | None = typer.Option(None, "--root", exists=True,
-                                     help="with a registered benchmark name: your download"),
+    out: Path | None = OUT_OPT,
+    root: Path | None = ROOT_OPT,
     batch_size: int = typer.Option(8, "--batch-size", min=1,
                                    help="samples per scorer call and per checkpointed part"),
-    workers: int | None = typer.Option(None, "--workers", min=1,
-                                       help="image-decoding threads (default: min(8, CPUs))"),
+    workers: int | None = WORKERS_OPT,
     overwrite: bool = typer.Option(False, "--overwrite",
                                    help="discard an existing output or unfinished run (needed "
                                         "only when the scorer configuration changed)"),
-    no_retry: bool = typer.Option(False, "--no-retry",
-                                  help="on a re-run, keep the rows that errored instead of "
-                                       "scoring them again"),
-    strict: bool = typer.Option(False, "--strict",
-                                help="check the whole input first and stop, listing every "
-                                     "malformed row, before scoring anything"),
-    allow_errors: bool = typer.Option(False, "--allow-errors",
-                                      help="exit 0 even when some rows have errors"),
+    no_retry: bool = NO_RETRY_OPT,
+    strict: bool = STRICT_OPT,
+    allow_errors: bool = ALLOW_ERRORS_OPT,
     fail_fast: bool = typer.Option(False, "--fail-fast",
                                    help="stop at the first row that cannot be scored"),
     as_json: bool = typer.Option(False, "--json", help="one triplet: print the result as JSON"),

@@ -33,6 +33,7 @@ import numpy as np
 from PIL import Image
 
 from ieqa.scorers.base import ScoreResult
+from ieqa.scorers.critique import CRITIQUE_DIMENSIONS
 from ieqa.scorers.reward import RewardRule
 from ieqa.serve.schema import CompareResponse, GroupResult, ScoreResponse
 
@@ -496,7 +497,7 @@ class TrlCritiqueFunction(TrlRewardFunction):
             if r.error is not None or self.rule is None:
                 rewards.append(r.reward if r.error is None else None)
                 continue
-            scores = {d: float(getattr(r, d)) for d in ("logicality", "accuracy", "usefulness")}
+            scores = {d: float(getattr(r, d)) for d in CRITIQUE_DIMENSIONS}
             rewards.append(self.rule(ScoreResult(id=r.id, scores=scores, flags=list(r.flags))).reward)
         log_metric = kwargs.get("log_metric")
         if callable(log_metric):

@@ -19,6 +19,7 @@ from scipy.special import expit
 
 from ieqa.data.dimensions import canonical_dimension
 from ieqa.scorers.base import SampleLike, Scorer, ScoreResult
+from ieqa.scorers.critique import CRITIQUE_DIMENSIONS
 from ieqa.scorers.reward import Reward, RewardRule, order_key
 from ieqa.serve.schema import (
     CompareResponse,
@@ -33,7 +34,6 @@ __all__ = ["LocalRewarder", "compare_group", "compare_response", "critique_capab
            "critique_item", "critique_response", "critique_weights", "default_rule",
            "group_items", "item_result", "p_better", "score_response"]
 
-_CRITIQUE_DIMS = ("logicality", "accuracy", "usefulness")
 
 _SQRT_2PI = math.sqrt(2 * math.pi)
 
@@ -164,7 +164,7 @@ def compare_response(spans: Sequence[tuple[str, int, int]], results: Sequence[Sc
 def critique_capable(scorer: Scorer) -> str | None:
     """None when ``scorer`` judges critiques (it outputs logicality, accuracy and
     usefulness), else why it cannot (the message of a refused ``/v1/critique``)."""
-    if all(d in scorer.dimensions for d in _CRITIQUE_DIMS):
+    if all(d in scorer.dimensions for d in CRITIQUE_DIMENSIONS):
         return None
     return (f"the scorer {scorer.name!r} does not judge critiques (it outputs "
             f"{', '.join(scorer.dimensions)}); serve a critique scorer: `ieqa serve --scorer "
@@ -201,7 +201,7 @@ def critique_response(results: Sequence[ScoreResult], *, scorer: str,
             except Exception as exc:  # noqa: BLE001 - that item's error, by contract
                 error = str(exc)
         ok = error is None
-        out.append(CritiqueResult(id=r.id, **{d: r.scores.get(d) if ok else None for d in _CRITIQUE_DIMS},
+        out.append(CritiqueResult(id=r.id, **{d: r.scores.get(d) if ok else None for d in CRITIQUE_DIMENSIONS},
                                   reward=reward, flags=list(r.flags), error=error))
     n_ok = sum(o.error is None for o in out)
     return CritiqueResponse(results=out, n_ok=n_ok, n_failed=len(out) - n_ok, scorer=scorer,

@@ -29,6 +29,7 @@ import re
 from typing import Any
 
 from ieqa.data.schema import EditSample
+from ieqa.data.shapesedit.truth import severity_word
 from ieqa.scorers.base import Scorer, ScorerError, ScoreResult, ScorerInfo
 
 __all__ = ["ShapesEditCritiqueJudge", "ARTIFACT_WORDS", "SEVERITY_WORDS", "MODE_PHRASES",
@@ -48,11 +49,6 @@ MODE_PHRASES: dict[str, str] = {
     "over_edit": "other content changed",
 }
 _NO_ARTIFACT = "no visible artifact"
-
-
-def severity_word(severity: float) -> str:
-    """The severity word :func:`ieqa.data.shapesedit.describe` uses for ``severity``."""
-    return "strong" if severity > 0.66 else "moderate" if severity > 0.33 else "slight"
 
 
 def _words(text: str, vocabulary: tuple[str, ...]) -> set[str]:

@@ -69,7 +69,9 @@ _MODE_BRIEF = {
 CRITIQUE_STYLES: tuple[str, ...] = ("full", "brief")
 
 
-def _severity_word(severity: float) -> str:
+def severity_word(severity: float) -> str:
+    """The word for an artifact's ``severity`` (0-1): ``slight`` <= 0.33 < ``moderate``
+    <= 0.66 < ``strong``."""
     return "strong" if severity > 0.66 else "moderate" if severity > 0.33 else "slight"
 
 
@@ -89,7 +91,7 @@ def describe(meta: dict, style: str = "full") -> str:
                          f"{', '.join(CRITIQUE_STYLES)}")
     artifact, severity = meta.get("artifact"), float(meta.get("artifact_severity") or 0.0)
     if style == "brief":
-        first = (f"{_severity_word(severity).capitalize()} {artifact}." if artifact
+        first = (f"{severity_word(severity).capitalize()} {artifact}." if artifact
                  else "No visible artifacts.")
         return f"{first} {_MODE_BRIEF.get(str(meta.get('mode')), 'Outcome unknown.')}"
     parts = [_MODE_TEXT.get(str(meta.get("mode")), "The edit outcome is unknown.")]
@@ -99,7 +101,7 @@ def describe(meta: dict, style: str = "full") -> str:
     else:
         parts.append("The rest of the image is preserved.")
     if artifact:
-        level = _severity_word(severity)
+        level = severity_word(severity)
         where = " in the edited region" if meta.get("artifact_scope") == "region" else ""
         parts.append(f"There is {level} {artifact} degradation{where}.")
     else:
