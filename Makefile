@@ -1,13 +1,23 @@
 # ieqa developer entry points. Everything works from a fresh clone:
 #   make demo   set up .venv and run the end-to-end demo
 #   make test   set up .venv and run the test suite
+#   make test-latest   the suite against the newest releases, in .venv-latest
+#   make constraints   record .venv-latest's versions in constraints.txt (after test-latest passes)
 #   make docs   build the documentation site into site/ (make docs-serve: live preview)
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.ieqa-installed
+# The versions the suite last passed with: `make setup` installs exactly these, so every
+# clone gets the environment CI tested. They change on purpose, in a commit of their own,
+# after `make test-latest` passes (`make constraints` writes the file from .venv-latest).
+# Recorded with Python 3.11 on Linux x86-64; elsewhere `make setup CONSTRAINTS=` resolves
+# the newest releases instead.
+CONSTRAINTS ?= constraints.txt
+PIN := $(if $(CONSTRAINTS),-c $(CONSTRAINTS),)
+LATEST_VENV ?= .venv-latest
 
-.PHONY: setup test demo lint bench clean docs docs-serve browser
+.PHONY: setup test test-latest constraints demo lint bench clean docs docs-serve browser
 
 setup: $(STAMP) browser
 
@@ -28,12 +38,30 @@ browser:
 
 # torch comes first, pinned to the CPU build shipped on the development machines, and
 # only when it is missing: an unpinned resolve would pull the multi-GB CUDA build.
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml $(CONSTRAINTS)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e ".[dev]"
+	$(PY) -m pip install -q $(PIN) -e ".[dev]"
 	@! $(PY) -m pip show -q torchvision 2>/dev/null || (echo "torchvision got installed; it breaks transformers' Qwen-VL imports" && exit 1)
 	@touch $(STAMP)
+
+# The suite against the newest releases of every dependency (torch stays at the CPU build
+# the Makefile pins), in its own environment so .venv keeps the tested versions.
+test-latest: browser
+	@test -x $(LATEST_VENV)/bin/python || $(PYTHON) -m venv $(LATEST_VENV)
+	@$(LATEST_VENV)/bin/python -c "import torch" 2>/dev/null || $(LATEST_VENV)/bin/python -m pip install -q torch==2.13.0
+	$(LATEST_VENV)/bin/python -m pip install -q --upgrade --upgrade-strategy eager -e ".[dev]"
+	@! $(LATEST_VENV)/bin/python -m pip show -q torchvision 2>/dev/null || (echo "torchvision got installed; it breaks transformers' Qwen-VL imports" && exit 1)
+	HF_HUB_OFFLINE=1 $(LATEST_VENV)/bin/python -m pytest -q
+
+# Records .venv-latest's versions as the new constraints (run after `make test-latest`
+# passes, and commit constraints.txt on its own).
+constraints:
+	@test -x $(LATEST_VENV)/bin/python || (echo "no $(LATEST_VENV): run 'make test-latest' first" && exit 1)
+	@{ echo "# The versions \`make test\` last passed with (Python 3.11, Linux x86-64). Written by"; \
+	   echo "# \`make constraints\` after \`make test-latest\` passed; commit it on its own."; \
+	   $(LATEST_VENV)/bin/python -m pip freeze --exclude-editable | sed -e 's/+cpu$$//' | grep -v '^#'; } > constraints.txt
+	@echo "wrote constraints.txt ($$(grep -vc '^#' constraints.txt) packages); run 'make test' with it, then commit it"
 
 test: setup
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q
@@ -51,4 +79,4 @@ lint: setup
 	$(VENV)/bin/ruff check src tests benchmarks
 
 clean:
-	rm -rf $(VENV) build dist site src/*.egg-info .pytest_cache ieqa-demo
+	rm -rf $(VENV) $(LATEST_VENV) build dist site src/*.egg-info .pytest_cache ieqa-demo

@@ -273,7 +273,9 @@ def embedding_cosine(predictions: Sequence[str], references: Sequence[str],
 
     vectors = encoder.encode([*predictions, *references])
     a, b = vectors[:len(predictions)], vectors[len(predictions):]
-    return [float(x) for x in torch.nn.functional.cosine_similarity(a, b, dim=-1, eps=1e-12)]
+    cos = torch.nn.functional.cosine_similarity(a, b, dim=-1, eps=1e-12)
+    # float32 rounding can put identical texts at 1.0000001: a cosine is in [-1, 1]
+    return [float(x) for x in cos.clamp(-1.0, 1.0)]
 
 
 # --------------------------------------------------------------------- repeated runs
