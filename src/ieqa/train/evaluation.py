@@ -161,5 +161,14 @@ def _grounding(vlm: Any, template: Any, samples: Sequence[EditSample]) -> dict[s
             except (JudgeParseError, ValueError):
                 failed += 1
                 ious.append(0.0)
+    # what a model that answers one constant box scores, beside what this one scores:
+    # the whole image (IoU = the true box's area) and the mean of the held-out true boxes
+    # (the best a constant box can do, roughly; it peeks at the truth)
+    mean_box = BBox(**{k: float(np.mean([getattr(s.bbox, k) for s in usable]))
+                       for k in ("x", "y", "w", "h")}) if usable else None
     return {"iou": float(np.mean(ious)) if ious else float("nan"),
+            "iou/full_image": float(np.mean([s.bbox.w * s.bbox.h for s in usable]))
+            if usable else float("nan"),
+            "iou/mean_box": float(np.mean([s.bbox.iou(mean_box) for s in usable]))
+            if mean_box else float("nan"),
             "parsed": float(len(ious) - failed), "failed": float(failed)}

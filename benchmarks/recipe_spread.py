@@ -1,0 +1,140 @@
+"""The spread of a tiny recipe run's held-out metrics over training seeds and thread counts.
+
+A learning test (``tests/train/test_recipes_learn.py``) runs one seed on one thread count;
+its bar must hold for the seeds and thread counts it was not run with, and be beyond what
+a trivial predictor scores. This runs the same scaled-down recipe (:func:`ieqa.train.tiny.
+tiny_recipe`, the tests' settings) for every ``--seeds`` x ``--threads`` combination, each
+in its own process, ``--workers`` at a time, and prints each stage's headline metric (and
+the baselines the stage reports, such as ``iou/full_image``) before and after, per run and
+as min / mean / max.
+
+    HF_HUB_OFFLINE=1 PYTHONPATH=src python benchmarks/recipe_spread.py epaiqa \\
+        --steps 150,150,150 --seeds 0,1,2,3 --threads 1,2 --workers 4
+
+``--perception-steps`` (default 600, as the tests' ``seeing_vlm``; 0: the random tiny
+model) trains the shared backbone once first. ``--seed-field`` chooses what a seed
+changes: ``optim`` (the training seed, default) or ``data`` (the generated ShapesEdit set).
+``--backbone DIR`` starts from a model made earlier instead. ``--json FILE`` writes every
+run's metrics.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+
+def one_run(recipe: str, model: str, out: Path, steps: list[int], seed: int,
+            seed_field: str, dimensions: list[str] | None) -> dict[str, Any]:
+    """One tiny run in this process; its per-stage metrics before and after."""
+    from ieqa.train import train
+    from ieqa.train.tiny import tiny_recipe
+
+    kwargs: dict[str, Any] = {"steps": steps if len(steps) > 1 else steps[0]}
+    if dimensions:
+        kwargs["dimensions"] = dimensions
+    if seed_field == "data":
+        kwargs["seed"] = seed
+    else:
+        kwargs["overrides"] = {"optim.seed": seed}
+    t0 = time.perf_counter()
+    result = train(tiny_recipe(recipe, model, **kwargs), output_dir=out, progress=False)
+    runs = result.children or {"": result}
+    return {"seconds": round(time.perf_counter() - t0, 1),
+            "metrics": {f"{dim}/{stage}".lstrip("/"): ms for dim, run in runs.items()
+                        for stage, ms in run.metrics.items()}}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("recipe", help="built-in recipe name (ieqa train --list) or YAML path")
+    ap.add_argument("--steps", default="150", help="steps per stage, comma-separated")
+    ap.add_argument("--seeds", default="0,1,2", help="comma-separated seeds")
+    ap.add_argument("--threads", default="2", help="comma-separated torch thread counts")
+    ap.add_argument("--workers", type=int, default=1, help="runs at a time")
+    ap.add_argument("--seed-field", choices=("optim", "data"), default="optim")
+    ap.add_argument("--dimensions", default=None, help="comma-separated dimensions to train")
+    ap.add_argument("--perception-steps", type=int, default=600)
+    ap.add_argument("--backbone", default=None, help="start every run from this model folder "
+                    "(e.g. a perception backbone made earlier) instead of building one")
+    ap.add_argument("--json", default=None, help="write every run's metrics here")
+    ap.add_argument("--one", default=None, help=argparse.SUPPRESS)  # internal: one run
+    args = ap.parse_args()
+    steps = [int(s) for s in args.steps.split(",")]
+    dims = args.dimensions.split(",") if args.dimensions else None
+    if args.one:
+        spec = json.loads(args.one)
+        res = one_run(args.recipe, spec["model"], Path(spec["out"]), steps, spec["seed"],
+                      args.seed_field, dims)
+        print("RESULT " + json.dumps(res))
+        return
+
+    from ieqa.testing import build_tiny_vlm
+    from ieqa.train.tiny import perception_backbone
+
+    tmp = Path(tempfile.mkdtemp(prefix="recipe-spread-"))
+    t0 = time.perf_counter()
+    model = args.backbone or str(build_tiny_vlm(tmp / "qwen2-vl", "qwen2-vl"))
+    if args.perception_steps and not args.backbone:
+        model, srcc = perception_backbone(model, tmp / "perception",
+                                          steps=args.perception_steps)
+        print(f"perception: {args.perception_steps} steps, held-out SRCC {srcc:.3f} "
+              f"({time.perf_counter() - t0:.0f} s)", flush=True)
+    jobs = [(s, t) for t in map(int, args.threads.split(",")) for s in map(int, args.seeds.split(","))]
+
+    def launch(job: tuple[int, int]) -> tuple[tuple[int, int], dict[str, Any]]:
+        seed, threads = job
+        env = {**os.environ, "IEQA_NUM_THREADS": str(threads), "OMP_NUM_THREADS": str(threads),
+               "MKL_NUM_THREADS": str(threads)}
+        spec = {"model": model, "out": str(tmp / f"s{seed}-t{threads}"), "seed": seed}
+        cmd = [sys.executable, __file__, args.recipe, "--steps", args.steps,
+               "--seed-field", args.seed_field, "--one", json.dumps(spec)]
+        if args.dimensions:
+            cmd += ["--dimensions", args.dimensions]
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+        lines = [x for x in proc.stdout.splitlines() if x.startswith("RESULT ")]
+        if proc.returncode or not lines:
+            return job, {"error": proc.stderr[-2000:]}
+        return job, json.loads(lines[-1][len("RESULT "):])
+
+    with ThreadPoolExecutor(args.workers) as pool:
+        results = dict(pool.map(launch, jobs))
+    table: dict[str, list[float]] = {}
+    for (seed, threads), res in sorted(results.items()):
+        if "error" in res:
+            print(f"seed {seed} threads {threads}: FAILED\n{res['error']}")
+            continue
+        cells = []
+        for stage, ms in res["metrics"].items():
+            for key in sorted(ms.get("after", {})):
+                if key in ("failed", "parsed") or key.startswith("srcc/"):
+                    continue
+                b, a = ms.get("before", {}).get(key), ms["after"][key]
+                table.setdefault(f"{stage} {key} after", []).append(a)
+                if b is not None:
+                    table.setdefault(f"{stage} {key} before", []).append(b)
+                cells.append(f"{stage}.{key} {'' if b is None else f'{b:.3f} -> '}{a:.3f}")
+        print(f"seed {seed} threads {threads} ({res['seconds']} s): " + "; ".join(cells))
+    print("\nover runs: min / mean / max")
+    for key, vals in sorted(table.items()):
+        clean = [v for v in vals if v == v]
+        if clean:
+            print(f"  {key}: {min(clean):.3f} / {statistics.fmean(clean):.3f} / "
+                  f"{max(clean):.3f}  (n={len(clean)}, NaN {len(vals) - len(clean)})")
+    print(f"total {time.perf_counter() - t0:.0f} s")
+    if args.json:
+        Path(args.json).write_text(json.dumps(
+            {f"seed={s},threads={t}": r for (s, t), r in results.items()}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
