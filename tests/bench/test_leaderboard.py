@@ -76,10 +76,19 @@ def test_standard_errors_and_normal_intervals_by_hand():
 
 
 def test_bootstrap_intervals_reuse_metrics_bootstrap():
+    # Editor s's nine 0s and one 10: a resample mean is K ~ Binomial(10, 0.1) (P(K = 0) = 0.35,
+    # P(K <= 2) = 0.93, P(K <= 3) = 0.987), so the percentile 95 % interval is [0, 3] around
+    # the mean 1; a basic (reverse percentile) interval would be [-1, 2], a unit off each end.
+    skew = editor_leaderboard({"editor": ["s"] * 10 + ["t"] * 3, "overall": [0.0] * 9 + [10.0, 1, 2, 3]},
+                              n_boot=2000, ci=0.95)
+    assert skew.ci_method == "bootstrap"
+    s = skew.editors.index("s")
+    assert (skew.mean[s, -1], skew.ci_low[s, -1], skew.ci_high[s, -1]) == (1.0, 0.0, 3.0)
     lb = editor_leaderboard(TINY, n_boot=200, ci=0.9)
     a = lb.editors.index("a")
-    assert lb.ci_method == "bootstrap"
-    assert 2.1 <= lb.ci_low[a, 3] <= 2.8 <= lb.ci_high[a, 3] <= 3.5
+    # a's two edits (3.5, 2.1): resample means 2.1, 2.8, 3.5 with chances 1/4, 1/2, 1/4
+    # (symmetric, so this alone cannot tell percentile from basic intervals)
+    assert lb.ci_low[a, 3] == pytest.approx(2.1) and lb.ci_high[a, 3] == pytest.approx(3.5)
     assert lb.ci_low[lb.editors.index("c"), 3] == pytest.approx(3.4)  # one edit: degenerate
     with pytest.raises(BenchError, match="n_boot"):
         editor_leaderboard(TINY, n_boot=1)
