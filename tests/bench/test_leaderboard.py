@@ -250,11 +250,27 @@ def test_shapesedit_ground_truth_recovers_the_true_ranking(shapes_samples):
 
 
 def test_shapesedit_noisy_predictions_rank_worse_but_not_randomly(shapes_samples):
+    # Per-edit predictions = signal * true score + N(0, 3) per dimension, over 20 noise seeds:
+    # signal 1 (noisy but informative) against signal 0 (pure noise of the same size), both
+    # judged by the same bar on the editor ranking. Measured over seeds 0-199 on this set:
+    # informative SRCC >= 0.71 in every seed (median 0.94), pure noise median 0.0 with
+    # SRCC >= 0.6 in 14 % of seeds; a 20-seed mean of pure noise lay within [-0.1, 0.11].
     human = editor_leaderboard(shapes_samples)
-    rng = np.random.default_rng(5)
-    preds = {s.id: {d: v + rng.normal(0, 3.0) for d, v in s.scores.items() if d != "overall"}
-             for s in shapes_samples}
-    pred = editor_leaderboard(shapes_samples, predictions=preds)
-    cmp = compare_rankings(pred, human)
-    assert 0.0 < cmp["srcc"] < 1.0 and 0.0 < cmp["krcc"] < 1.0
-    assert cmp["max_abs_displacement"] >= 1
+
+    def srccs(signal):
+        out = []
+        for seed in range(20):
+            rng = np.random.default_rng(seed)
+            preds = {s.id: {d: signal * v + rng.normal(0, 3.0) for d, v in s.scores.items() if d != "overall"}
+                     for s in shapes_samples}
+            out.append(compare_rankings(editor_leaderboard(shapes_samples, predictions=preds), human)["srcc"])
+        return np.array(out)
+
+    def ranks_like_people(r):
+        return r.mean() >= 0.8 and np.mean(r >= 0.6) >= 0.9
+
+    informative, noise = srccs(1.0), srccs(0.0)
+    assert ranks_like_people(informative)
+    assert not ranks_like_people(noise)  # the bar is one pure noise does not meet
+    assert abs(noise.mean()) < 0.3 and informative.mean() - noise.mean() > 0.5
+    assert informative.mean() < 1.0  # noise of SD 3 does displace editors in some seeds
