@@ -63,6 +63,66 @@ def test_zscore_mos_without_screening_keeps_everyone():
     assert not res.rater_rejected.any() and res.n_dropped == 0
 
 
+# 20 items x 6 raters. Item 0 is R's first row: rater 5's 5 lies 5/6*sqrt(6) = 2.04 sample SDs
+# from the item mean, the only rating beyond 2 SDs (rows 1-19 are 1..5 plus one repeat, at
+# most 1.47 SDs off). So rater 5 has exactly 1 outlier in 20 ratings: 5.0 %.
+BOUNDARY = np.array([[3, 3, 3, 3, 3, 5]] + [[(i + j) % 5 + 1 for j in range(6)] for i in range(1, 20)],
+                    dtype=float)
+
+
+def _rescaled_z_mos(kept_ratings):
+    """Reference for the checks below: per-rater z (ddof=1) of the kept ratings (NaN =
+    dropped), 100 (z + 3) / 6, item mean -- in plain numpy."""
+    z = (kept_ratings - np.nanmean(kept_ratings, axis=0)) / np.nanstd(kept_ratings, axis=0, ddof=1)
+    return np.nanmean(100 * (z + 3) / 6, axis=1)
+
+
+def test_bt500_rater_with_exactly_five_percent_outliers_is_kept():
+    # ITU-R BT.500's observer screening rejects observer i when (P_i + Q_i) / (J K R) > 0.05,
+    # a strict inequality (the Recommendation also asks |P_i - Q_i| / (P_i + Q_i) < 0.3,
+    # which ieqa does not apply; DESIGN.md: "subjects with >5% such outliers"). A rater
+    # with exactly 1 outlier in 20 ratings (5 %) sits on the boundary and is NOT rejected.
+    dev = np.abs(BOUNDARY - BOUNDARY.mean(axis=1, keepdims=True)) / BOUNDARY.std(axis=1, ddof=1, keepdims=True)
+    assert dev[0, 5] == pytest.approx(5 / 6 * math.sqrt(6)) and dev[0, 5] > 2
+    assert dev[1:].max() < 2                                    # the premise, checked
+    res = zscore_mos(BOUNDARY)
+    assert res.rater_outlier_fraction[5] == 0.05                # 1/20, exactly on the boundary
+    assert not res.rater_rejected.any() and res.rejection_reasons == (None,) * 6
+    # rater 5 is kept, but its outlier rating is still dropped (DESIGN.md: "drop ratings
+    # beyond 2 sigma of the image mean"): item 0 averages 5 ratings, the others 6
+    expected_outlier = np.zeros(BOUNDARY.shape, dtype=bool)
+    expected_outlier[0, 5] = True
+    np.testing.assert_array_equal(res.outlier, expected_outlier)
+    np.testing.assert_array_equal(res.kept, ~expected_outlier)
+    assert res.n_ratings.tolist() == [5] + [6] * 19 and res.n_dropped == 1
+    assert np.isnan(res.values[0, 5]) and not np.isnan(res.values[1:, 5]).any()
+    kept = np.where(expected_outlier, np.nan, BOUNDARY)  # rater 5 z-scored on its 19 kept ratings
+    np.testing.assert_allclose(res.mos, _rescaled_z_mos(kept))
+    # one more outlier for rater 5 (2 of 20 = 10 % > 5 %): now the whole rater goes
+    two = BOUNDARY.copy()
+    two[1] = [3, 3, 3, 3, 3, 5]
+    res2 = zscore_mos(two)
+    assert res2.rater_outlier_fraction[5] == 0.10 and res2.rater_rejected.tolist() == [False] * 5 + [True]
+    assert res2.n_ratings.tolist() == [5] * 20
+
+
+def test_bt500_kept_rater_loses_only_its_outlier_ratings_hand_worked():
+    # R with the rejection threshold at 25 %: rater 5 has 1 outlier in 4 ratings = 25 %, not
+    # > 25 %, so it is kept (strict rule, as BT.500's "> 0.05"), and only its outlier (item 0,
+    # the 5) is dropped. Its kept ratings 2, 3, 4 (items 1-3) have mean 3 and sample SD 1:
+    # z = -1, 0, 1 -> 100 (z + 3) / 6 = 100/3, 50, 200/3.
+    res = zscore_mos(R, max_outlier_fraction=0.25)
+    assert not res.rater_rejected.any()
+    assert res.outlier.sum() == 1 and res.outlier[0, 5] and not res.kept[0, 5]
+    assert res.kept[1:].all() and res.n_ratings.tolist() == [5, 6, 6, 6] and res.n_dropped == 1
+    np.testing.assert_allclose(res.values[1:, 5], [100 / 3, 50, 200 / 3])
+    np.testing.assert_allclose(res.values[:, :5], 100 * (SIGNS * math.sqrt(3) / 2 + 3) / 6)
+    # raters 0-4 alone give 50 +- 5 sqrt(3)/3 (first test); rater 5 joins items 1-3
+    a = 5 * math.sqrt(3) / 3
+    np.testing.assert_allclose(res.mos, [50 + a, (5 * (50 + a) + 100 / 3) / 6,
+                                         (5 * (50 - a) + 50) / 6, (5 * (50 - a) + 200 / 3) / 6])
+
+
 def test_two_sigma_rule_cannot_flag_with_five_raters():
     # with N ratings an item's rating is at most (N-1)/sqrt(N) SDs from the mean: 1.79 for N=5
     m = np.array([[1, 5, 5, 5, 5], [2, 3, 3, 4, 4], [5, 1, 1, 1, 1]], dtype=float)
@@ -140,6 +200,28 @@ def test_iqr_outliers_hand_worked():
     assert rows[2].tolist() == [False, False, False, False, True]  # IQR 0: anything off 5 goes
     with pytest.raises(MetricInputError, match="k must be >= 0"):
         iqr_outliers([1, 2], k=-1)
+
+
+def test_iqr_quartiles_interpolate_linearly_and_fences_are_inclusive():
+    # 8 sorted values: Hyndman-Fan type 7 (numpy's "linear", the documented method) puts Q1 at
+    # 0-based position 0.25 * 7 = 1.75 -> 2 + 0.75 (3 - 2) = 2.75, Q3 at 5.25 -> 6.25; IQR 3.5,
+    # 1.5 IQR = 5.25: fences [-2.5, 11.5], and the extremes sit exactly on them.
+    x = [-2.5, 2, 3, 4, 5, 6, 7, 11.5]
+    assert np.percentile(x, [25, 75]).tolist() == [2.75, 6.25]  # numpy's default = type 7
+    # other quartile rules give other fences here, e.g. "nearest" Q1 3, Q3 6 -> [-1.5, 10.5]
+    assert np.percentile(x, [25, 75], method="nearest").tolist() == [3.0, 6.0]
+    assert not iqr_outliers(x).any()                          # on the fence: kept
+    assert iqr_outliers(x, k=1.49).tolist() == [True] + [False] * 6 + [True]
+    # just outside the k = 1.5 fences (quartiles unchanged: they do not depend on the extremes)
+    assert iqr_outliers([-2.51, 2, 3, 4, 5, 6, 7, 11.51]).tolist() == [True] + [False] * 6 + [True]
+    # k = 1: fences 2.75 - 3.5 = -0.75 and 6.25 + 3.5 = 9.75
+    assert iqr_outliers([-0.75, 2, 3, 4, 5, 6, 7, 9.75], k=1.0).tolist() == [False] * 8
+    assert iqr_outliers([-0.8, 2, 3, 4, 5, 6, 7, 9.8], k=1.0).tolist() == [True] + [False] * 6 + [True]
+    # the same per item inside iqr_mos, with NaN (missing) ratings ignored in the quartiles
+    m = np.array([x + [np.nan], [11.51, np.nan, 2, 3, 4, 5, 6, 7, -2.51]])
+    res = iqr_mos(m)
+    assert res.n_ratings.tolist() == [8, 6]
+    np.testing.assert_allclose(res.mos, [36 / 8, 27 / 6])
 
 
 def test_iqr_mos():
