@@ -45,6 +45,38 @@ def test_top_k_ties_without_sigma_go_by_id_whatever_the_row_order(tmp_path):
         assert kept(res) == ["b", "m", "q"]  # 5, then the 4s by id: b, q (z left out)
 
 
+# Three-way ties in reward, decided by sigma (low first; unknown last). Ids and file order
+# are chosen so that neither decides it: the lowest sigma has the largest id and comes last.
+TIED = [score_row("r_a", 4.0, sigma=0.5), score_row("m_a", 2.0, task="remove"),
+        score_row("r_b", 4.0, sigma=0.3), score_row("m_b", 2.0, sigma=0.4, task="remove"),
+        score_row("r_0", 3.0, sigma=0.0), score_row("m_0", 1.0, sigma=0.0, task="remove"),
+        score_row("m_c", 2.0, sigma=0.2, task="remove"), score_row("r_c", 4.0, sigma=0.1)]
+
+
+@pytest.mark.parametrize("writer", [write_jsonl, write_parquet])
+@pytest.mark.parametrize("order", ["file", "reversed"])
+def test_top_k_per_partition_keeps_k_rows_lowest_sigma_first(tmp_path, writer, order):
+    rows = TIED if order == "file" else TIED[::-1]
+    path = writer(tmp_path / f"s.{'jsonl' if writer is write_jsonl else 'parquet'}", rows)
+    # worked by hand: recolor r_c (.1) < r_b (.3) < r_a (.5) at 4, then r_0 at 3;
+    # remove m_c (.2) < m_b (.4) < m_a (no sigma) at 2, then m_0 at 1
+    expected = {1: {"recolor": ["r_c"], "remove": ["m_c"]},
+                2: {"recolor": ["r_b", "r_c"], "remove": ["m_b", "m_c"]},
+                3: {"recolor": ["r_a", "r_b", "r_c"], "remove": ["m_a", "m_b", "m_c"]}}
+    for k, want in expected.items():
+        res = curate(path, tmp_path / f"per{k}", f"top-k={k}", per="task")
+        by_task: dict[str, list[str]] = {}
+        for s in read_manifest(res.manifest):
+            by_task.setdefault(s.task, []).append(s.id)
+        assert {t: sorted(v) for t, v in by_task.items()} == want
+        assert res.n_kept == 2 * k and {c["kept"] for c in res.cuts.values()} == {k}
+    # the same without partitions: the 4s first, by sigma
+    for k, want in ((1, ["r_c"]), (2, ["r_b", "r_c"]), (3, ["r_a", "r_b", "r_c"]),
+                    (5, ["m_c", "r_0", "r_a", "r_b", "r_c"])):
+        res = curate(path, tmp_path / f"all{k}", f"top-k={k}")
+        assert kept(res) == want and res.n_kept == k
+
+
 def test_threshold_and_quantile(tmp_path):
     path = write_jsonl(tmp_path / "s.jsonl", ROWS)
     assert kept(curate(path, tmp_path / "o1", "threshold=3")) == ["a", "b", "c", "d"]

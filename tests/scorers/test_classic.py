@@ -66,9 +66,21 @@ def test_unrequested_second_change_lowers_preservation(classic) -> None:
     two = _recolour(one, slice(20, 50), slice(20, 60), (0, 200, 0))  # the red box changed too
     r1, r2 = classic(src, one), classic(src, two)
     assert r2.scores["content_preservation"] < r1.scores["content_preservation"] - 0.5
-    # by the documented formula
-    assert r2.scores["content_preservation"] == pytest.approx(
-        preservation_score(r2.raw["unintended_change"]))
+    # by the documented formula, CP = 1 + 4 / (1 + u / 0.1), written out here (u is
+    # reported rounded to 6 decimals)
+    u = r2.raw["unintended_change"]
+    assert 0.01 < u < 0.5
+    assert r2.scores["content_preservation"] == pytest.approx(1 + 4 / (1 + u / 0.1), abs=1e-4)
+
+
+def test_preservation_mapping_at_hand_worked_points() -> None:
+    # CP = 1 + 4 / (1 + u / 0.1) (docs/reference/classic.md): 5 when nothing unrequested
+    # changed, 3 (the midpoint of 1-5) at the half point u = 0.1, towards 1 as u grows
+    assert preservation_score(0.0) == 5.0
+    assert preservation_score(0.1) == pytest.approx(3.0)
+    assert preservation_score(0.05) == pytest.approx(11 / 3)  # 1 + 4 / 1.5
+    assert preservation_score(0.3) == pytest.approx(2.0)  # 1 + 4 / 4
+    assert preservation_score(1.0) == pytest.approx(15 / 11)  # 1 + 4 / 11
 
 
 def _as_uint8(img: np.ndarray) -> np.ndarray:
