@@ -87,11 +87,13 @@ def seeing_backbone(model: str, workdir: Path, steps: int, seed: int = 7) -> str
 def run_demo(workdir: str | Path, *, perception_steps: int = 300, tdrl_steps: int = 200,
              n_train: int = 400, vd_samples: int = 48, val_samples: int = 64,
              proposals: tuple[str, ...] = PROPOSALS, lr: float = 3e-4, size: int = 112,
-             batch_size: int = 16) -> dict[str, Any]:
+             batch_size: int = 16, backbone: str | None = None) -> dict[str, Any]:
     """Run the demonstration in ``workdir``; returns the numbers (see the module docstring).
 
     ``size`` is the ShapesEdit image size in pixels (112: 16 image tokens per image for the
-    tiny Qwen2-VL, 64: 4) and ``batch_size`` the training batch.
+    tiny Qwen2-VL, 64: 4) and ``batch_size`` the training batch. ``backbone`` starts from
+    that model folder (e.g. a perception backbone made earlier) instead of building one;
+    ``perception_steps`` is then ignored.
     ``vd_samples`` and ``val_samples`` come from the trained run's held-out groups (disjoint
     from its training edits); ``val_samples`` may not exceed what is left after V_d's.
     """
@@ -101,8 +103,8 @@ def run_demo(workdir: str | Path, *, perception_steps: int = 300, tdrl_steps: in
     work.mkdir(parents=True, exist_ok=True)
     times: dict[str, float] = {}
     t0 = time.perf_counter()
-    model = str(build_tiny_vlm(work / "tiny-vlm", "qwen2-vl", overwrite=True))
-    if perception_steps:
+    model = backbone or str(build_tiny_vlm(work / "tiny-vlm", "qwen2-vl", overwrite=True))
+    if perception_steps and not backbone:
         model = seeing_backbone(model, work, perception_steps)
     times["perception_s"] = time.perf_counter() - t0
 

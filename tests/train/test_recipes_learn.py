@@ -110,6 +110,11 @@ def test_edithf_levels_then_mse_then_bt_learns(seeing_vlm, tmp_path):
     _, result = _run("edithf", seeing_vlm, tmp_path, steps=[50, 100, 50])
     before, after = _gain(result, "textual", "srcc")
     assert before < 0.1 and after >= 0.4
-    assert _gain(result, "pointwise", "srcc")[1] >= 0.8
-    assert _gain(result, "pairwise", "pair_accuracy")[1] >= 0.8
+    before, after = _gain(result, "pointwise", "srcc")
+    assert after >= 0.8 and after >= before + 0.15
+    # the pairwise stage starts where the pointwise one ended, already above 0.8 (0.83-0.88
+    # over optim seeds 0-2, benchmarks/recipe_spread.py edithf --steps 50,100,50), so its
+    # claim is its own gain: +0.034 to +0.050 over those seeds, +0.041 here
+    before, after = _gain(result, "pairwise", "pair_accuracy")
+    assert after >= 0.8 and after >= before + 0.02, f"pair accuracy {before:.3f} -> {after:.3f}"
     assert result.evaluator_dir is not None

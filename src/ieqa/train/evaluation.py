@@ -151,22 +151,30 @@ def _grounding(vlm: Any, template: Any, samples: Sequence[EditSample]) -> dict[s
 
     ious, failed = [], 0
     usable = [s for s in samples if s.bbox is not None]
+    predicted: list[tuple[EditSample, BBox]] = []
     for start in range(0, len(usable), 16):
         chunk = usable[start:start + 16]
         prompts = [render_sample(template, s) for s in chunk]
         for s, gens in zip(chunk, vlm.generate(prompts, max_new_tokens=32), strict=True):
             try:
                 x, y, w, h = parse_region(gens[0].text)
-                ious.append(s.bbox.iou(BBox(x=x, y=y, w=w, h=h)))
+                box = BBox(x=x, y=y, w=w, h=h)
+                ious.append(s.bbox.iou(box))
+                predicted.append((s, box))
             except (JudgeParseError, ValueError):
                 failed += 1
                 ious.append(0.0)
+    # the same answers against the boxes of the other groups' edits: a model that does not
+    # look where the edit is scores about as well there as against its own edit's box
+    other = [t.bbox.iou(box) for s, box in predicted for t in usable
+             if (t.group_id or t.id) != (s.group_id or s.id)]
     # what a model that answers one constant box scores, beside what this one scores:
     # the whole image (IoU = the true box's area) and the mean of the held-out true boxes
     # (the best a constant box can do, roughly; it peeks at the truth)
     mean_box = BBox(**{k: float(np.mean([getattr(s.bbox, k) for s in usable]))
                        for k in ("x", "y", "w", "h")}) if usable else None
     return {"iou": float(np.mean(ious)) if ious else float("nan"),
+            "iou/other_groups": float(np.mean(other)) if other else float("nan"),
             "iou/full_image": float(np.mean([s.bbox.w * s.bbox.h for s in usable]))
             if usable else float("nan"),
             "iou/mean_box": float(np.mean([s.bbox.iou(mean_box) for s in usable]))

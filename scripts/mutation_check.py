@@ -1,0 +1,203 @@
+"""Mutation check: do the tests catch a broken central formula?
+
+Each mutation below breaks one formula the project depends on (metrics, MOS, losses,
+readouts, reward rules, curation) the way a plausible bug would, by replacing one exact
+piece of source text. For each, one at a time, the script copies the checkout (without
+.git and the virtual environments) to a temporary folder, applies the mutation there,
+runs the mutation's test files with pytest against that copy, and reports the tests that
+failed. A mutation that no test catches is a hole in the suite. The checkout itself is
+never modified.
+
+    HF_HUB_OFFLINE=1 .venv/bin/python scripts/mutation_check.py            # all
+    .venv/bin/python scripts/mutation_check.py --only bt500-boundary --only iqr-nearest
+    .venv/bin/python scripts/mutation_check.py --list
+    .venv/bin/python scripts/mutation_check.py --markdown table.md          # the docs table
+
+It is not part of CI (a full run takes several minutes to tens of minutes: slow-marked
+training tests run only with ``--slow``). Exit status: 0 when every mutation run was
+caught, 1 when one was missed, 2 when a mutation no longer applies (its source text is
+gone: update the list).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class Mutation:
+    """One broken variant: ``old`` (exactly once in ``file``) replaced by ``new``."""
+
+    name: str
+    what: str
+    file: str
+    old: str
+    new: str
+    tests: tuple[str, ...]
+    slow: bool = False
+
+
+MUTATIONS: tuple[Mutation, ...] = (
+    # ---- MOS and rater screening (ieqa.human)
+    Mutation("bt500-boundary", "BT.500 rater rejection at >= 5 % outliers instead of > 5 %",
+             "src/ieqa/human/mos.py", "rejected = frac > max_outlier_fraction",
+             "rejected = frac >= max_outlier_fraction", ("tests/human/test_mos.py",)),
+    Mutation("kept-rater-outliers", "outlier ratings of raters who are kept are kept too",
+             "src/ieqa/human/mos.py", "kept = present & ~outlier & ~rejected[None, :]",
+             "kept = present & ~rejected[None, :]", ("tests/human/test_mos.py",)),
+    Mutation("iqr-nearest", "IQR quartiles with numpy's 'nearest' rule instead of linear",
+             "src/ieqa/human/mos.py",
+             "np.nanpercentile(x, [25.0, 75.0], axis=axis, keepdims=True)",
+             'np.nanpercentile(x, [25.0, 75.0], axis=axis, keepdims=True, method="nearest")',
+             ("tests/human/test_mos.py",)),
+    Mutation("krippendorff-observed", "Krippendorff's alpha: observed disagreement without "
+             "the m_u - 1 pairing", "src/ieqa/human/reliability.py",
+             "observed = (2.0 * mu * ss_u / (mu - 1)).sum()",
+             "observed = (2.0 * mu * ss_u / mu).sum()", ("tests/human/test_reliability.py",)),
+    # ---- metrics
+    Mutation("srcc-ordinal-ranks", "SRCC with ties broken by order instead of mean ranks",
+             "src/ieqa/metrics/correlation.py",
+             "return _pearson(stats.rankdata(p), stats.rankdata(t))",
+             'return _pearson(stats.rankdata(p, method="ordinal"), '
+             'stats.rankdata(t, method="ordinal"))', ("tests/metrics/test_correlation.py",)),
+    Mutation("bootstrap-level", "bootstrap alpha = 1 - ci: a 90 % interval labelled 95 %",
+             "src/ieqa/metrics/bootstrap.py", "alpha = (1.0 - ci) / 2.0", "alpha = 1.0 - ci",
+             ("tests/metrics/test_bootstrap.py", "tests/bench/test_leaderboard.py")),
+    Mutation("bootstrap-basic", "the basic bootstrap interval instead of the percentile one",
+             "src/ieqa/metrics/bootstrap.py", "return point, float(low), float(high)",
+             "return point, float(2 * point - high), float(2 * point - low)",
+             ("tests/metrics/test_bootstrap.py", "tests/bench/test_leaderboard.py")),
+    Mutation("leaderboard-misaligned", "leaderboard predictions joined in a shuffled order",
+             "src/ieqa/bench/leaderboard.py", "rows = [predictions[i] for i in table.ids]",
+             "rows = [predictions[i] for i in np.random.default_rng(3).permutation(table.ids)]",
+             ("tests/bench/test_leaderboard.py",)),
+    # ---- losses
+    Mutation("bt-loss-sign", "Bradley-Terry loss pushing the loser up",
+             "src/ieqa/train/losses.py", "F.softplus(s_lose - s_win)",
+             "F.softplus(s_win - s_lose)", ("tests/train/test_losses.py",)),
+    Mutation("tdrl-no-score-term", "TDRL without its digit-distance term",
+             "src/ieqa/train/losses.py", "total = ce + score_weight * score",
+             "total = ce + 0.0 * score", ("tests/train/test_losses.py",)),
+    # ---- readouts
+    Mutation("levels-weights", "level readout weights 4..0 instead of 5..1",
+             "src/ieqa/scorers/vlm/levels.py", "_WEIGHTS = (5.0, 4.0, 3.0, 2.0, 1.0)",
+             "_WEIGHTS = (4.0, 3.0, 2.0, 1.0, 0.0)", ("tests/scorers",)),
+    Mutation("digits-place-values", "digit readout place values 1, 0.01, 0.1",
+             "src/ieqa/scorers/vlm/digits.py", "_WEIGHTS = (1.0, 0.1, 0.01)",
+             "_WEIGHTS = (1.0, 0.01, 0.1)", ("tests/scorers",)),
+    # ---- reward rules
+    Mutation("critique-weights", "critique reward with accuracy weighted like the others",
+             "src/ieqa/scorers/critique.py",
+             "DEFAULT_WEIGHTS: dict[str, float] = {LOGICALITY: 0.25, ACCURACY: 0.5, USEFULNESS: 0.25}",
+             "DEFAULT_WEIGHTS: dict[str, float] = {LOGICALITY: 1 / 3, ACCURACY: 1 / 3, "
+             "USEFULNESS: 1 / 3}", ("tests/scorers", "tests/serve")),
+    # ---- curation and the classic scorer
+    Mutation("curate-sigma-desc", "curate top-k ties broken by the highest sigma first",
+             "src/ieqa/curate/select.py", "order = np.lexsort((s, -r))",
+             "order = np.lexsort((-s, -r))", ("tests/curate/test_curate.py",)),
+    Mutation("classic-preservation-half", "classic content preservation half point 0.2",
+             "src/ieqa/scorers/classic/composite.py", "PRESERVATION_HALF = 0.1",
+             "PRESERVATION_HALF = 0.2",
+             ("tests/scorers/test_classic.py::test_preservation_mapping_at_hand_worked_points",
+              "tests/scorers/test_classic.py::test_unrequested_second_change_lowers_preservation")),
+    Mutation("classic-preservation-random", "classic content preservation replaced by a hash "
+             "of the id", "src/ieqa/scorers/classic/composite.py",
+             '"content_preservation": preservation_score(unintended)},',
+             '"content_preservation": 1.0 + 4.0 * __import__("zlib").crc32(sample.id.encode())'
+             ' / 2**32},', ("tests/curate/test_shapesedit.py",)),
+    # ---- explanations
+    Mutation("cosine-unclipped", "embedding cosine not clipped to [-1, 1]",
+             "src/ieqa/explain/metrics.py", "cos.clamp(-1.0, 1.0)", "cos",
+             ("tests/explain/test_explain_metrics.py",)),
+)
+
+
+def _copy_checkout(dest: Path) -> None:
+    skip = {".git", ".venv", ".venv-latest", "site", ".pytest_cache", "__pycache__", ".whl"}
+    shutil.copytree(ROOT, dest, ignore=lambda d, names: [n for n in names if n in skip
+                                                          or n.endswith(".egg-info")])
+
+
+def run_one(m: Mutation, copy: Path, python: str, slow: bool) -> tuple[str, list[str], float]:
+    """Apply ``m`` in ``copy``, run its tests, restore; (status, failed test ids, seconds)."""
+    path = copy / m.file
+    original = path.read_text(encoding="utf-8")
+    if original.count(m.old) != 1:
+        return "stale", [f"{m.file} holds the old text {original.count(m.old)} times"], 0.0
+    path.write_text(original.replace(m.old, m.new), encoding="utf-8")
+    report = copy / "mutation-junit.xml"
+    cmd = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={report}",
+           *m.tests]
+    if not slow:
+        cmd += ["-m", "not slow"]
+    env = {**os.environ, "PYTHONPATH": str(copy / "src"), "HF_HUB_OFFLINE": "1"}
+    t0 = time.perf_counter()
+    try:
+        subprocess.run(cmd, cwd=copy, env=env, capture_output=True, text=True, check=False)
+    finally:
+        path.write_text(original, encoding="utf-8")
+    seconds = time.perf_counter() - t0
+    failed: list[str] = []
+    if report.exists():
+        for case in ET.parse(report).iter("testcase"):
+            if case.find("failure") is not None or case.find("error") is not None:
+                failed.append(f"{case.get('classname')}::{case.get('name')}")
+        report.unlink()
+    else:
+        failed.append("(pytest wrote no report)")
+    return ("caught" if failed else "MISSED"), failed, seconds
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--only", action="append", default=[], help="run this mutation (repeatable)")
+    ap.add_argument("--list", action="store_true", help="list the mutations and exit")
+    ap.add_argument("--slow", action="store_true", help="also run slow-marked tests")
+    ap.add_argument("--markdown", default=None, help="also write the table to this file")
+    ap.add_argument("--python", default=sys.executable, help="interpreter that runs pytest")
+    args = ap.parse_args()
+    known = {m.name for m in MUTATIONS}
+    unknown = [n for n in args.only if n not in known]
+    if unknown:
+        print(f"unknown mutation {unknown}; --list shows the names", file=sys.stderr)
+        return 2
+    chosen = [m for m in MUTATIONS if not args.only or m.name in args.only]
+    if args.list:
+        for m in chosen:
+            print(f"{m.name:28} {m.what}  [{m.file}]")
+        return 0
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="ieqa-mutants-") as tmp:
+        copy = Path(tmp) / "ieqa"
+        _copy_checkout(copy)
+        for m in chosen:
+            status, failed, seconds = run_one(m, copy, args.python, args.slow)
+            shown = [f.replace("tests.", "tests/", 1) for f in failed]
+            print(f"{status:7} {m.name:28} {seconds:6.1f} s  "
+                  + (", ".join(shown[:4]) + (" ..." if len(shown) > 4 else "")), flush=True)
+            rows.append((m, status, shown))
+    table = ["| mutation | what it breaks | status | tests that fail |", "|---|---|---|---|"]
+    for m, status, failed in rows:
+        names = "<br>".join(f"`{f.split('.')[-1] if '::' not in f else f.rsplit('::', 1)[-1]}`"
+                            for f in failed[:3]) + (f" (+{len(failed) - 3})" if len(failed) > 3
+                                                     else "")
+        table.append(f"| `{m.name}` | {m.what} | {status} | {names} |")
+    if args.markdown:
+        Path(args.markdown).write_text("\n".join(table) + "\n", encoding="utf-8")
+    statuses = {s for _, s, _ in rows}
+    return 2 if "stale" in statuses else 1 if "MISSED" in statuses else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
