@@ -2,12 +2,13 @@
 #   make demo   set up .venv and run the end-to-end demo
 #   make test   set up .venv and run the test suite
 #   make docs   build the documentation site into site/ (make docs-serve: live preview)
+#   make calibration-data   download the calibration data tests/scorers compare against
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.ieqa-installed
 
-.PHONY: setup test demo lint bench clean docs docs-serve browser
+.PHONY: setup test demo lint bench clean docs docs-serve browser calibration-data
 
 setup: $(STAMP) browser
 
@@ -40,6 +41,13 @@ test: setup
 
 demo: setup
 	HF_HUB_OFFLINE=1 $(VENV)/bin/ieqa demo
+
+# tests/scorers' calibration tests need IQA-PyTorch's ResultsCalibra data (five TID2013 pairs
+# and the official values). CI has it in ../shared/data; in any other clone this downloads it,
+# at a pinned commit and SHA-256 checked, into .data/pyiqa_calibra (git-ignored). Standard
+# library only, so no .venv is needed.
+calibration-data:
+	$(PYTHON) scripts/fetch_calibration_data.py
 
 docs: setup
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
