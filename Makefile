@@ -4,6 +4,7 @@
 #   make test-latest   the suite against the newest releases, in .venv-latest
 #   make constraints   record .venv-latest's versions in constraints.txt (after test-latest passes)
 #   make docs   build the documentation site into site/ (make docs-serve: live preview)
+#   make calibration-data   download the calibration data tests/scorers compare against
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -17,7 +18,7 @@ CONSTRAINTS ?= constraints.txt
 PIN := $(if $(CONSTRAINTS),-c $(CONSTRAINTS),)
 LATEST_VENV ?= .venv-latest
 
-.PHONY: setup test test-latest constraints demo lint bench clean docs docs-serve browser
+.PHONY: setup test test-latest constraints demo lint bench clean docs docs-serve browser calibration-data
 
 setup: $(STAMP) browser
 
@@ -68,6 +69,13 @@ test: setup
 
 demo: setup
 	HF_HUB_OFFLINE=1 $(VENV)/bin/ieqa demo
+
+# tests/scorers' calibration tests need IQA-PyTorch's ResultsCalibra data (five TID2013 pairs
+# and the official values). CI has it in ../shared/data; in any other clone this downloads it,
+# at a pinned commit and SHA-256 checked, into .data/pyiqa_calibra (git-ignored). Standard
+# library only, so no .venv is needed.
+calibration-data:
+	$(PYTHON) scripts/fetch_calibration_data.py
 
 docs: setup
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict

@@ -18,10 +18,12 @@ right before a block (they do not show on the site) change what happens to it:
 ``<!-- requires: FEATURE -->``
     run only when ieqa has FEATURE, else skipped with the FEATURE's description. FEATURE is
     ``command NAME`` (an ``ieqa`` subcommand), ``option COMMAND --name`` (an option of
-    one) or a name in :data:`FEATURES` (a probe of behaviour). This marks examples of
-    features that are still being built: once a feature has landed the block runs on its
-    own, and the marker can be deleted (``sed -i '/^<!-- requires:/d' docs/getting-started.md
-    docs/howto/*.md``). Several ``requires`` may precede one block.
+    one) or a name in :data:`FEATURES` (a probe of behaviour). Only a feature that is
+    cleanly absent skips: an unknown FEATURE, or a probe that raises (ieqa's CLI does not
+    import, the probe's own run crashes), fails the block with the error. This marks
+    examples of features that are still being built: once a feature has landed the block
+    runs on its own, and the marker can be deleted (``sed -i '/^<!-- requires:/d'
+    docs/getting-started.md docs/howto/*.md``). Several ``requires`` may precede one block.
 ``<!-- file: PATH -->``
     write the block's text to PATH (relative to the page's folder) instead of running it:
     a YAML recipe or a CSV shown on the page, used by later blocks.
@@ -177,110 +179,65 @@ def has_option(command: str, option: str) -> bool:
     return any(option in (*p.opts, *p.secondary_opts) for p in cmd.get_params(sub))
 
 
-@functools.cache
-def _probe_run() -> dict[str, object]:
-    """Score a 4-edit ShapesEdit manifest once with the CLI; what the score file holds."""
-    import json
-    import tempfile
-
-    with tempfile.TemporaryDirectory() as tmp:
-        env = run_env(Path(tmp))
-        for args in (["synth", "--n", "4", "--k", "2", "--size", "64", "--out", "s"],
-                     ["score", "s/manifest.jsonl", "-o", "scores.jsonl"]):
-            subprocess.run([sys.executable, "-m", "ieqa", *args], cwd=tmp, env=env, check=True,
-                           capture_output=True, timeout=120)
-        row = json.loads((Path(tmp) / "scores.jsonl").read_text().splitlines()[0])
-    return {"columns": set(row)}
+#: Named features: (what it is, probe). A probe answers ``False`` when the feature is
+#: cleanly absent (the block is skipped) and ``True`` when it is there; a probe that
+#: raises, or answers anything but a bool, could not tell: the blocks that require it fail
+#: with its error. Probes run at most once per session. A feature that has landed loses
+#: its probe together with its ``requires`` markers (none is pending today).
+FEATURES: dict[str, tuple[str, Callable[[], bool]]] = {}
 
 
-def _score_file_has(*columns: str) -> Callable[[], bool]:
-    return lambda: set(columns) <= _probe_run()["columns"]  # type: ignore[operator]
-
-
-def _scorer_takes_tuples() -> bool:
-    import numpy as np
-
-    import ieqa
-
-    image = np.full((16, 16, 3), 128, np.uint8)
-    try:
-        results = ieqa.create_scorer("psnr").score([(image, image, "keep it")])
-    except Exception:  # noqa: BLE001 - absent feature
-        return False
-    return len(results) == 1 and results[0].error is None
-
-
-def _folder_scoring() -> bool:
-    """``ieqa score FOLDER`` on a one-edit folder of the documented layout."""
-    import tempfile
-
-    from PIL import Image
-
-    with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp) / "edits"
-        for sub in ("source", "edited"):
-            (root / sub).mkdir(parents=True)
-            Image.new("RGB", (32, 32), (90, 120, 200)).save(root / sub / "cat.png")
-        (root / "instructions.csv").write_text("name,instruction\ncat,make it blue\n")
-        done = subprocess.run([sys.executable, "-m", "ieqa", "score", "edits", "-o", "s.jsonl"],
-                              cwd=tmp, env=run_env(Path(tmp)), capture_output=True, timeout=120)
-        return done.returncode == 0 and (Path(tmp) / "s.jsonl").is_file()
-
-
-def _csv_manifest() -> bool:
-    """A CSV manifest (``source,edited,instruction``) reads as samples."""
-    import tempfile
-
-    from ieqa.data.manifest import iter_manifest
-
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "edits.csv"
-        path.write_text("source,edited,instruction\na.png,b.png,make it blue\n")
-        try:
-            samples = list(iter_manifest(path))
-        except Exception:  # noqa: BLE001 - absent feature
-            return False
-    return len(samples) == 1 and samples[0].instruction == "make it blue"
-
-
-def _checkpoint_picks_scorer() -> bool:
-    """``ieqa score --checkpoint DIR`` without ``--scorer``: the default is no longer a
-    fixed scorer name."""
-    root, ctx = _cli_root()
-    cmd = root.get_command(ctx, "score")
-    sub = cmd.context_class(cmd, info_name="score", parent=ctx)
-    scorer = next(p for p in cmd.get_params(sub) if "--scorer" in p.opts)
-    return scorer.default in (None, "")
-
-
-#: Named features: (what it is, probe). Probes run at most once per session.
-FEATURES: dict[str, tuple[str, Callable[[], bool]]] = {
-    "score-folder": ("`ieqa score FOLDER` (source/, edited/, instructions.csv)", _folder_scoring),
-    "csv-manifest": ("CSV manifests (source,edited,instruction[,...])", _csv_manifest),
-    "score-file-inputs": ("score files that carry id, source, edited, instruction, editor, task, "
-                          "group_id", _score_file_has("source", "edited", "instruction",
-                                                      "editor", "task", "group_id")),
-    "score-flags": ("score files with a `flags` column", _score_file_has("flags")),
-    "score-tuples": ("`scorer.score()` taking (source, edited, instruction) tuples",
-                     _scorer_takes_tuples),
-    "checkpoint-scorer": ("`ieqa score --checkpoint DIR` without `--scorer`",
-                          _checkpoint_picks_scorer),
-}
+class RequirementError(Exception):
+    """A ``requires`` value that is unknown or whose probe errored."""
 
 
 @functools.cache
-def requirement_met(requirement: str) -> tuple[bool, str]:
-    """``(met, description)`` of one ``requires`` value."""
+def _requirement(requirement: str) -> tuple[bool | None, str]:
+    """``(met, description)``; ``(None, message)`` when it cannot be decided."""
     words = requirement.split()
-    if len(words) == 2 and words[0] == "command":
-        return has_command(words[1]), f"the `ieqa {words[1]}` command"
-    if len(words) == 3 and words[0] == "option":
-        return has_option(words[1], words[2]), f"`ieqa {words[1]} {words[2]}`"
-    if requirement in FEATURES:
+    try:
+        if len(words) == 2 and words[0] == "command":
+            return has_command(words[1]), f"the `ieqa {words[1]}` command"
+        if len(words) == 3 and words[0] == "option":
+            return has_option(words[1], words[2]), f"`ieqa {words[1]} {words[2]}`"
+        if requirement not in FEATURES:
+            return None, (f"unknown requirement {requirement!r}: use 'command NAME', "
+                          f"'option COMMAND --name' or one of {sorted(FEATURES)}")
         description, probe = FEATURES[requirement]
-        return probe(), description
-    raise ValueError(f"unknown requirement {requirement!r}: use 'command NAME', "
-                     f"'option COMMAND --name' or one of {sorted(FEATURES)}")
+        met = probe()
+    except Exception as exc:  # noqa: BLE001 - reported as the blocks' failure
+        return None, f"the probe of `requires: {requirement}` raised {exc!r}"
+    if not isinstance(met, bool):
+        return None, f"the probe of `requires: {requirement}` answered {met!r}, not a bool"
+    return met, description
+
+
+def requirement_met(requirement: str) -> tuple[bool, str]:
+    """``(met, description)`` of one ``requires`` value; raises :class:`RequirementError`
+    for an unknown value or a probe that errored (never an unmet requirement: those skip
+    only when the feature is cleanly absent)."""
+    met, text = _requirement(requirement)
+    if met is None:
+        raise RequirementError(text)
+    return met, text
+
+
+def precheck(block: Block) -> tuple[str, str] | None:
+    """What happens to ``block`` before it runs: ``("skipped", reason)`` for a ``skip``
+    marker or a required feature that is absent, ``("failed", message)`` for a
+    ``requires`` that cannot be decided (unknown, or its probe errored), ``None`` to run
+    it."""
+    if block.skip is not None:
+        return "skipped", block.skip
+    missing = []
+    for requirement in block.requires:
+        try:
+            met, description = requirement_met(requirement)
+        except RequirementError as exc:
+            return "failed", f"{block.label}: {exc}"
+        if not met:
+            missing.append(description)
+    return ("skipped", f"pending: needs {', '.join(missing)}") if missing else None
 
 
 # ------------------------------------------------------------------------------ running

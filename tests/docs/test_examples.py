@@ -25,7 +25,7 @@ from .runner import (
     executed_pages,
     free_port,
     port_replacements,
-    requirement_met,
+    precheck,
     run_block,
     run_env,
     start_background,
@@ -44,14 +44,9 @@ class Result:
     seconds: float = 0.0
 
 
-def _unmet(block: Block) -> str | None:
-    if block.skip is not None:
-        return block.skip
-    missing = [desc for met, desc in map(requirement_met, block.requires) if not met]
-    return f"pending: needs {', '.join(missing)}" if missing else None
-
-
-def _run_page(page: Page, workdir: Path, reasons: dict[str, str | None]) -> dict[str, Result]:
+def _run_page(page: Page, workdir: Path,
+              verdicts: dict[str, tuple[str, str] | None]) -> dict[str, Result]:
+    """Run a page's blocks in order; ``verdicts`` holds what :func:`precheck` said of each."""
     results: dict[str, Result] = {}
     env = run_env(workdir)
     failed: str | None = None
@@ -66,10 +61,14 @@ def _run_page(page: Page, workdir: Path, reasons: dict[str, str | None]) -> dict
             else:
                 raise ValueError(f"{page.name}: unknown fixture {fixture!r}")
         for block in page.blocks:
-            if reasons[block.label] is not None:
-                results[block.label] = Result("skipped", reasons[block.label])
+            verdict = verdicts[block.label]
+            if verdict is not None and verdict[0] == "skipped":
+                results[block.label] = Result("skipped", verdict[1])
             elif failed is not None:
                 results[block.label] = Result("skipped", f"an earlier block failed: {failed}")
+            elif verdict is not None:  # a requires that cannot be decided
+                failed = block.label
+                results[block.label] = Result("failed", verdict[1])
             else:
                 t0 = time.perf_counter()
                 try:
@@ -93,7 +92,7 @@ def block_results(request: pytest.FixtureRequest,
                 if item.originalname == "test_doc_block"}
     pages = [p for p in PAGES if p.name in selected]
     # probes run here, once, before any thread starts
-    reasons = {b.label: _unmet(b) for p in pages for b in p.blocks}
+    verdicts = {b.label: precheck(b) for p in pages for b in p.blocks}
     workers = int(os.environ.get("IEQA_DOCS_WORKERS", "2"))
     folders = {p.name: tmp_path_factory.mktemp(p.name.replace("/", "-").removesuffix(".md"))
                for p in pages}
@@ -101,7 +100,7 @@ def block_results(request: pytest.FixtureRequest,
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         # longest pages first, so the two workers finish together
         order = sorted(pages, key=lambda p: -len(p.blocks) - 20 * ("train" in p.name))
-        for page_results in pool.map(lambda p: _run_page(p, folders[p.name], reasons), order):
+        for page_results in pool.map(lambda p: _run_page(p, folders[p.name], verdicts), order):
             results.update(page_results)
     return results
 

@@ -10,9 +10,7 @@ function, called with its default arguments on the uint8 RGB images, must match 
 from __future__ import annotations
 
 import csv
-import os
 from functools import cache, lru_cache
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,18 +18,13 @@ from PIL import Image
 
 from ieqa.scorers.classic import fr
 
+from .calibra import calibra_folder, require_calibra
+
 METRICS = ("psnr", "ssim", "ms_ssim", "gmsd", "vif", "fsim")
 IMAGES = ("I03.bmp", "I04.bmp", "I06.bmp", "I08.bmp", "I19.bmp")
 
 
-def _shared_data() -> Path:
-    env = os.environ.get("IEQA_SHARED_DATA")
-    if env:
-        return Path(env)
-    return (Path(__file__).resolve().parents[2] / ".." / "shared" / "data").resolve()
-
-
-FOLDER = _shared_data() / "pyiqa_calibra"
+FOLDER = calibra_folder()  # None without the data: the ``official`` fixture then skips
 
 
 @lru_cache(maxsize=1)
@@ -56,9 +49,7 @@ def _value(metric: str, image: str) -> float:
 
 @pytest.fixture(scope="module")
 def official() -> dict[str, dict[str, float]]:
-    if not (FOLDER / "results_official.csv").is_file():
-        pytest.skip(f"IQA-PyTorch calibration data not found at {FOLDER} (set IEQA_SHARED_DATA to "
-                    f"the shared data folder holding pyiqa_calibra/)")
+    require_calibra()
     return _official()
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib.util
 import io
-import os
 from pathlib import Path
 
 import numpy as np
@@ -23,15 +22,10 @@ from ieqa.scorers.classic.niqe import (
 )
 from ieqa.scorers.classic.piqe import piqe, piqe_map
 
+from .calibra import require_calibra
+
 REPO = Path(__file__).resolve().parents[2]
 CALIBRA_IMAGES = ("I03", "I04", "I06", "I08", "I19")
-
-
-def _shared_data() -> Path:
-    env = os.environ.get("IEQA_SHARED_DATA")
-    if env:
-        return Path(env)
-    return (REPO / ".." / "shared" / "data").resolve()
 
 
 @pytest.fixture(scope="module")
@@ -254,11 +248,8 @@ def test_piqe_increases_with_noise_and_blocking(photo: np.ndarray) -> None:
 
 
 def _calibra() -> tuple[Path, dict[str, list[float]]]:
-    folder = _shared_data() / "pyiqa_calibra"
+    folder = require_calibra()
     csv = folder / "results_official.csv"
-    if not csv.is_file():
-        pytest.skip(f"IQA-PyTorch calibration data not found at {folder} "
-                    "(set IEQA_SHARED_DATA to the shared data folder)")
     rows = {}
     lines = csv.read_text().splitlines()
     header = lines[0].split(",")

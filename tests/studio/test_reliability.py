@@ -31,22 +31,25 @@ DIMS = ("overall", "visual_quality")
 
 
 def _rate_until(base: str, token: str, stop: threading.Event, acked: list, seed: int,
-                pending: list | None = None, errors: list | None = None) -> None:
+                errors: list, *, pending: list | None = None, answered: dict | None = None,
+                disconnect_ok: bool = False) -> None:
     """Answer the rater's items until ``stop`` or the list ends; every 303 is recorded
-    in ``acked`` as (submission, values); one form in three is posted twice. Anything
-    but a lost connection goes to ``errors``."""
+    in ``acked`` as (submission, values) and counted in ``answered[token]``; one form in
+    three is posted twice. Any exception ends the rater and goes to ``errors`` as
+    ``(seed, repr)``, a lost connection included unless ``disconnect_ok`` (the SIGKILL
+    test, whose server goes away on purpose): a thread never stops silently."""
     rng = random.Random(seed)
     try:
-        _rate(base, token, stop, acked, rng, pending)
-    except httpx.TransportError:  # the server went away (the SIGKILL test)
-        return
+        _rate(base, token, stop, acked, rng, pending, answered)
+    except httpx.TransportError as exc:
+        if not disconnect_ok:
+            errors.append((seed, repr(exc)))
     except Exception as exc:  # noqa: BLE001 - reported by the test, not lost in the thread
-        if errors is not None:
-            errors.append(repr(exc))
+        errors.append((seed, repr(exc)))
 
 
 def _rate(base: str, token: str, stop: threading.Event, acked: list, rng: random.Random,
-          pending: list | None) -> None:
+          pending: list | None, answered: dict | None) -> None:
     """The loop of :func:`_rate_until`."""
     client = rater_client(base, token)
     while not stop.is_set():
@@ -62,6 +65,8 @@ def _rate(base: str, token: str, stop: threading.Event, acked: list, rng: random
         r = client.post(path, data=data)
         assert r.status_code == 303, r.text
         acked.append((fields["submission"], values))
+        if answered is not None:
+            answered[token] = answered.get(token, 0) + 1
         if rng.random() < 1 / 3:  # a double click / a retry: no second rating
             assert client.post(path, data=data).status_code == 303
 
@@ -80,7 +85,11 @@ def _check(store, acked) -> None:
 
 
 def test_twenty_concurrent_raters_lose_and_duplicate_nothing(tmp_path, shapes):
+    """20 raters answer all of their items at once: every rater finishes, no thread
+    fails (a dropped connection included), nothing is lost or stored twice."""
     store = make_study(tmp_path, shapes, raters=20, per_item=20, dimensions=DIMS)
+    expected = {token: len(store.assignments(rater)) for rater, token in store.raters()}
+    assert len(expected) == 20 and set(expected.values()) == {12}  # every item, every rater
     port = free_port()
     proc = start_subprocess(shapes, store.path, port)
     try:
@@ -88,23 +97,34 @@ def test_twenty_concurrent_raters_lose_and_duplicate_nothing(tmp_path, shapes):
         stop = threading.Event()
         acked: list = []
         errors: list = []
-        threads = [threading.Thread(target=_rate_until, args=(base, token, stop, acked, i, None, errors))
-                   for i, (_, token) in enumerate(store.raters())]
+        answered: dict = {}
+        threads = [threading.Thread(target=_rate_until, args=(base, token, stop, acked, i, errors),
+                                    kwargs={"answered": answered})
+                   for i, token in enumerate(expected)]
+        t0 = time.monotonic()
         for t in threads:
             t.start()
-        time.sleep(2.5)
-        stop.set()
+        deadline = t0 + 120
+        for t in threads:
+            t.join(max(0.0, deadline - time.monotonic()))
+        seconds = time.monotonic() - t0
+        stop.set()  # a rater still going after the deadline stops at its next item
         for t in threads:
             t.join(30)
         assert not any(t.is_alive() for t in threads)
-        assert not errors, errors[:3]
+        assert not errors, f"{len(errors)} rater thread(s) failed, e.g. {errors[:3]}"
     finally:
         proc.terminate()
         proc.wait(10)
-    print(f"{len(acked)} acknowledged submissions from 20 raters in 2.5 s")
-    assert len(acked) >= 20, f"only {len(acked)} submissions in 2.5 s"
+    print(f"{len(acked)} acknowledged submissions from 20 raters in {seconds:.1f} s")
+    names = {token: rater for rater, token in store.raters()}
+    unfinished = {names[t]: (answered.get(t, 0), n) for t, n in expected.items()
+                  if answered.get(t, 0) != n}
+    assert not unfinished, f"raters that did not answer all of their items (answered, assigned): {unfinished}"
+    assert len(acked) == sum(expected.values()) == 240
     _check(store, acked)
     assert len(store.submission_ids()) == len(acked)  # nothing stored that was not acknowledged
+    assert all(a.done is not None for a in store.assignments())
 
 
 def test_sigkill_mid_submission_loses_no_acknowledged_rating(tmp_path, shapes):
@@ -116,7 +136,8 @@ def test_sigkill_mid_submission_loses_no_acknowledged_rating(tmp_path, shapes):
     acked: list = []
     pending: list = []
     errors: list = []
-    threads = [threading.Thread(target=_rate_until, args=(base, token, stop, acked, i, pending, errors))
+    threads = [threading.Thread(target=_rate_until, args=(base, token, stop, acked, i, errors),
+                                kwargs={"pending": pending, "disconnect_ok": True})
                for i, (_, token) in enumerate(store.raters())]
     for t in threads:
         t.start()

@@ -108,9 +108,12 @@ def thumbnail(ref: Any, size: int = 160, quality: int = 80) -> bytes | None:
 class HtmlReport:
     """A standalone HTML document built piece by piece.
 
-    >>> r = HtmlReport("Editor leaderboard")
-    >>> r.add_table([{"editor": "a", "overall": 4.2}], ["editor", "overall"])
-    >>> r.save("report.html")  # doctest: +SKIP
+    Examples:
+        >>> r = HtmlReport("Editor leaderboard")
+        >>> r.add_table([{"editor": "a", "overall": 4.2}], ["editor", "overall"])
+        >>> path = r.save("report.html")
+        >>> '<td class="num">4.200</td>' in path.read_text(encoding="utf-8")
+        True
     """
 
     def __init__(self, title: str) -> None:

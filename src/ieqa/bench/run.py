@@ -1,11 +1,12 @@
 """Evaluate predictions a user already has against a benchmark's own metric set.
 
->>> from ieqa.data.loaders import load_benchmark, load_judge_results
->>> from ieqa.bench.predictions import read_predictions
->>> bench = load_benchmark("ebench", root="~/data/EBench")                   # doctest: +SKIP
->>> result = evaluate_predictions(bench, read_predictions("preds.jsonl"))    # doctest: +SKIP
->>> result.value("srcc", "visual_quality")                                   # doctest: +SKIP
->>> evaluate_judge_results(load_judge_results("pairwise.jsonl"))             # doctest: +SKIP
+Examples:
+    >>> from ieqa.data.loaders import load_benchmark, load_judge_results
+    >>> from ieqa.bench.predictions import read_predictions
+    >>> bench = load_benchmark("ebench", root="~/data/EBench")                   # doctest: +SKIP
+    >>> result = evaluate_predictions(bench, read_predictions("preds.jsonl"))    # doctest: +SKIP
+    >>> result.value("srcc", "visual_quality")                                   # doctest: +SKIP
+    >>> evaluate_judge_results(load_judge_results("pairwise.jsonl"))             # doctest: +SKIP
 
 What gets computed is the benchmark's entry of :data:`ieqa.bench.protocols.PROTOCOLS`
 (see there for tie rules, PLCC variants and sources). The computations reuse

@@ -5,10 +5,11 @@ Benchmarks and papers name the same judgement differently ("SC", "editing fideli
 reports scores under canonical names only; :func:`canonical_dimension` maps any known
 alias to its canonical name, case- and punctuation-insensitively.
 
->>> canonical_dimension("Semantic Consistency")
-'instruction_alignment'
->>> canonical_dimension("PQ")
-'visual_quality'
+Examples:
+    >>> canonical_dimension("Semantic Consistency")
+    'instruction_alignment'
+    >>> canonical_dimension("PQ")
+    'visual_quality'
 """
 
 from __future__ import annotations

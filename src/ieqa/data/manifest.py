@@ -718,8 +718,14 @@ class ManifestWriter(_RowWriter):
     ``image_dir`` (default ``<manifest stem>_images/`` next to the manifest; created only
     when needed) and are not removed if the write is aborted.
 
-    >>> with ManifestWriter("data/train.parquet") as w:   # doctest: +SKIP
-    ...     w.write_many(samples)
+    Examples:
+        >>> from ieqa.data.schema import EditSample
+        >>> samples = [EditSample(id="e1", source="s.png", edited="e.png", instruction="make it red")]
+        >>> with ManifestWriter("data/train.parquet") as w:
+        ...     w.write_many(samples)  # the number written
+        1
+        >>> [s.id for s in read_manifest("data/train.parquet")]
+        ['e1']
     """
 
     def write(self, sample: EditSample) -> None:

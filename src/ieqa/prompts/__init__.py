@@ -1,11 +1,12 @@
 """Prompts for VLM judges and evaluators: dimension definitions and each paper's templates.
 
->>> from ieqa.prompts import get_template, list_templates
->>> "viescore-sc" in list_templates(output="viescore_json")
-True
->>> get_template("ds-ieqa-digits").fill(instruction="make it red",
-...     dimension="visual_quality").answer_prefix
-'Visual quality score: '
+Examples:
+    >>> from ieqa.prompts import get_template, list_templates
+    >>> "viescore-sc" in list_templates(output="viescore_json")
+    True
+    >>> get_template("ds-ieqa-digits").fill(instruction="make it red",
+    ...     dimension="visual_quality").answer_prefix
+    'Visual quality score: '
 
 Templates render to :class:`ieqa.backends.base.Prompt` with
 :meth:`PromptTemplate.render`; answers are read by

@@ -7,8 +7,9 @@ critique dimensions). Templates insert them through the ``{definition}`` placeho
 DS-IEQA's FDMPO replaces them with optimised ones (pass ``definition=`` to
 :meth:`ieqa.prompts.PromptTemplate.render`).
 
->>> dimension_definition("PQ").startswith("Visual quality")
-True
+Examples:
+    >>> dimension_definition("PQ").startswith("Visual quality")
+    True
 """
 
 from __future__ import annotations

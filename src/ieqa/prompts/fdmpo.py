@@ -8,12 +8,13 @@ the ground-truth digits, in [0, 1.11]; computed by
 readout's own formula), averaged over labelled samples. Every trial is kept; the result
 is the definition with the highest V_d (ties: the earliest).
 
->>> from ieqa.prompts.fdmpo import render_optimizer_messages, Trial
->>> msgs = render_optimizer_messages(
-...     "visual_quality", [Trial(0, "Looks good.", 0.41), Trial(1, "Sharp and clean.", 0.52)],
-...     n_samples=8)
->>> "V_d = 0.5200: Sharp and clean." in msgs[1]["content"]
-True
+Examples:
+    >>> from ieqa.prompts.fdmpo import render_optimizer_messages, Trial
+    >>> msgs = render_optimizer_messages(
+    ...     "visual_quality", [Trial(0, "Looks good.", 0.41), Trial(1, "Sharp and clean.", 0.52)],
+    ...     n_samples=8)
+    >>> "V_d = 0.5200: Sharp and clean." in msgs[1]["content"]
+    True
 
 Robustness: an optimiser answer that fails (timeout, HTTP error, exception), is empty,
 repeats an earlier definition or is longer than ``max_definition_chars`` is recorded in

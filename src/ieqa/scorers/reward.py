@@ -137,7 +137,7 @@ class RewardRule:
         RewardRuleError: unknown name, unreadable expression, negative λ, non-finite
             floor, or an unknown flag.
 
-    Example:
+    Examples:
         >>> from ieqa.scorers.base import ScoreResult
         >>> rule = RewardRule("0.5*instruction_alignment + 0.5*visual_quality")
         >>> rule(ScoreResult(id="e1", scores={"instruction_alignment": 4, "visual_quality": 2})).reward

@@ -264,7 +264,7 @@ def group_advantages(rewards: Sequence[float] | np.ndarray, group_ids: Sequence[
         reward), ``n_zero_std_groups`` (two or more equal rewards: advantages 0, no
         learning signal) and ``n_nan`` (NaN rewards).
 
-    Example:
+    Examples:
         >>> adv, info = group_advantages([1.0, 3.0, 5.0, 2.0], ["a", "a", "b", "b"])
         >>> adv.round(4).tolist(), info["n_groups"]
         ([-0.9999, 0.9999, 0.9999, -0.9999], 2)

@@ -546,7 +546,7 @@ class RewardClient(_Base):
         transport: an httpx transport to use instead of the network (tests:
             ``httpx.MockTransport``).
 
-    Example:
+    Examples:
         >>> from ieqa.serve import RewardClient
         >>> with RewardClient("http://127.0.0.1:8000", max_retries=0) as client:
         ...     client.base_url
@@ -683,7 +683,7 @@ class AsyncRewardClient(_Base):
     (>= 1), so a large batch keeps the server's dynamic batcher fed; the answer is still
     in input order.
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> from ieqa.serve import AsyncRewardClient
         >>> async def main():

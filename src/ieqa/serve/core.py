@@ -219,7 +219,7 @@ class LocalRewarder:
         scorer_options: keyword arguments for :func:`ieqa.create_scorer` when ``scorer`` is
             a name.
 
-    Example:
+    Examples:
         >>> from ieqa.serve import LocalRewarder
         >>> rewarder = LocalRewarder("classic", rule="mean")
         >>> rewarder.rule.formula()

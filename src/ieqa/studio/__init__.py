@@ -7,9 +7,14 @@ EditHF), pairwise verdicts with ties (``pairwise``, GenAI-Bench) or critique rat
 on the admin page, and export the answers in the formats ``ieqa mos`` and ``ieqa
 rank-editors --rankings`` read.
 
->>> from ieqa.studio import StudyConfig, create_study, create_app  # doctest: +SKIP
->>> store = create_study("edits/manifest.jsonl", "study.sqlite", StudyConfig(raters=3, per_item=2))
->>> app = create_app(store)            # a FastAPI app; serve it with uvicorn
+Examples:
+    >>> from ieqa.data.shapesedit import ShapesEditConfig, generate
+    >>> from ieqa.studio import StudyConfig, create_app, create_study
+    >>> manifest = generate("edits", ShapesEditConfig(n=6, k=3, size=64))  # or your own
+    >>> store = create_study(manifest, "study.sqlite", StudyConfig(raters=3, per_item=2))
+    >>> len(store.raters())
+    3
+    >>> app = create_app(store)  # a FastAPI app; serve it with uvicorn
 
 Modules: :mod:`.store` (SQLite, WAL, one transaction per submission), :mod:`.design`
 (items, gold, training, assignment, order), :mod:`.security` (tokens, CSRF, form ids),

@@ -1,9 +1,10 @@
 """Training evaluators: the papers' losses, samplers and recipes on the Hugging Face stack.
 
->>> from ieqa.train import load_recipe, train
->>> recipe = load_recipe("edithf", ["model.name=./tiny-vlm"])  # doctest: +SKIP
->>> result = train(recipe)                                      # doctest: +SKIP
->>> result.metrics["pairwise"]["after"]["pair_accuracy"]        # doctest: +SKIP
+Examples:
+    >>> from ieqa.train import load_recipe, train
+    >>> recipe = load_recipe("edithf", ["model.name=./tiny-vlm"])  # doctest: +SKIP
+    >>> result = train(recipe)                                      # doctest: +SKIP
+    >>> result.metrics["pairwise"]["after"]["pair_accuracy"]        # doctest: +SKIP
 
 Modules: :mod:`.losses` (TDRL, level CE, MSE/Huber, Bradley-Terry with and without ties,
 uncertainty ranking, RE-Reward), :mod:`.targets` (answer texts in each paper's format),

@@ -91,8 +91,9 @@ def rescale(value: float, src: Sequence[float], dst: Sequence[float]) -> float:
     extrapolated, not clipped. Raises :class:`TrainDataError` for a non-finite value or
     bound, or a zero-width ``src`` (every point would map to infinity).
 
-    >>> rescale(50, (0, 100), (1, 5))
-    3.0
+    Examples:
+        >>> rescale(50, (0, 100), (1, 5))
+        3.0
     """
     v = _finite(value, "value")
     lo, hi = _range(src, "src")
@@ -148,13 +149,14 @@ def score_ranges(samples: Sequence[EditSample]) -> dict[str, tuple[float, float]
     its own range) and Q-Align's (the range of the dataset's scores); a sample without a
     column does not count for it. ``{}`` when no sample has a score.
 
-    >>> from ieqa.data.schema import EditSample
-    >>> scored = [{"instruction_alignment": 0, "visual_quality": 40},
-    ...           {"instruction_alignment": 100, "visual_quality": 90}]
-    >>> rows = [EditSample(id=str(i), source="s.png", edited="e.png", instruction="x",
-    ...                    scores=sc) for i, sc in enumerate(scored)]
-    >>> score_ranges(rows)
-    {'instruction_alignment': (0.0, 100.0), 'visual_quality': (40.0, 90.0)}
+    Examples:
+        >>> from ieqa.data.schema import EditSample
+        >>> scored = [{"instruction_alignment": 0, "visual_quality": 40},
+        ...           {"instruction_alignment": 100, "visual_quality": 90}]
+        >>> rows = [EditSample(id=str(i), source="s.png", edited="e.png", instruction="x",
+        ...                    scores=sc) for i, sc in enumerate(scored)]
+        >>> score_ranges(rows)
+        {'instruction_alignment': (0.0, 100.0), 'visual_quality': (40.0, 90.0)}
     """
     ranges: dict[str, tuple[float, float]] = {}
     for sample in samples:

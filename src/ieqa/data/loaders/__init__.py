@@ -1,9 +1,10 @@
 """Loaders of public image-editing benchmarks, one module per format.
 
->>> from ieqa.data.loaders import load_benchmark
->>> data = load_benchmark("genai-bench", root="~/data/GenAI-Bench")  # doctest: +SKIP
->>> data = load_benchmark("path/to/pairs.json")  # format sniffed   # doctest: +SKIP
->>> print(data.summary())  # doctest: +SKIP
+Examples:
+    >>> from ieqa.data.loaders import load_benchmark
+    >>> data = load_benchmark("genai-bench", root="~/data/GenAI-Bench")  # doctest: +SKIP
+    >>> data = load_benchmark("path/to/pairs.json")  # format sniffed   # doctest: +SKIP
+    >>> print(data.summary())  # doctest: +SKIP
 
 Importing this package registers every loader in :data:`ieqa.registry.BENCHMARKS`
 (factory: ``factory(root=..., **options) -> BenchmarkData``) and its format sniffer for

@@ -7,8 +7,13 @@ background blur, restyle); simulated editors carry them out with controlled fail
 follows from the parameters (:mod:`.truth`). Each (source, instruction) yields a group of
 ``k`` candidates from different editors, whose true ranking is known.
 
->>> from ieqa.data.shapesedit import ShapesEditConfig, generate
->>> manifest = generate("shapes", ShapesEditConfig(n=40, seed=1))  # doctest: +SKIP
+Examples:
+    >>> from ieqa.data.shapesedit import ShapesEditConfig, generate
+    >>> from ieqa.data.manifest import read_manifest
+    >>> manifest = generate("shapes", ShapesEditConfig(n=6, k=3, seed=1, size=64))
+    >>> samples = read_manifest(manifest)
+    >>> len(samples), len({s.group_id for s in samples})
+    (6, 2)
 """
 
 from ieqa.data.shapesedit.editors import (
