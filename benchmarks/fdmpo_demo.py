@@ -189,13 +189,16 @@ def main() -> None:
     ap.add_argument("--vd-samples", type=int, default=48)
     ap.add_argument("--val-samples", type=int, default=64)
     ap.add_argument("--workdir", type=Path, default=None)
+    ap.add_argument("--backbone", default=None, help="start from this model folder (e.g. a "
+                    "perception backbone made earlier); --perception-steps is then ignored")
     ap.add_argument("--json", type=Path, default=None, help="write the numbers here")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         work = args.workdir or Path(tmp)
         res = run_demo(work, perception_steps=args.perception_steps,
                        tdrl_steps=args.tdrl_steps, n_train=args.n_train,
-                       vd_samples=args.vd_samples, val_samples=args.val_samples)
+                       vd_samples=args.vd_samples, val_samples=args.val_samples,
+                       backbone=args.backbone)
         print_report(res)
         if args.json is not None:
             args.json.write_text(json.dumps(res, indent=2) + "\n")

@@ -34,7 +34,8 @@ from typing import Any
 
 
 def one_run(recipe: str, model: str, out: Path, steps: list[int], seed: int,
-            seed_field: str, dimensions: list[str] | None) -> dict[str, Any]:
+            seed_field: str, dimensions: list[str] | None,
+            overrides: list[str] | None = None) -> dict[str, Any]:
     """One tiny run in this process; its per-stage metrics before and after."""
     from ieqa.train import train
     from ieqa.train.tiny import tiny_recipe
@@ -42,10 +43,11 @@ def one_run(recipe: str, model: str, out: Path, steps: list[int], seed: int,
     kwargs: dict[str, Any] = {"steps": steps if len(steps) > 1 else steps[0]}
     if dimensions:
         kwargs["dimensions"] = dimensions
+    kwargs["overrides"] = list(overrides or [])
     if seed_field == "data":
         kwargs["seed"] = seed
     else:
-        kwargs["overrides"] = {"optim.seed": seed}
+        kwargs["overrides"].append(f"optim.seed={seed}")
     t0 = time.perf_counter()
     result = train(tiny_recipe(recipe, model, **kwargs), output_dir=out, progress=False)
     runs = result.children or {"": result}
@@ -66,6 +68,9 @@ def main() -> None:
     ap.add_argument("--perception-steps", type=int, default=600)
     ap.add_argument("--backbone", default=None, help="start every run from this model folder "
                     "(e.g. a perception backbone made earlier) instead of building one")
+    ap.add_argument("--override", action="append", default=[],
+                    help="recipe override KEY=VALUE after the tiny settings (repeatable), "
+                         "e.g. data.train.shapesedit.size=224")
     ap.add_argument("--json", default=None, help="write every run's metrics here")
     ap.add_argument("--one", default=None, help=argparse.SUPPRESS)  # internal: one run
     args = ap.parse_args()
@@ -74,7 +79,7 @@ def main() -> None:
     if args.one:
         spec = json.loads(args.one)
         res = one_run(args.recipe, spec["model"], Path(spec["out"]), steps, spec["seed"],
-                      args.seed_field, dims)
+                      args.seed_field, dims, args.override)
         print("RESULT " + json.dumps(res))
         return
 
@@ -100,6 +105,8 @@ def main() -> None:
                "--seed-field", args.seed_field, "--one", json.dumps(spec)]
         if args.dimensions:
             cmd += ["--dimensions", args.dimensions]
+        for o in args.override:
+            cmd += ["--override", o]
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
         lines = [x for x in proc.stdout.splitlines() if x.startswith("RESULT ")]
         if proc.returncode or not lines:

@@ -178,9 +178,10 @@ def test_grpo_raises_the_judges_reward_and_the_huber_term_keeps_the_head(tiny_tr
     """GRPO learns on CPU (ReasonEdit stage 2, issue acceptance): the tiny dual model,
     after a short SFT on ShapesEdit's brief critiques, samples critiques whose claims the
     programmatic judge checks against what the simulated editor did; within 200 GRPO steps
-    the mean reward rises clearly, and with the auxiliary Huber loss the head's held-out
-    SRCC drops by at most 0.05. benchmarks/grpo_learns.py is the long version (and the
-    ablation without the Huber term)."""
+    the mean reward rises clearly. The Huber claim is a comparison: the same SFT and GRPO
+    run again without the auxiliary Huber loss (the ablation) is the baseline, and the
+    head's held-out SRCC must end at least 0.05 above the ablation's and within 0.05 of
+    where GRPO started. benchmarks/grpo_learns.py is the long version (``--seed``)."""
     import sys
     import time
     from pathlib import Path
@@ -192,26 +193,40 @@ def test_grpo_raises_the_judges_reward_and_the_huber_term_keeps_the_head(tiny_tr
     from grpo_learns import grpo_recipe, reward_curve, rise
 
     t0 = time.perf_counter()
-    recipe = grpo_recipe(tiny_train_vlm, **CI_RUN)
-    result = train(recipe, output_dir=tmp_path / "run", progress=False)
-    curve = reward_curve(tmp_path / "run")
-    first, last, p = rise(curve)
-    before = result.metrics["grpo"]["before"]["srcc/visual_quality"]
-    after = result.metrics["grpo"]["after"]["srcc/visual_quality"]
-    print(f"grpo learns: {time.perf_counter() - t0:.1f} s; reward first 20% {first:.3f} -> "
-          f"last 20% {last:.3f} (p = {p:.2g}); head SRCC {before:.3f} -> {after:.3f}")
+    runs = {}
+    for aux in (CI_RUN["aux"], 0.0):
+        out = tmp_path / f"aux{aux:g}"
+        result = train(grpo_recipe(tiny_train_vlm, **{**CI_RUN, "aux": aux}), output_dir=out,
+                       progress=False)
+        curve = reward_curve(out)
+        runs[aux] = {"result": result, "out": out, "curve": curve, "rise": rise(curve),
+                     "before": result.metrics["grpo"]["before"]["srcc/visual_quality"],
+                     "after": result.metrics["grpo"]["after"]["srcc/visual_quality"]}
+        first, last, p = runs[aux]["rise"]
+        print(f"grpo aux={aux:g}: {time.perf_counter() - t0:.1f} s; reward first 20% "
+              f"{first:.3f} -> last 20% {last:.3f} (p = {p:.2g}); head SRCC "
+              f"{runs[aux]['before']:.3f} -> {runs[aux]['after']:.3f}")
+    main, ablation = runs[CI_RUN["aux"]], runs[0.0]
     # the plumbing: TRL's loop with the Huber hook, reward/KL logging, the export
-    steps = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text()
+    steps = [json.loads(line) for line in (main["out"] / "metrics.jsonl").read_text()
              .splitlines()]
     steps = [r for r in steps if r.get("stage") == "grpo" and r["event"] == "step"]
     assert {"reward", "reward_std", "kl", "aux_huber"} <= set(steps[-1])
     assert [r["global_step"] for r in steps] == list(range(CI_RUN["sft_steps"] + 1,
                                                            CI_RUN["sft_steps"] + 1 + len(steps)))
-    assert len(curve) == CI_RUN["grpo_steps"] and all(0.0 <= r <= 1.0 for r in curve)
-    assert load_evaluator(result.evaluator_dir).name == "vlm-dual"
+    assert len(main["curve"]) == CI_RUN["grpo_steps"]
+    assert all(0.0 <= r <= 1.0 for r in main["curve"])
+    assert load_evaluator(main["result"].evaluator_dir).name == "vlm-dual"
+    # both runs start from the same SFT model
+    assert main["before"] == pytest.approx(ablation["before"], abs=1e-9)
     # clearly: the last fifth's step rewards beat the first fifth's (one-sided Mann-Whitney)
+    first, last, p = main["rise"]
     assert last - first >= 0.05 and p < 0.05, f"mean reward {first:.3f} -> {last:.3f} (p = {p:.2g})"
-    assert after >= before - 0.05, f"head SRCC {before:.3f} -> {after:.3f} with the Huber term"
+    # the Huber term keeps the head: beside where it started, and against the ablation
+    assert main["after"] >= main["before"] - 0.05, (
+        f"head SRCC {main['before']:.3f} -> {main['after']:.3f} with the Huber term")
+    assert main["after"] >= ablation["after"] + 0.05, (
+        f"head SRCC with the Huber term {main['after']:.3f}, without {ablation['after']:.3f}")
 
 
 #: the CI run of the learning test (benchmarks/grpo_learns.py's defaults measure longer)
