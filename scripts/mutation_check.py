@@ -13,10 +13,10 @@ never modified.
     .venv/bin/python scripts/mutation_check.py --list
     .venv/bin/python scripts/mutation_check.py --markdown table.md          # the docs table
 
-It is not part of CI (a full run takes several minutes to tens of minutes: slow-marked
-training tests run only with ``--slow``). Exit status: 0 when every mutation run was
-caught, 1 when one was missed, 2 when a mutation no longer applies (its source text is
-gone: update the list).
+It is not part of CI: the fast mutations take a few minutes; the ones marked slow break a
+training stage and run a learning test each (minutes apiece), only with ``--slow``.
+Exit status: 0 when every mutation run was caught, 1 when one was missed, 2 when a
+mutation no longer applies (its source text is gone: update the list).
 """
 
 from __future__ import annotations
@@ -116,6 +116,28 @@ MUTATIONS: tuple[Mutation, ...] = (
              '"content_preservation": preservation_score(unintended)},',
              '"content_preservation": 1.0 + 4.0 * __import__("zlib").crc32(sample.id.encode())'
              ' / 2**32},', ("tests/curate/test_shapesedit.py",)),
+    # ---- training stages that claim to learn (slow: run with --slow)
+    Mutation("box-target-whole-image", "EPAIQA grounding trained on the whole-image box",
+             "src/ieqa/train/targets.py",
+             'return f" ({bbox.x:.2f}, {bbox.y:.2f}, {bbox.w:.2f}, {bbox.h:.2f})"',
+             'return " (0.50, 0.50, 1.00, 1.00)"',
+             ("tests/train/test_recipes_learn.py::"
+              "test_epaiqa_grounding_then_levels_on_the_crop_learn",), slow=True),
+    Mutation("bt-loss-zero", "EditHF's pairwise stage learns nothing (Bradley-Terry loss x 0)",
+             "src/ieqa/train/losses.py", "F.softplus(s_lose - s_win)",
+             "0.0 * F.softplus(s_lose - s_win)",
+             ("tests/train/test_recipes_learn.py::test_edithf_levels_then_mse_then_bt_learns",),
+             slow=True),
+    Mutation("tdrl-untrained", "the FDMPO demo's evaluator learns nothing (TDRL loss x 0)",
+             "src/ieqa/train/losses.py", "total = ce + score_weight * score",
+             "total = 0.0 * (ce + score_weight * score)",
+             ("tests/train/test_fdmpo_demo.py",), slow=True),
+    Mutation("grpo-no-huber", "GRPO's auxiliary Huber loss never added",
+             "src/ieqa/train/grpo.py", "loss = loss + self._aux_weight * aux.to(loss.device)",
+             "loss = loss + 0.0 * aux.to(loss.device)",
+             ("tests/train/test_grpo.py::"
+              "test_grpo_raises_the_judges_reward_and_the_huber_term_keeps_the_head",),
+             slow=True),
     # ---- explanations
     Mutation("cosine-unclipped", "embedding cosine not clipped to [-1, 1]",
              "src/ieqa/explain/metrics.py", "cos.clamp(-1.0, 1.0)", "cos",
@@ -131,6 +153,8 @@ def _copy_checkout(dest: Path) -> None:
 
 def run_one(m: Mutation, copy: Path, python: str, slow: bool) -> tuple[str, list[str], float]:
     """Apply ``m`` in ``copy``, run its tests, restore; (status, failed test ids, seconds)."""
+    if m.slow and not slow:
+        return "not run", ["(a training test: --slow runs it)"], 0.0
     path = copy / m.file
     original = path.read_text(encoding="utf-8")
     if original.count(m.old) != 1:
@@ -195,7 +219,7 @@ def main() -> int:
         table.append(f"| `{m.name}` | {m.what} | {status} | {names} |")
     if args.markdown:
         Path(args.markdown).write_text("\n".join(table) + "\n", encoding="utf-8")
-    statuses = {s for _, s, _ in rows}
+    statuses = {status for _, status, _ in rows}
     return 2 if "stale" in statuses else 1 if "MISSED" in statuses else 0
 
 

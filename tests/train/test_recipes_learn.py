@@ -94,14 +94,34 @@ def test_ds_ieqa_per_dimension_tdrl_learns(seeing_vlm, tmp_path):
 
 
 def test_epaiqa_grounding_then_levels_on_the_crop_learn(seeing_vlm, tmp_path):
-    recipe, result = _run("epaiqa", seeing_vlm, tmp_path, steps=[150, 150, 150])
-    before, after = _gain(result, "grounding", "iou")
-    assert before == 0.0 and after > 0.05
+    """EPAIQA's three stages, each beating where it started and a baseline computed here.
+
+    LoRA (as the paper trains it, lr 1e-3): with every weight trainable, 150 steps of box
+    answers overwrote what the backbone sees, and harmony after them ranged from -0.13 to
+    0.47 over seeds. The bars come from ``benchmarks/recipe_spread.py epaiqa --steps
+    150,400,150 --override adapter.kind=lora --override optim.lr=1e-3`` over optim seeds
+    0-3 from this backbone and seeds 0-1 from the one trained on two threads: grounding
+    IoU 0.10-0.29 at 1.6-3.2x its IoU against other edits' boxes; harmony 0.80-0.89 (from
+    -0.09..0.20); naturalness 0.55-0.68, +0.05..+0.53 over the harmony readout on the crop.
+    """
+    recipe, result = _run("epaiqa", seeing_vlm, tmp_path, steps=[150, 400, 150], lr=1e-3,
+                          overrides={"adapter.kind": "lora"})
+    ground = result.metrics["grounding"]
+    assert ground["before"]["iou"] == 0.0  # no box answers before the stage
+    after = ground["after"]
+    assert after["failed"] <= 0.1 * (after["parsed"] + after["failed"])
+    # the boxes follow the edit: a model that does not look where the edit is (a constant
+    # box, the whole image or any other) scores about as well against the boxes of other
+    # groups' edits as against its own edit's (ratio ~1); this one scores >= 1.5x
+    assert after["iou"] >= 1.5 * after["iou/other_groups"], after
+    assert after["iou"] > after["iou/mean_box"], after
+    # not claimed: beating a whole-image box, which scores the true box's area (0.19-0.26
+    # on these held-out edits) against the tiny model's 0.10-0.29 at 16 tokens an image
     before, after = _gain(result, "harmony", "srcc")
-    assert before < 0.2 and after >= 0.4
-    # naturalness starts from the level readout harmony trained, on the crop
+    assert before < 0.25 and after >= 0.7, (before, after)
+    # naturalness starts from the level readout harmony trained, now on the crop
     before, after = _gain(result, "naturalness", "srcc")
-    assert after >= 0.4 and after > before
+    assert after >= 0.5 and after >= before + 0.03, (before, after)
     scorer, _ = _scores(recipe, result.evaluator_dir, n=2)
     assert scorer.name == "vlm-levels"
 
