@@ -92,16 +92,23 @@ MUTATIONS: tuple[Mutation, ...] = (
     # ---- readouts
     Mutation("levels-weights", "level readout weights 4..0 instead of 5..1",
              "src/ieqa/scorers/vlm/levels.py", "_WEIGHTS = (5.0, 4.0, 3.0, 2.0, 1.0)",
-             "_WEIGHTS = (4.0, 3.0, 2.0, 1.0, 0.0)", ("tests/scorers",)),
+             "_WEIGHTS = (4.0, 3.0, 2.0, 1.0, 0.0)",
+             ("tests/scorers/test_vlm_readouts.py::test_level_expectation_by_hand",
+              "tests/scorers/test_vlm_readouts.py::test_levels_expectation_equals_hand_computation")),
     Mutation("digits-place-values", "digit readout place values 1, 0.01, 0.1",
              "src/ieqa/scorers/vlm/digits.py", "_WEIGHTS = (1.0, 0.1, 0.01)",
-             "_WEIGHTS = (1.0, 0.01, 0.1)", ("tests/scorers",)),
+             "_WEIGHTS = (1.0, 0.01, 0.1)",
+             ("tests/scorers/test_vlm_readouts.py::test_digit_formulas_by_hand",
+              "tests/scorers/test_vlm_readouts.py::"
+              "test_digit_expectation_and_definition_value_by_hand")),
     # ---- reward rules
     Mutation("critique-weights", "critique reward with accuracy weighted like the others",
              "src/ieqa/scorers/critique.py",
              "DEFAULT_WEIGHTS: dict[str, float] = {LOGICALITY: 0.25, ACCURACY: 0.5, USEFULNESS: 0.25}",
              "DEFAULT_WEIGHTS: dict[str, float] = {LOGICALITY: 1 / 3, ACCURACY: 1 / 3, "
-             "USEFULNESS: 1 / 3}", ("tests/scorers", "tests/serve")),
+             "USEFULNESS: 1 / 3}",
+             ("tests/scorers/test_critique.py::test_weighted_reward_defaults_and_normalisation",
+              "tests/serve/test_critique.py")),
     # ---- curation and the classic scorer
     Mutation("curate-sigma-desc", "curate top-k ties broken by the highest sigma first",
              "src/ieqa/curate/select.py", "order = np.lexsort((s, -r))",
@@ -151,6 +158,15 @@ def _copy_checkout(dest: Path) -> None:
                                                           or n.endswith(".egg-info")])
 
 
+def _node_id(copy: Path, classname: str, name: str) -> str:
+    """pytest's node id from a JUnit ``classname`` (``tests.human.test_mos[.TestX]``)."""
+    parts = classname.split(".")
+    for cut in range(len(parts), 0, -1):
+        if (copy / Path(*parts[:cut])).with_suffix(".py").is_file():
+            return "::".join(["/".join(parts[:cut]) + ".py", *parts[cut:], name])
+    return f"{classname}::{name}"
+
+
 def run_one(m: Mutation, copy: Path, python: str, slow: bool) -> tuple[str, list[str], float]:
     """Apply ``m`` in ``copy``, run its tests, restore; (status, failed test ids, seconds)."""
     if m.slow and not slow:
@@ -176,7 +192,7 @@ def run_one(m: Mutation, copy: Path, python: str, slow: bool) -> tuple[str, list
     if report.exists():
         for case in ET.parse(report).iter("testcase"):
             if case.find("failure") is not None or case.find("error") is not None:
-                failed.append(f"{case.get('classname')}::{case.get('name')}")
+                failed.append(_node_id(copy, case.get("classname", ""), case.get("name", "")))
         report.unlink()
     else:
         failed.append("(pytest wrote no report)")
@@ -207,15 +223,14 @@ def main() -> int:
         _copy_checkout(copy)
         for m in chosen:
             status, failed, seconds = run_one(m, copy, args.python, args.slow)
-            shown = [f.replace("tests.", "tests/", 1) for f in failed]
+            shown = failed
             print(f"{status:7} {m.name:28} {seconds:6.1f} s  "
                   + (", ".join(shown[:4]) + (" ..." if len(shown) > 4 else "")), flush=True)
             rows.append((m, status, shown))
     table = ["| mutation | what it breaks | status | tests that fail |", "|---|---|---|---|"]
     for m, status, failed in rows:
-        names = "<br>".join(f"`{f.split('.')[-1] if '::' not in f else f.rsplit('::', 1)[-1]}`"
-                            for f in failed[:3]) + (f" (+{len(failed) - 3})" if len(failed) > 3
-                                                     else "")
+        names = "<br>".join(f"`{f}`" for f in failed[:3]) + (
+            f" (+{len(failed) - 3} more)" if len(failed) > 3 else "")
         table.append(f"| `{m.name}` | {m.what} | {status} | {names} |")
     if args.markdown:
         Path(args.markdown).write_text("\n".join(table) + "\n", encoding="utf-8")
