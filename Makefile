@@ -17,6 +17,8 @@ STAMP := $(VENV)/.ieqa-installed
 CONSTRAINTS ?= constraints.txt
 PIN := $(if $(CONSTRAINTS),-c $(CONSTRAINTS),)
 LATEST_VENV ?= .venv-latest
+# the CPU build on the development machines; an upgrade would pull the multi-GB CUDA build
+TORCH_VERSION ?= 2.13.0
 
 .PHONY: setup test test-latest constraints demo lint bench clean docs docs-serve browser calibration-data
 
@@ -41,17 +43,19 @@ browser:
 # only when it is missing: an unpinned resolve would pull the multi-GB CUDA build.
 $(STAMP): pyproject.toml $(CONSTRAINTS)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	@$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q torch==2.13.0
+	@$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q torch==$(TORCH_VERSION)
 	$(PY) -m pip install -q $(PIN) -e ".[dev]"
 	@! $(PY) -m pip show -q torchvision 2>/dev/null || (echo "torchvision got installed; it breaks transformers' Qwen-VL imports" && exit 1)
 	@touch $(STAMP)
 
-# The suite against the newest releases of every dependency (torch stays at the CPU build
-# the Makefile pins), in its own environment so .venv keeps the tested versions.
+# The suite against the newest releases of every dependency (torch stays at TORCH_VERSION:
+# an eager upgrade would replace the CPU build by the newest CUDA one), in its own
+# environment so .venv keeps the tested versions.
 test-latest: browser
 	@test -x $(LATEST_VENV)/bin/python || $(PYTHON) -m venv $(LATEST_VENV)
-	@$(LATEST_VENV)/bin/python -c "import torch" 2>/dev/null || $(LATEST_VENV)/bin/python -m pip install -q torch==2.13.0
-	$(LATEST_VENV)/bin/python -m pip install -q --upgrade --upgrade-strategy eager -e ".[dev]"
+	@$(LATEST_VENV)/bin/python -c "import torch" 2>/dev/null || $(LATEST_VENV)/bin/python -m pip install -q torch==$(TORCH_VERSION)
+	@echo "torch==$(TORCH_VERSION)" > $(LATEST_VENV)/torch-pin.txt
+	$(LATEST_VENV)/bin/python -m pip install -q --upgrade --upgrade-strategy eager -c $(LATEST_VENV)/torch-pin.txt -e ".[dev]"
 	@! $(LATEST_VENV)/bin/python -m pip show -q torchvision 2>/dev/null || (echo "torchvision got installed; it breaks transformers' Qwen-VL imports" && exit 1)
 	HF_HUB_OFFLINE=1 $(LATEST_VENV)/bin/python -m pytest -q
 
