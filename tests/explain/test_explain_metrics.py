@@ -146,6 +146,23 @@ def test_embedding_cosine_is_mean_pooled_cosine(tiny_encoder):
     assert all(-1.0 <= g <= 1.0 for g in got)
 
 
+def test_embedding_cosine_clips_float32_rounding_to_one():
+    """Identical texts give cosine 1, never 1.0000001: float32 rounding of the norms puts
+    some vectors' cosine with themselves above 1 (this one: the 6th draw of seed 0)."""
+    import torch
+
+    torch.manual_seed(0)
+    v = [torch.randn(1, 32) for _ in range(6)][-1]
+
+    class FixedEncoder:
+        def encode(self, texts):
+            return torch.cat([v] * len(texts))
+
+    raw = torch.nn.functional.cosine_similarity(v, v.clone(), dim=-1, eps=1e-12).item()
+    assert raw > 1.0  # the rounding this test is about
+    assert embedding_cosine(["a", "b"], ["a", "b"], FixedEncoder()) == [1.0, 1.0]
+
+
 def test_embedding_cosine_cls_pooling_and_errors(tiny_encoder):
     enc = TextEncoder.load(str(tiny_encoder), pooling="cls")
     assert embedding_cosine(["the cat"], ["the cat"], enc)[0] == pytest.approx(1.0, abs=1e-6)
