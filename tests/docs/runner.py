@@ -13,8 +13,11 @@ per page, so a block can use the files an earlier block wrote:
 Other blocks (``text``, ``yaml``, ``csv``, ``json``, ...) are shown only. HTML comments
 right before a block (they do not show on the site) change what happens to it:
 
-``<!-- skip: REASON -->``
-    never run (needs a GPU, a download, a server of your own); REASON is shown by pytest.
+``<!-- skip: CATEGORY: REASON -->``
+    never run; REASON is shown by pytest. CATEGORY is one of :data:`SKIP_CATEGORIES`:
+    ``gpu`` (needs a GPU or a 7B-class model), ``network`` (downloads or installs
+    something) or ``hours`` (hours of CPU). A skip without one of them fails the block:
+    every other example must run, on a tiny model, a local server or fewer steps.
 ``<!-- requires: FEATURE -->``
     run only when ieqa has FEATURE, else skipped with the FEATURE's description. FEATURE is
     ``command NAME`` (an ``ieqa`` subcommand), ``option COMMAND --name`` (an option of
@@ -65,6 +68,12 @@ EXECUTED_PAGES = ("getting-started.md", "howto/*.md")
 RUN_LANGUAGES = ("bash", "python")
 SERVED_URL = "http://localhost:8000/v1"
 BLOCK_TIMEOUT_S = 300
+#: The only reasons a block may be skipped for: ``<!-- skip: CATEGORY: REASON -->``.
+SKIP_CATEGORIES = {
+    "gpu": "needs a GPU or a 7B-class model",
+    "network": "downloads or installs something",
+    "hours": "takes hours of CPU",
+}
 #: longest wait for a ``background`` block's URL to answer 200, seconds
 BACKGROUND_READY_S = 120
 
@@ -81,7 +90,8 @@ class Block:
     line: int
     kind: str  # bash | python | check | file
     code: str
-    skip: str | None = None
+    skip: str | None = None  # the skip markers' reasons, joined by "; "
+    skips: list[str] = field(default_factory=list)  # each skip marker's reason
     requires: list[str] = field(default_factory=list)
     file: str | None = None
     background: str | None = None  # the URL that answers 200 once the block is up
@@ -135,6 +145,7 @@ def parse_page(path: Path) -> Page:
             if target is not None or lang in RUN_LANGUAGES:
                 blocks.append(Block(name, i + 1, "file" if target else lang, code,
                                     skip="; ".join(pending["skip"]) if "skip" in pending else None,
+                                    skips=pending.get("skip", []),
                                     requires=pending.get("requires", []), file=target,
                                     background=pending.get("background", [None])[-1]))
             pending = {}
@@ -222,12 +233,30 @@ def requirement_met(requirement: str) -> tuple[bool, str]:
     return met, text
 
 
+def skip_problem(reason: str) -> str | None:
+    """Why a ``skip`` marker's reason is not allowed (``None``: it is): it must start with
+    one of the :data:`SKIP_CATEGORIES` and a colon, and say more after it."""
+    category, colon, rest = reason.partition(":")
+    if colon and category.strip() in SKIP_CATEGORIES and rest.strip():
+        return None
+    allowed = ", ".join(f"'{name}: ...' ({what})" for name, what in SKIP_CATEGORIES.items())
+    return (f"skip reason {reason!r} has no allowed category. Make the block run (a tiny "
+            "model, a local server, fewer steps or a smaller set; see the markers in "
+            "docs/development.md), or, if it truly cannot run in CI, start the reason with "
+            f"one of {allowed}")
+
+
 def precheck(block: Block) -> tuple[str, str] | None:
     """What happens to ``block`` before it runs: ``("skipped", reason)`` for a ``skip``
-    marker or a required feature that is absent, ``("failed", message)`` for a
-    ``requires`` that cannot be decided (unknown, or its probe errored), ``None`` to run
-    it."""
+    marker with an allowed category or a required feature that is absent,
+    ``("failed", message)`` for a ``skip`` marker without an allowed category (see
+    :func:`skip_problem`) or a ``requires`` that cannot be decided (unknown, or its probe
+    errored), ``None`` to run it."""
     if block.skip is not None:
+        for reason in block.skips or [block.skip]:
+            problem = skip_problem(reason)
+            if problem is not None:
+                return "failed", f"{block.label}: {problem}"
         return "skipped", block.skip
     missing = []
     for requirement in block.requires:
