@@ -44,6 +44,10 @@ Two comment forms stand on their own:
     the page needs a local OpenAI-compatible judge (:mod:`tests.docs.judge_server`): it
     is started before the page's first block, and ``http://localhost:8000/v1`` in the
     page's blocks is replaced by its address.
+``<!-- fixture: checkout -->``
+    the page's blocks run from a checkout of the repository: its :data:`CHECKOUT_FOLDERS`
+    (``benchmarks``, ``src``) are linked into the page's folder, so ``python
+    benchmarks/NAME.py`` and ``PYTHONPATH=src`` work as written.
 ``<!-- fixture: free-port 8000 -->``
     the page's blocks use a free TCP port instead of 8000 (``127.0.0.1:8000``,
     ``localhost:8000`` and ``--port 8000`` are rewritten), so a server a page starts in
@@ -74,6 +78,8 @@ SKIP_CATEGORIES = {
     "network": "downloads or installs something",
     "hours": "takes hours of CPU",
 }
+#: the folders of the checkout that ``<!-- fixture: checkout -->`` links into a page's folder
+CHECKOUT_FOLDERS = ("benchmarks", "src")
 #: longest wait for a ``background`` block's URL to answer 200, seconds
 BACKGROUND_READY_S = 120
 
@@ -328,6 +334,13 @@ def run_block(block: Block, workdir: Path, env: dict[str, str], url: str | None 
         raise BlockFailed(f"{block.label} exited with {done.returncode}\n--- code\n{code}"
                           f"--- output\n{output[-6000:]}")
     return Outcome(block, time.perf_counter() - t0, output)
+
+
+def link_checkout(workdir: Path) -> None:
+    """``<!-- fixture: checkout -->``: link the checkout's :data:`CHECKOUT_FOLDERS` into
+    ``workdir``."""
+    for name in CHECKOUT_FOLDERS:
+        (workdir / name).symlink_to(REPO / name, target_is_directory=True)
 
 
 def port_replacements(port: int, original: int = 8000) -> dict[str, str]:

@@ -24,6 +24,7 @@ from .runner import (
     Page,
     executed_pages,
     free_port,
+    link_checkout,
     port_replacements,
     precheck,
     run_block,
@@ -56,6 +57,8 @@ def _run_page(page: Page, workdir: Path,
         for fixture in page.fixtures:
             if fixture == "judge-server":
                 url = stack.enter_context(judge_server())
+            elif fixture == "checkout":
+                link_checkout(workdir)
             elif fixture.startswith("free-port "):
                 replace.update(port_replacements(free_port(), int(fixture.split()[1])))
             else:
