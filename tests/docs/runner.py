@@ -33,7 +33,8 @@ right before a block (they do not show on the site) change what happens to it:
 ``<!-- background: URL -->``
     a long-running ``bash`` block (a server): started in the background, the page goes on
     once ``URL`` answers 200 (at most :data:`BACKGROUND_READY_S` seconds), and it is
-    stopped (SIGTERM, then SIGKILL) when the page ends; its exit status is not checked.
+    stopped when the page ends, as Ctrl-C would stop it (SIGINT to its process group; then
+    SIGTERM, then SIGKILL); its exit status is not checked.
 
 Two comment forms stand on their own:
 
@@ -50,12 +51,13 @@ Two comment forms stand on their own:
     benchmarks/NAME.py`` and ``PYTHONPATH=src`` work as written.
 ``<!-- fixture: free-port 8000 -->``
     the page's blocks use a free TCP port instead of 8000 (``127.0.0.1:8000``,
-    ``localhost:8000`` and ``--port 8000`` are rewritten), so a server a page starts in
-    the background cannot collide with another test run.
+    ``localhost:8000``, ``--port 8000`` and ``port=8000`` are rewritten), so a server a page
+    starts cannot collide with another test run. A page may ask for several (8000, 8001).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import re
@@ -346,7 +348,7 @@ def link_checkout(workdir: Path) -> None:
 def port_replacements(port: int, original: int = 8000) -> dict[str, str]:
     """The rewrites of ``<!-- fixture: free-port ORIGINAL -->``."""
     return {f"127.0.0.1:{original}": f"127.0.0.1:{port}", f"localhost:{original}": f"localhost:{port}",
-            f"--port {original}": f"--port {port}"}
+            f"--port {original}": f"--port {port}", f"port={original}": f"port={port}"}
 
 
 def free_port() -> int:
@@ -382,13 +384,20 @@ def start_background(block: Block, workdir: Path, env: dict[str, str],
                                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
 
     def stop() -> None:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
+        # first as Ctrl-C in a terminal would (SIGINT to the process group): a server with
+        # helpers in its group, such as the local Ray of `ieqa serve --replicas`, stops
+        # them itself (Ray's processes ignore SIGINT; a SIGTERM to the whole group would
+        # kill them under the server, whose shutdown then waits for them in vain)
+        for sig, wait_s in ((signal.SIGINT, 30), (signal.SIGTERM, 10), (signal.SIGKILL, 10)):
+            if proc.poll() is not None:
+                break
+            os.killpg(proc.pid, sig)
             try:
-                proc.wait(30)
+                proc.wait(wait_s)
             except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(10)
+                pass
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)  # whatever the block left behind
 
     deadline = time.monotonic() + BACKGROUND_READY_S
     while True:
