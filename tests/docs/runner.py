@@ -282,7 +282,8 @@ def precheck(block: Block) -> tuple[str, str] | None:
 
 def run_env(workdir: Path) -> dict[str, str]:
     """The environment of every block: ``ieqa`` and ``python`` of this interpreter first on
-    PATH, this checkout's ``src`` first on PYTHONPATH, offline, fixed terminal width."""
+    PATH, this checkout's ``src`` first on PYTHONPATH, offline, fixed terminal width, and
+    patient Ray Serve proxy checks."""
     bindir = workdir / ".bin"
     if not bindir.is_dir():
         bindir.mkdir(parents=True)
@@ -296,6 +297,10 @@ def run_env(workdir: Path) -> dict[str, str]:
                                         if p)
     env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", COLUMNS="100", TERM="dumb",
                NO_COLOR="1", PYTHONDONTWRITEBYTECODE="1", TOKENIZERS_PARALLELISM="false")
+    # Ray Serve kills its HTTP proxy when three readiness checks of 5 s each fail, and
+    # serve.start then fails; a proxy starting beside another page on a busy 2-core CI
+    # machine can take longer than that
+    env.setdefault("RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S", "30")
     return env
 
 
