@@ -32,7 +32,7 @@ from .runner import (
     start_background,
 )
 
-pytestmark = pytest.mark.slow  # about a minute and a half of CPU time in all
+pytestmark = pytest.mark.slow  # minutes of CPU time in all (see docs/development.md)
 
 PAGES = executed_pages()
 BLOCKS = [(page, block) for page in PAGES for block in page.blocks]
