@@ -13,8 +13,11 @@ per page, so a block can use the files an earlier block wrote:
 Other blocks (``text``, ``yaml``, ``csv``, ``json``, ...) are shown only. HTML comments
 right before a block (they do not show on the site) change what happens to it:
 
-``<!-- skip: REASON -->``
-    never run (needs a GPU, a download, a server of your own); REASON is shown by pytest.
+``<!-- skip: CATEGORY: REASON -->``
+    never run; REASON is shown by pytest. CATEGORY is one of :data:`SKIP_CATEGORIES`:
+    ``gpu`` (needs a GPU or a 7B-class model), ``network`` (downloads or installs
+    something) or ``hours`` (hours of CPU). A skip without one of them fails the block:
+    every other example must run, on a tiny model, a local server or fewer steps.
 ``<!-- requires: FEATURE -->``
     run only when ieqa has FEATURE, else skipped with the FEATURE's description. FEATURE is
     ``command NAME`` (an ``ieqa`` subcommand), ``option COMMAND --name`` (an option of
@@ -30,7 +33,8 @@ right before a block (they do not show on the site) change what happens to it:
 ``<!-- background: URL -->``
     a long-running ``bash`` block (a server): started in the background, the page goes on
     once ``URL`` answers 200 (at most :data:`BACKGROUND_READY_S` seconds), and it is
-    stopped (SIGTERM, then SIGKILL) when the page ends; its exit status is not checked.
+    stopped when the page ends, as Ctrl-C would stop it (SIGINT to its process group; then
+    SIGTERM, then SIGKILL); its exit status is not checked.
 
 Two comment forms stand on their own:
 
@@ -41,14 +45,19 @@ Two comment forms stand on their own:
     the page needs a local OpenAI-compatible judge (:mod:`tests.docs.judge_server`): it
     is started before the page's first block, and ``http://localhost:8000/v1`` in the
     page's blocks is replaced by its address.
+``<!-- fixture: checkout -->``
+    the page's blocks run from a checkout of the repository: its :data:`CHECKOUT_FOLDERS`
+    (``benchmarks``, ``src``) are linked into the page's folder, so ``python
+    benchmarks/NAME.py`` and ``PYTHONPATH=src`` work as written.
 ``<!-- fixture: free-port 8000 -->``
     the page's blocks use a free TCP port instead of 8000 (``127.0.0.1:8000``,
-    ``localhost:8000`` and ``--port 8000`` are rewritten), so a server a page starts in
-    the background cannot collide with another test run.
+    ``localhost:8000``, ``--port 8000`` and ``port=8000`` are rewritten), so a server a page
+    starts cannot collide with another test run. A page may ask for several (8000, 8001).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import re
@@ -65,6 +74,14 @@ EXECUTED_PAGES = ("getting-started.md", "howto/*.md")
 RUN_LANGUAGES = ("bash", "python")
 SERVED_URL = "http://localhost:8000/v1"
 BLOCK_TIMEOUT_S = 300
+#: The only reasons a block may be skipped for: ``<!-- skip: CATEGORY: REASON -->``.
+SKIP_CATEGORIES = {
+    "gpu": "needs a GPU or a 7B-class model",
+    "network": "downloads or installs something",
+    "hours": "takes hours of CPU",
+}
+#: the folders of the checkout that ``<!-- fixture: checkout -->`` links into a page's folder
+CHECKOUT_FOLDERS = ("benchmarks", "src")
 #: longest wait for a ``background`` block's URL to answer 200, seconds
 BACKGROUND_READY_S = 120
 
@@ -81,7 +98,8 @@ class Block:
     line: int
     kind: str  # bash | python | check | file
     code: str
-    skip: str | None = None
+    skip: str | None = None  # the skip markers' reasons, joined by "; "
+    skips: list[str] = field(default_factory=list)  # each skip marker's reason
     requires: list[str] = field(default_factory=list)
     file: str | None = None
     background: str | None = None  # the URL that answers 200 once the block is up
@@ -135,6 +153,7 @@ def parse_page(path: Path) -> Page:
             if target is not None or lang in RUN_LANGUAGES:
                 blocks.append(Block(name, i + 1, "file" if target else lang, code,
                                     skip="; ".join(pending["skip"]) if "skip" in pending else None,
+                                    skips=pending.get("skip", []),
                                     requires=pending.get("requires", []), file=target,
                                     background=pending.get("background", [None])[-1]))
             pending = {}
@@ -222,12 +241,30 @@ def requirement_met(requirement: str) -> tuple[bool, str]:
     return met, text
 
 
+def skip_problem(reason: str) -> str | None:
+    """Why a ``skip`` marker's reason is not allowed (``None``: it is): it must start with
+    one of the :data:`SKIP_CATEGORIES` and a colon, and say more after it."""
+    category, colon, rest = reason.partition(":")
+    if colon and category.strip() in SKIP_CATEGORIES and rest.strip():
+        return None
+    allowed = ", ".join(f"'{name}: ...' ({what})" for name, what in SKIP_CATEGORIES.items())
+    return (f"skip reason {reason!r} has no allowed category. Make the block run (a tiny "
+            "model, a local server, fewer steps or a smaller set; see the markers in "
+            "docs/development.md), or, if it truly cannot run in CI, start the reason with "
+            f"one of {allowed}")
+
+
 def precheck(block: Block) -> tuple[str, str] | None:
     """What happens to ``block`` before it runs: ``("skipped", reason)`` for a ``skip``
-    marker or a required feature that is absent, ``("failed", message)`` for a
-    ``requires`` that cannot be decided (unknown, or its probe errored), ``None`` to run
-    it."""
+    marker with an allowed category or a required feature that is absent,
+    ``("failed", message)`` for a ``skip`` marker without an allowed category (see
+    :func:`skip_problem`) or a ``requires`` that cannot be decided (unknown, or its probe
+    errored), ``None`` to run it."""
     if block.skip is not None:
+        for reason in block.skips or [block.skip]:
+            problem = skip_problem(reason)
+            if problem is not None:
+                return "failed", f"{block.label}: {problem}"
         return "skipped", block.skip
     missing = []
     for requirement in block.requires:
@@ -245,7 +282,8 @@ def precheck(block: Block) -> tuple[str, str] | None:
 
 def run_env(workdir: Path) -> dict[str, str]:
     """The environment of every block: ``ieqa`` and ``python`` of this interpreter first on
-    PATH, this checkout's ``src`` first on PYTHONPATH, offline, fixed terminal width."""
+    PATH, this checkout's ``src`` first on PYTHONPATH, offline, fixed terminal width, and
+    patient Ray Serve proxy checks."""
     bindir = workdir / ".bin"
     if not bindir.is_dir():
         bindir.mkdir(parents=True)
@@ -259,6 +297,10 @@ def run_env(workdir: Path) -> dict[str, str]:
                                         if p)
     env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", COLUMNS="100", TERM="dumb",
                NO_COLOR="1", PYTHONDONTWRITEBYTECODE="1", TOKENIZERS_PARALLELISM="false")
+    # Ray Serve kills its HTTP proxy when three readiness checks of 5 s each fail, and
+    # serve.start then fails; a proxy starting beside another page on a busy 2-core CI
+    # machine can take longer than that
+    env.setdefault("RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S", "30")
     return env
 
 
@@ -301,10 +343,17 @@ def run_block(block: Block, workdir: Path, env: dict[str, str], url: str | None 
     return Outcome(block, time.perf_counter() - t0, output)
 
 
+def link_checkout(workdir: Path) -> None:
+    """``<!-- fixture: checkout -->``: link the checkout's :data:`CHECKOUT_FOLDERS` into
+    ``workdir``."""
+    for name in CHECKOUT_FOLDERS:
+        (workdir / name).symlink_to(REPO / name, target_is_directory=True)
+
+
 def port_replacements(port: int, original: int = 8000) -> dict[str, str]:
     """The rewrites of ``<!-- fixture: free-port ORIGINAL -->``."""
     return {f"127.0.0.1:{original}": f"127.0.0.1:{port}", f"localhost:{original}": f"localhost:{port}",
-            f"--port {original}": f"--port {port}"}
+            f"--port {original}": f"--port {port}", f"port={original}": f"port={port}"}
 
 
 def free_port() -> int:
@@ -340,13 +389,20 @@ def start_background(block: Block, workdir: Path, env: dict[str, str],
                                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
 
     def stop() -> None:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
+        # first as Ctrl-C in a terminal would (SIGINT to the process group): a server with
+        # helpers in its group, such as the local Ray of `ieqa serve --replicas`, stops
+        # them itself (Ray's processes ignore SIGINT; a SIGTERM to the whole group would
+        # kill them under the server, whose shutdown then waits for them in vain)
+        for sig, wait_s in ((signal.SIGINT, 30), (signal.SIGTERM, 10), (signal.SIGKILL, 10)):
+            if proc.poll() is not None:
+                break
+            os.killpg(proc.pid, sig)
             try:
-                proc.wait(30)
+                proc.wait(wait_s)
             except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(10)
+                pass
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)  # whatever the block left behind
 
     deadline = time.monotonic() + BACKGROUND_READY_S
     while True:

@@ -24,6 +24,7 @@ from .runner import (
     Page,
     executed_pages,
     free_port,
+    link_checkout,
     port_replacements,
     precheck,
     run_block,
@@ -31,7 +32,7 @@ from .runner import (
     start_background,
 )
 
-pytestmark = pytest.mark.slow  # about a minute and a half of CPU time in all
+pytestmark = pytest.mark.slow  # minutes of CPU time in all (see docs/development.md)
 
 PAGES = executed_pages()
 BLOCKS = [(page, block) for page in PAGES for block in page.blocks]
@@ -56,6 +57,8 @@ def _run_page(page: Page, workdir: Path,
         for fixture in page.fixtures:
             if fixture == "judge-server":
                 url = stack.enter_context(judge_server())
+            elif fixture == "checkout":
+                link_checkout(workdir)
             elif fixture.startswith("free-port "):
                 replace.update(port_replacements(free_port(), int(fixture.split()[1])))
             else:

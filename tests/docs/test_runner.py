@@ -1,5 +1,6 @@
-"""The docs example runner's ``requires`` markers: only a feature that is cleanly absent
-skips its blocks; a probe that errors, or an unknown requirement, fails them."""
+"""The docs example runner's markers: only a feature that is cleanly absent skips its
+blocks (a probe that errors, or an unknown requirement, fails them), and a ``skip`` marker
+skips only with one of the allowed categories (gpu, network, hours); any other fails."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from . import runner
-from .runner import Block, Page, precheck
+from .runner import SKIP_CATEGORIES, Block, Page, executed_pages, parse_page, precheck
 from .test_examples import _run_page
 
 
@@ -89,5 +90,57 @@ def test_commands_and_options(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_a_skip_marker_wins_without_probing() -> None:
     _feature("crashes", _probe_raises)
-    block = Block("t.md", 1, "bash", "true\n", skip="needs a GPU", requires=["crashes"])
-    assert precheck(block) == ("skipped", "needs a GPU")
+    block = Block("t.md", 1, "bash", "true\n", skip="gpu: needs a GPU", requires=["crashes"])
+    assert precheck(block) == ("skipped", "gpu: needs a GPU")
+
+
+def _marked_page(tmp_path: Path, *markers: str) -> Page:
+    """A page of three python blocks, the second one preceded by ``markers``."""
+    text = "\n".join(["# t", "", "```python", "print(1)", "```", "", *markers, "```python",
+                      "print(2)", "```", "", "```python", "print(3)", "```", ""])
+    (tmp_path / "docs").mkdir()
+    path = tmp_path / "docs" / "t.md"
+    path.write_text(text, encoding="utf-8")
+    return parse_page(path)
+
+
+@pytest.fixture
+def _docs_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(runner, "DOCS", tmp_path / "docs")
+
+
+@pytest.mark.usefixtures("_docs_here")
+@pytest.mark.parametrize("category", sorted(SKIP_CATEGORIES))
+def test_a_skip_with_a_category_skips(tmp_path: Path, category: str) -> None:
+    page = _marked_page(tmp_path, f"<!-- skip: {category}: the reason -->")
+    results = _run(page, tmp_path)
+    assert [r[0] for r in results.values()] == ["passed", "skipped", "passed"]
+    assert results["t.md:8-python"] == ("skipped", f"{category}: the reason")
+
+
+@pytest.mark.usefixtures("_docs_here")
+@pytest.mark.parametrize("reason", ["starts a Ray cluster", "about ten minutes on a CPU",
+                                    "GPU: capitalised", "gpu:", "gpus: not a category",
+                                    "needs a gpu: wrong place"])
+def test_a_skip_without_a_category_fails_saying_what_to_do(tmp_path: Path, reason: str) -> None:
+    page = _marked_page(tmp_path, f"<!-- skip: {reason} -->")
+    results = _run(page, tmp_path)
+    status, message = results["t.md:8-python"]
+    assert status == "failed", results
+    assert repr(reason) in message and "Make the block run" in message
+    assert all(f"'{c}: ...'" in message for c in SKIP_CATEGORIES)
+    assert results["t.md:3-python"][0] == "passed"
+
+
+@pytest.mark.usefixtures("_docs_here")
+def test_every_skip_marker_of_a_block_needs_a_category(tmp_path: Path) -> None:
+    page = _marked_page(tmp_path, "<!-- skip: gpu: wants a GPU -->", "<!-- skip: slow -->")
+    status, message = precheck(page.blocks[1])
+    assert status == "failed" and "'slow'" in message
+
+
+def test_the_pages_skip_only_with_a_category() -> None:
+    """The executed pages' own skip markers (checked without running any page)."""
+    bad = {b.label: precheck(b)[1] for p in executed_pages() for b in p.blocks
+           if b.skip is not None and precheck(b)[0] == "failed"}
+    assert not bad, bad
