@@ -356,15 +356,6 @@ def port_replacements(port: int, original: int = 8000) -> dict[str, str]:
             f"--port {original}": f"--port {port}", f"port={original}": f"port={port}"}
 
 
-def free_port() -> int:
-    """A TCP port free on 127.0.0.1 right now."""
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def rewrite(code: str, replace: dict[str, str] | None) -> str:
     for old, new in (replace or {}).items():
         code = code.replace(old, new)
@@ -375,6 +366,7 @@ def start_background(block: Block, workdir: Path, env: dict[str, str],
                      replace: dict[str, str] | None = None) -> Callable[[], None]:
     """Start a ``background`` block; return once its URL answers 200. Returns the function
     that stops it. Raises :class:`BlockFailed` when it exits or is not up in time."""
+    import http.client
     import signal
     import urllib.error
     import urllib.request
@@ -413,10 +405,14 @@ def start_background(block: Block, workdir: Path, env: dict[str, str],
             with urllib.request.urlopen(url, timeout=2) as answer:
                 if answer.status == 200:
                     return stop
-        except (urllib.error.URLError, OSError):
-            pass
+                last = f"HTTP {answer.status}"
+        except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
+            # not up yet, or another program holds the port (it answers something that is
+            # not HTTP: then the block's server cannot bind and exits, or the wait ends)
+            last = f"{type(exc).__name__}: {exc}"[:300]
         if time.monotonic() > deadline:
             stop()
             raise BlockFailed(f"{block.label}: {url} did not answer 200 within "
-                              f"{BACKGROUND_READY_S} s\n--- output\n{log.read_text()[-6000:]}")
+                              f"{BACKGROUND_READY_S} s (last answer: {last})"
+                              f"\n--- output\n{log.read_text()[-6000:]}")
         time.sleep(0.2)

@@ -12,18 +12,20 @@ from __future__ import annotations
 import contextlib
 import os
 import time
+import traceback
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from ports import free_port
+
 from .judge_server import judge_server
 from .runner import (
     Block,
     Page,
     executed_pages,
-    free_port,
     link_checkout,
     port_replacements,
     precheck,
@@ -82,6 +84,10 @@ def _run_page(page: Page, workdir: Path,
                 except AssertionError as exc:
                     failed = block.label
                     results[block.label] = Result("failed", str(exc), time.perf_counter() - t0)
+                except Exception:  # noqa: BLE001 - the block's failure, not the whole session's
+                    failed = block.label
+                    results[block.label] = Result("failed", traceback.format_exc(),
+                                                  time.perf_counter() - t0)
                 else:
                     results[block.label] = Result("passed", "", time.perf_counter() - t0)
     return results

@@ -4,6 +4,7 @@ skips only with one of the allowed categories (gpu, network, hours); any other f
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -144,3 +145,38 @@ def test_the_pages_skip_only_with_a_category() -> None:
     bad = {b.label: precheck(b)[1] for p in executed_pages() for b in p.blocks
            if b.skip is not None and precheck(b)[0] == "failed"}
     assert not bad, bad
+
+
+def test_a_port_held_by_another_program_fails_only_that_page(tmp_path: Path) -> None:
+    """CI once saw Ray's gRPC answer (not HTTP) on the port a page's server was to use: the
+    runner's poll raised ``BadStatusLine`` and took every docs block of the session down."""
+    import socket
+    import threading
+
+    from ports import free_port
+
+    port = free_port()
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", port))
+    holder.listen()
+
+    def answer_garbage() -> None:
+        while True:
+            try:
+                conn, _ = holder.accept()
+            except OSError:
+                return
+            with conn:
+                conn.sendall(b"\x00\x00\x12\x04\x00\x00\x00\x00\x00\x00\x04\x00@\x00\x00\r\n")
+
+    threading.Thread(target=answer_garbage, daemon=True).start()
+    server = Block("t.md", 10, "bash", f"exec {sys.executable} -m http.server {port} "
+                   "--bind 127.0.0.1\n", background=f"http://127.0.0.1:{port}/")
+    after = Block("t.md", 20, "python", "print(1)\n")
+    try:
+        results = _run(Page("t.md", [server, after], []), tmp_path)
+    finally:
+        holder.close()
+    status, message = results["t.md:10-bash"]
+    assert status == "failed" and "exited" in message, message
+    assert results["t.md:20-python"] == ("skipped", "an earlier block failed: t.md:10-bash")

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +18,7 @@ from chat_server import FakeServer, serve
 from ieqa.cli import app
 from ieqa.data.shapesedit import ShapesEditConfig, generate
 from ieqa.scorers.run import OutputLockedError, _Lock, read_scores
+from ports import free_port
 
 runner = CliRunner()
 
@@ -150,16 +150,10 @@ class _LevelServer(FakeServer):
         return reply
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_server_down_then_up_then_one_line_fixed(tmp_path: Path) -> None:
     manifest = generate(tmp_path / "shapes", ShapesEditConfig(n=3, k=2, seed=2, size=64),
                         progress=False)
-    port = _free_port()
+    port = free_port()
     out = tmp_path / "judge.parquet"
     cmd = ["score", str(manifest), "-o", str(out), "--scorer", "vlm-levels", "-m", "judge",
            "-O", f"base_url=http://127.0.0.1:{port}/v1",

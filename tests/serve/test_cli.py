@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -16,21 +15,16 @@ from typer.testing import CliRunner
 import ieqa
 from ieqa.cli import app
 from ieqa.serve import LocalRewarder
+from ports import free_port
 
 from .helpers import b64, png
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_cli_serves_tokens_and_offline_equal_scores(tmp_path):
     (tmp_path / "tokens.txt").write_text("cli-token-42\n")
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.Popen(
         [sys.executable, "-m", "ieqa", "serve", "--scorer", "classic", "--port", str(port),

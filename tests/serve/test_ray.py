@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import functools
 import math
-import socket
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -19,6 +18,7 @@ import ieqa
 from ieqa.cli import app as cli
 from ieqa.serve.app import ServeConfig, create_app
 from ieqa.serve.auth import TokenSet
+from ports import free_port
 
 from .helpers import b64, png, running
 
@@ -27,12 +27,6 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 # Ray Serve's own pydantic models warn on import; not ours to fix
 pytestmark = pytest.mark.filterwarnings("ignore:Using extra keyword arguments on `Field`")
 CONFIG = ServeConfig(max_batch=4, max_wait_ms=20, timeout_s=30, tokens=TokenSet([TOKEN]))
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +39,7 @@ def ray_url(local_ray):
         application = rayserve.build_application(
             functools.partial(ieqa.create_scorer, "classic"), rule="mean", config=CONFIG,
             plan=rayserve.RayPlan(replicas=2))
-        yield rayserve.deploy(application, port=_free_port(), ready_timeout_s=60)
+        yield rayserve.deploy(application, port=free_port(), ready_timeout_s=60)
     finally:
         rayserve.shutdown(stop_ray=False)
 

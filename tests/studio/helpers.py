@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import subprocess
 import sys
 import threading
@@ -19,6 +18,7 @@ import httpx
 from ieqa.data.manifest import read_manifest, write_manifest
 from ieqa.data.shapesedit import ShapesEditConfig, generate
 from ieqa.studio import Store, StudyConfig, create_app, create_study
+from ports import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 XSS = '<script>window.__xss = 1; alert("xss")</script><img src=x onerror="window.__xss=2">'
@@ -50,12 +50,6 @@ def shapes_manifest(folder: Path, n: int = 12, k: int = 3, *, critique: bool = F
 def make_study(folder: Path, manifest: Path, name: str = "study", **kw) -> Store:
     """A new study of ``manifest`` in ``folder/NAME.sqlite``."""
     return create_study(manifest, folder / f"{name}.sqlite", StudyConfig(**kw))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @contextmanager
