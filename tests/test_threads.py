@@ -77,3 +77,17 @@ def test_before_torch_starts_the_settings_reach_it_through_the_environment():
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                          text=True, check=True).stdout.split()
     assert out == ["1", "1", "PASSIVE"]
+
+
+def test_thread_count_reads_what_configure_threads_sets_and_sets_nothing(monkeypatch):
+    monkeypatch.setattr(threads, "default_threads", lambda: 3)
+    before = torch.get_num_threads()
+    assert threads.thread_count() == 3
+    assert threads.thread_count(2) == 2
+    monkeypatch.setenv("OMP_NUM_THREADS", "5")
+    assert threads.thread_count() == 5
+    monkeypatch.setenv("IEQA_NUM_THREADS", "4")
+    assert threads.thread_count() == 4
+    assert torch.get_num_threads() == before and os.environ["OMP_NUM_THREADS"] == "5"
+    with pytest.raises(IeqaError, match="--threads"):
+        threads.thread_count(0)

@@ -31,7 +31,7 @@ import time
 
 from ieqa.errors import IeqaError
 
-__all__ = ["configure_threads", "default_threads", "available_cores", "busy_cores",
+__all__ = ["configure_threads", "thread_count", "default_threads", "available_cores", "busy_cores",
            "THREADS_ENV"]
 
 #: environment variable with an explicit thread count (an integer >= 1)
@@ -81,6 +81,23 @@ def _parse(value: int | str, source: str) -> int:
     return n
 
 
+def thread_count(threads: int | None = None) -> int:
+    """The thread count :func:`configure_threads` would set, without setting anything:
+    ``threads`` when given, else ``$IEQA_NUM_THREADS``, else ``$OMP_NUM_THREADS``, else
+    :func:`default_threads`.
+
+    Raises:
+        IeqaError: the count given or set in the environment is not an integer >= 1.
+    """
+    if threads is not None:
+        return _parse(threads, "--threads")
+    if os.environ.get(THREADS_ENV, "").strip():
+        return _parse(os.environ[THREADS_ENV].strip(), THREADS_ENV)
+    if os.environ.get("OMP_NUM_THREADS", "").strip():  # the user's own OpenMP setting
+        return _parse(os.environ["OMP_NUM_THREADS"].strip(), "OMP_NUM_THREADS")
+    return default_threads()
+
+
 def configure_threads(threads: int | None = None) -> int:
     """Set the CPU thread count of torch (and OpenMP/MKL) for this process, and passive
     OpenMP waiting when torch is not imported yet (see the module docstring).
@@ -95,14 +112,7 @@ def configure_threads(threads: int | None = None) -> int:
     Raises:
         IeqaError: ``threads`` or ``$IEQA_NUM_THREADS`` is not an integer >= 1.
     """
-    if threads is not None:
-        n = _parse(threads, "--threads")
-    elif os.environ.get(THREADS_ENV, "").strip():
-        n = _parse(os.environ[THREADS_ENV].strip(), THREADS_ENV)
-    elif os.environ.get("OMP_NUM_THREADS", "").strip():  # the user's own OpenMP setting
-        n = _parse(os.environ["OMP_NUM_THREADS"].strip(), "OMP_NUM_THREADS")
-    else:
-        n = default_threads()
+    n = thread_count(threads)
     torch = sys.modules.get("torch")
     if torch is None:  # read by torch, OpenMP and MKL when they start
         for var in _THREAD_VARS:

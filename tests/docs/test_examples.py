@@ -13,6 +13,7 @@ import contextlib
 import os
 import time
 import traceback
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -115,8 +116,10 @@ def block_results(request: pytest.FixtureRequest,
 
 
 @pytest.mark.parametrize(("page", "block"), BLOCKS, ids=[b.label for _, b in BLOCKS])
-def test_doc_block(page: Page, block: Block, block_results: dict[str, Result]) -> None:
+def test_doc_block(page: Page, block: Block, block_results: dict[str, Result],
+                   record_property: Callable[[str, object], None]) -> None:
     result = block_results[block.label]
+    record_property("seconds", round(result.seconds, 2))  # in --junitxml: where the time goes
     if result.status == "skipped":
         pytest.skip(result.message)
     if result.status == "failed":

@@ -204,3 +204,26 @@ def test_aurora_ground_truth_preserves_more_than_a_mismatched_image(classic) -> 
         assert all(flag.strip() in r.flags for r in results), flag
         assert all(r.scores["content_preservation"] < t.scores["content_preservation"]
                    for r, t in zip(results, truth, strict=True)), flag
+
+
+@pytest.mark.parametrize("name", ["classic", "ssim"])
+def test_samples_on_threads_score_as_one_after_another(name: str, monkeypatch) -> None:
+    """CPU scorers score several samples at once on threads (numpy and scipy release the
+    GIL): the count follows IEQA_NUM_THREADS up to MAX_SAMPLE_THREADS, and the results,
+    their order and a failing sample's recorded error are those of one thread."""
+    from ieqa.scorers.base import MAX_SAMPLE_THREADS
+
+    monkeypatch.setenv("IEQA_NUM_THREADS", "1")
+    serial = create_scorer(name)
+    monkeypatch.setenv("IEQA_NUM_THREADS", "3")
+    threaded = create_scorer(name)
+    monkeypatch.setenv("IEQA_NUM_THREADS", "64")
+    assert (serial.sample_threads, threaded.sample_threads) == (1, 3)
+    assert create_scorer(name).sample_threads == MAX_SAMPLE_THREADS
+    samples = [EditSample(id=f"s{i}", source=_scene(96, i), edited=_scene(96, i + 1 - (i % 2)),
+                          instruction="make it red") for i in range(7)]
+    samples[3] = EditSample(id="bad", source=None, edited=_scene(96, 3))
+    a, b = serial.score(samples), threaded.score(samples)
+    assert [r.id for r in b] == [s.id for s in samples]
+    assert [(r.scores, r.raw, r.error) for r in a] == [(r.scores, r.raw, r.error) for r in b]
+    assert b[3].error and "no source image" in b[3].error and all(r.ok for i, r in enumerate(b) if i != 3)

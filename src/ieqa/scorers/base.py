@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -43,10 +44,15 @@ from ieqa.data.schema import BBox, EditSample, ImageRef
 from ieqa.errors import IeqaError
 from ieqa.scorers.flags import detect_flags
 
-__all__ = ["SampleLike", "Scorer", "ScoreResult", "ScorerInfo", "ScorerError", "ScorerKind",
+__all__ = ["MAX_SAMPLE_THREADS", "SampleLike", "Scorer", "ScoreResult", "ScorerInfo", "ScorerError", "ScorerKind",
            "as_sample"]
 
 ScorerKind = Literal["full-reference", "no-reference", "composite", "vlm", "learned"]
+
+
+#: the most samples a CPU scorer scores at once (:attr:`Scorer.sample_threads`): each holds
+#: a few float copies of its two images, so more threads mostly add memory
+MAX_SAMPLE_THREADS = 8
 
 
 class ScorerError(IeqaError):
@@ -183,6 +189,11 @@ class Scorer(ABC):
     #: degenerate-output flags (:mod:`ieqa.scorers.flags`) for which :meth:`score` does not
     #: measure the edit but returns :meth:`floor_result` (none by default)
     floor_flags: frozenset[str] = frozenset()
+    #: samples the default :meth:`score_batch` scores at once, each on its own thread (1:
+    #: one after another). CPU scorers whose work runs in numpy and scipy, which release
+    #: the GIL, set it from the configured thread count (:func:`ieqa.threads.thread_count`,
+    #: at most :data:`MAX_SAMPLE_THREADS`); the results do not depend on it.
+    sample_threads: int = 1
 
     @property
     def name(self) -> str:
@@ -264,15 +275,21 @@ class Scorer(ABC):
     def score_batch(self, samples: Sequence[EditSample]) -> list[ScoreResult]:
         """Score decoded samples (their images are RGB ``PIL.Image`` objects); one result
         each, in order. The default calls :meth:`score_sample` per sample and records a
-        failure per sample; batching scorers override it. Call :meth:`score` instead."""
-        out: list[ScoreResult] = []
-        for sample in samples:
+        failure per sample; batching scorers override it. Call :meth:`score` instead.
+        With :attr:`sample_threads` > 1 it scores that many samples at once on threads."""
+
+        def one(sample: EditSample) -> ScoreResult:
             try:
                 self.check_sample(sample)
-                out.append(self.score_sample(sample))
+                return self.score_sample(sample)
             except Exception as exc:  # noqa: BLE001 - recorded per sample, by contract
-                out.append(ScoreResult.failed(sample.id, exc))
-        return out
+                return ScoreResult.failed(sample.id, exc)
+
+        threads = min(self.sample_threads, len(samples))
+        if threads <= 1:
+            return [one(sample) for sample in samples]
+        with ThreadPoolExecutor(threads, thread_name_prefix=f"ieqa-{self.name}") as pool:
+            return list(pool.map(one, samples))
 
     def check_sample(self, sample: EditSample) -> None:
         """Raise :class:`ScorerError` when ``sample`` lacks what this scorer needs."""

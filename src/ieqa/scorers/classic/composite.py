@@ -71,7 +71,7 @@ import numpy as np
 from scipy import ndimage as ndi
 
 from ieqa.data.schema import BBox, EditSample
-from ieqa.scorers.base import Scorer, ScorerError, ScoreResult
+from ieqa.scorers.base import MAX_SAMPLE_THREADS, Scorer, ScorerError, ScoreResult
 from ieqa.scorers.classic._filters import channel_max_abs_diff, lowpass
 from ieqa.scorers.classic.operations import explain
 from ieqa.scorers.classic.patches import pasted_patches, undo_patches
@@ -79,6 +79,7 @@ from ieqa.scorers.classic.quality import blockiness, detail_energy, grey, noise_
 from ieqa.scorers.classic.region import estimate_edit_region
 from ieqa.scorers.classic.scope import EditScope, parse_scope
 from ieqa.scorers.flags import FLOOR_FLAGS
+from ieqa.threads import thread_count
 
 __all__ = ["ALIGNMENT_UNAVAILABLE", "ClassicScorer", "preservation_score", "quality_evidence"]
 
@@ -177,6 +178,7 @@ class ClassicScorer(Scorer):
         from ieqa.scorers.catalog import scorer_info
 
         self.info = scorer_info("classic")
+        self.sample_threads = min(MAX_SAMPLE_THREADS, thread_count())
 
     def config(self) -> dict[str, Any]:
         return {"sigma": self.sigma, "floor": self.floor, "pad": self.pad, "niqe": self.niqe,

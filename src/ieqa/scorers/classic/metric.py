@@ -16,7 +16,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ieqa.data.schema import EditSample
-from ieqa.scorers.base import Scorer, ScorerError, ScoreResult
+from ieqa.scorers.base import MAX_SAMPLE_THREADS, Scorer, ScorerError, ScoreResult
+from ieqa.threads import thread_count
 
 __all__ = ["METRIC_FUNCTIONS", "MetricScorer"]
 
@@ -62,6 +63,7 @@ class MetricScorer(Scorer):
         from ieqa.scorers.catalog import scorer_info
 
         self.info = scorer_info(metric)
+        self.sample_threads = min(MAX_SAMPLE_THREADS, thread_count())
 
     def config(self) -> dict[str, Any]:
         return {"metric": self.metric, **self.options}
