@@ -12,6 +12,12 @@ os.environ["COLUMNS"] = "200"
 # in-process CLI call on a busy machine would leave torch with fewer threads for the tests
 # after it, and their numbers (float sums in another order) would depend on the load. Pin
 # the count the commands pick, and restore torch's count after every test.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # one of pytest-xdist's workers (make test runs one per core): one thread each, so the
+    # workers do not fight over the cores, and waiting threads sleep (ieqa.threads)
+    for var in ("IEQA_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = "1"
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 os.environ.setdefault("IEQA_NUM_THREADS", str(os.cpu_count() or 1))
 
 import pytest  # noqa: E402
