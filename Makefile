@@ -57,7 +57,7 @@ test-latest: browser
 	@echo "torch==$(TORCH_VERSION)" > $(LATEST_VENV)/torch-pin.txt
 	$(LATEST_VENV)/bin/python -m pip install -q --upgrade --upgrade-strategy eager -c $(LATEST_VENV)/torch-pin.txt -e ".[dev]"
 	@! $(LATEST_VENV)/bin/python -m pip show -q torchvision 2>/dev/null || (echo "torchvision got installed; it breaks transformers' Qwen-VL imports" && exit 1)
-	HF_HUB_OFFLINE=1 $(LATEST_VENV)/bin/python -m pytest -q
+	HF_HUB_OFFLINE=1 $(LATEST_VENV)/bin/python -m pytest -q $(XDIST)
 
 # Records .venv-latest's versions as the new constraints (run after `make test-latest`
 # passes, and commit constraints.txt on its own).
@@ -68,8 +68,12 @@ constraints:
 	   $(LATEST_VENV)/bin/python -m pip freeze --exclude-editable | sed -e 's/+cpu$$//' | grep -v '^#'; } > constraints.txt
 	@echo "wrote constraints.txt ($$(grep -vc '^#' constraints.txt) packages); run 'make test' with it, then commit it"
 
+# One pytest-xdist worker per core (at most 4), each with one torch thread (tests/conftest.py);
+# a test file stays on one worker, so its module fixtures are built once. On 2 cores this
+# takes about three quarters of the time of one process. `make test XDIST=` runs one process.
+XDIST ?= -n auto --maxprocesses 4 --dist loadfile
 test: setup
-	HF_HUB_OFFLINE=1 $(PY) -m pytest -q
+	HF_HUB_OFFLINE=1 $(PY) -m pytest -q $(XDIST)
 
 demo: setup
 	HF_HUB_OFFLINE=1 $(VENV)/bin/ieqa demo

@@ -174,7 +174,8 @@ def test_reward_at_a_url_judges_completions_as_critiques_with_the_recipe_weights
 
 @pytest.mark.slow
 def test_grpo_raises_the_judges_reward_and_the_huber_term_keeps_the_head(tiny_train_vlm,
-                                                                          tmp_path):
+                                                                          tmp_path,
+                                                                          record_property):
     """GRPO learns on CPU (ReasonEdit stage 2): the tiny dual model, after a short SFT on
     ShapesEdit's brief critiques, samples critiques whose claims the programmatic judge
     checks against what the simulated editor did. The same SFT then runs GRPO twice, with
@@ -198,6 +199,7 @@ def test_grpo_raises_the_judges_reward_and_the_huber_term_keeps_the_head(tiny_tr
     within 0.05 of where GRPO started, and at least 0.05 above the run without it (0.09
     to 0.18 over the seeds).
     """
+    import shutil
     import sys
     import time
     from pathlib import Path
@@ -209,19 +211,28 @@ def test_grpo_raises_the_judges_reward_and_the_huber_term_keeps_the_head(tiny_tr
     from grpo_learns import grpo_recipe, reward_curve, rise
 
     t0 = time.perf_counter()
+    # the SFT runs once: stopped one step before its end (a checkpoint), then each GRPO run
+    # resumes its own copy (resuming gives the same losses: tests/train/test_resume.py)
+    sft = tmp_path / "sft"
+    stopped = train(grpo_recipe(tiny_train_vlm, **CI_RUN), output_dir=sft, progress=False,
+                    stop_after=CI_RUN["sft_steps"] - 1)
+    assert stopped.interrupted
     runs = {}
     for aux in (CI_RUN["aux"], 0.0):
         out = tmp_path / f"aux{aux:g}"
+        shutil.copytree(sft, out)
         result = train(grpo_recipe(tiny_train_vlm, **{**CI_RUN, "aux": aux}), output_dir=out,
-                       progress=False)
+                       resume=True, progress=False)
         curve = reward_curve(out)
         runs[aux] = {"result": result, "out": out, "curve": curve, "rise": rise(curve),
                      "before": result.metrics["grpo"]["before"]["srcc/visual_quality"],
                      "after": result.metrics["grpo"]["after"]["srcc/visual_quality"]}
         first, last, p = runs[aux]["rise"]
-        print(f"grpo aux={aux:g}: {time.perf_counter() - t0:.1f} s; reward first 20% "
-              f"{first:.3f} -> last 20% {last:.3f} (p = {p:.2g}); head SRCC "
-              f"{runs[aux]['before']:.3f} -> {runs[aux]['after']:.3f}")
+        line = (f"grpo aux={aux:g}: {time.perf_counter() - t0:.1f} s; reward first 20% "
+                f"{first:.3f} -> last 20% {last:.3f} (p = {p:.2g}); head SRCC "
+                f"{runs[aux]['before']:.3f} -> {runs[aux]['after']:.3f}")
+        print(line)
+        record_property(f"aux{aux:g}", line)  # in --junitxml (pytest-xdist hides prints)
     main, ablation = runs[CI_RUN["aux"]], runs[0.0]
     # the plumbing: TRL's loop with the Huber hook, reward/KL logging, the export
     steps = [json.loads(line) for line in (main["out"] / "metrics.jsonl").read_text()
