@@ -86,5 +86,5 @@ def test_failed_and_nan_rows_are_not_predictions(tmp_path):
                     '{"id": "c", "overall": null, "error": "HTTP 500"}\n')
     preds = read_predictions(path)
     assert preds == {"a": {"overall": 3.0}}
-    assert preds.failed == {"b": "non-finite prediction for overall",
+    assert preds.failed == {"b": "score 'overall' is nan",
                             "c": "failed to score: HTTP 500"}

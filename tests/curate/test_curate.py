@@ -11,6 +11,7 @@ import pytest
 from ieqa.curate import CurateError, KeepRule, ScoredSource, curate
 from ieqa.curate.select import top_by_order
 from ieqa.data.manifest import read_manifest
+from ieqa.data.scorefile import ScoreFileError
 from ieqa.scorers.reward import RewardRule
 from ieqa.scorers.run import row_to_result
 
@@ -184,8 +185,12 @@ def test_source_reads_selected_rows_only_and_converts_rows(tmp_path):
     assert src.ids(select) == {1: "b", 5: "f"}
     res = row_to_result({"id": "x", "overall": float("nan"), "error": None})
     assert res.error == "score 'overall' is nan in the score file"
-    res = row_to_result({"id": "x", "SC": 2.0, "note": 3.0, "sigma": '{"SC": 0.5}', "error": None})
+    res = row_to_result({"id": "x", "SC": 2.0, "sigma": '{"SC": 0.5}', "error": None})
     assert res.scores == {"instruction_alignment": 2.0} and res.sigma == {"instruction_alignment": 0.5}
+    # a column that is no dimension is refused, as `ieqa bench` always did (one reader's
+    # rules: ieqa.data.scorefile); curation used to drop it silently
+    with pytest.raises(ScoreFileError, match="unknown dimension 'note'"):
+        row_to_result({"id": "x", "SC": 2.0, "note": 3.0, "error": None})
 
 
 def test_bad_inputs(tmp_path):

@@ -75,51 +75,53 @@ def _shared_ids(pred: ScoreTable, human: ScoreTable, notes: list[str]) -> tuple[
 
 
 def _score_file_table(path: Path, notes: list[str]) -> ScoreTable:
-    """The scored edits of an ``ieqa score`` output (editor, group and task from the file)."""
-    from ieqa.scorers.run import read_scores
+    """The scored edits of an ``ieqa score`` output (editor, group and task from the file),
+    read by the one score-file reader (:func:`ieqa.data.scorefile.iter_score_rows`)."""
+    from ieqa.data.scorefile import ScoreFileError, iter_score_rows
 
-    rows = read_scores(path)
-    failed = [r for r in rows if r.get("error")]
-    rows = [r for r in rows if not r.get("error")]
+    try:
+        rows = list(iter_score_rows(path))
+    except ScoreFileError as exc:
+        raise IeqaError(str(exc)) from None
+    failed = [r for r in rows if r.failed is not None]
+    rows = [r for r in rows if r.failed is None]
     if failed:
         notes.append(f"{len(failed)} of {len(rows) + len(failed)} edits failed to score and are "
                      "left out (see the error column of the scores file)")
-    no_editor = sum(1 for r in rows if not r.get("editor"))
-    if not rows or no_editor == len(rows):
+    no_editor = sum(1 for r in rows if not r.inputs.get("editor"))
+    if no_editor == len(rows):
         raise IeqaError(f"{path} has no editor names: score a folder with edited/<editor>/ "
                         "sub-folders or a manifest with an editor field, or pass --human MANIFEST "
                         "to take editors from it")
     if no_editor:
         notes.append(f"{no_editor} edits have no editor name and are left out")
-        rows = [r for r in rows if r.get("editor")]
+        rows = [r for r in rows if r.inputs.get("editor")]
     flagged: dict[str, int] = {}
     for r in rows:
-        for f in r.get("flags") or ():
+        for f in r.columns.get("flags") or ():
             flagged[f] = flagged.get(f, 0) + 1
     if flagged:
         notes.append("flagged outputs among the ranked edits: "
                      + ", ".join(f"{n} {f}" for f, n in sorted(flagged.items())))
-    ignored = {"id", "editor", "group_id", "task", "flags", "sigma", "unavailable", "explanation",
-               "region", "raw", "error", "input_key", "source", "edited", "instruction"}
-    dims = [k for k in rows[0] if k not in ignored]
-    columns: dict[str, Any] = {"id": [r["id"] for r in rows],
-                               "editor": [r["editor"] for r in rows]}
-    if all(r.get("group_id") for r in rows):
-        columns["group_id"] = [r["group_id"] for r in rows]
-    if all(r.get("task") for r in rows):
-        columns["task"] = [r["task"] for r in rows]
+    dims = list(dict.fromkeys(d for r in rows for d in r.scores))
+    columns: dict[str, Any] = {"id": [r.id for r in rows],
+                               "editor": [r.inputs["editor"] for r in rows]}
+    if all(r.inputs.get("group_id") for r in rows):
+        columns["group_id"] = [r.inputs["group_id"] for r in rows]
+    if all(r.inputs.get("task") for r in rows):
+        columns["task"] = [r.inputs["task"] for r in rows]
     for d in dims:
-        values = [np.nan if r.get(d) is None else float(r[d]) for r in rows]
-        if not all(np.isnan(values)):
-            columns[d] = values
+        columns[d] = [r.scores.get(d, np.nan) for r in rows]
     return score_table(columns)
 
 
 def _is_score_file(path: Path) -> bool:
+    """A score file (:func:`ieqa.data.scorefile.looks_like_score_file`) with editor names."""
     from ieqa.data.manifest import first_row_keys
+    from ieqa.data.scorefile import looks_like_score_file
 
-    keys = first_row_keys(path) if path.name.endswith((".parquet", ".jsonl")) else None
-    return keys is not None and {"input_key", "editor"} <= keys
+    keys = first_row_keys(path)
+    return keys is not None and "editor" in keys and looks_like_score_file(keys)
 
 
 def load_tables(scores: Path, human: Path | None, notes: list[str]) -> tuple[ScoreTable, ScoreTable | None]:

@@ -39,15 +39,18 @@ import pyarrow.parquet as pq
 
 from ieqa.data.manifest import first_row_keys, iter_manifest
 from ieqa.data.schema import EditSample
+from ieqa.data.scorefile import ScoreRowChecker, looks_like_score_file
 from ieqa.errors import IeqaError
 from ieqa.scorers.base import ScoreResult
 from ieqa.scorers.reward import Reward, RewardRule, order_key
-from ieqa.scorers.run import INPUT_COLUMNS, row_to_result
+from ieqa.scorers.run import row_to_result
 
 __all__ = ["CurateError", "ScoredRow", "ScoredSource", "order_key"]
 
-#: score-file columns curation never reads
-_UNUSED = frozenset(("region", "raw", "explanation", "unavailable", "input_key"))
+#: score-file columns curation never reads (dimension-free, so leaving them out changes
+#: no check of the score-file reader)
+_UNUSED = frozenset(("region", "raw", "explanation", "unavailable", "input_key",
+                     "format", "parse_status", "parse_error"))
 #: rows per Parquet record batch read at a time
 BATCH_ROWS = 8192
 
@@ -130,9 +133,10 @@ class ScoredSource:
         if keys is None:
             raise CurateError(f"{self.path} is empty or not a score file / manifest ieqa reads "
                               "(.parquet, .jsonl, .jsonl.gz or .csv with one row per edit)")
-        if "input_key" in keys:
-            if not self.path.name.endswith((".parquet", ".jsonl")):
-                raise CurateError(f"{self.path}: score files are .parquet or .jsonl")
+        if looks_like_score_file(keys) and "edited" in keys:
+            if not self.path.name.endswith((".parquet", ".jsonl", ".jsonl.gz")):
+                raise CurateError(f"{self.path}: curation reads score files as .parquet, "
+                                  ".jsonl or .jsonl.gz; convert this one to one of them")
             self.kind: Kind = "scores"
         elif "edited" in keys:
             self.kind = "manifest"
@@ -146,13 +150,25 @@ class ScoredSource:
     # ------------------------------------------------------------------ reading
     def rows(self, select: np.ndarray | None = None) -> Iterator[ScoredRow]:
         """Every row in file order, or with ``select`` (a boolean array over the rows'
-        positions) only the selected ones — those are the only rows decoded."""
+        positions) only the selected ones — those are the only rows decoded.
+
+        A score file's rows are checked by the one score-file reader's rules
+        (:class:`~ieqa.data.scorefile.ScoreRowChecker`); a pass over every row also
+        refuses duplicate ids and a file whose every row failed.
+
+        Raises:
+            ScoreFileError: a row or the file breaks those rules (file, row, what to do).
+        """
         if self.kind == "manifest":
             yield from self._manifest_rows(select)
-        elif self.path.name.endswith(".parquet"):
-            yield from self._parquet_rows(select)
+            return
+        checker = ScoreRowChecker(self.path, unique_ids=select is None)
+        if self.path.name.endswith(".parquet"):
+            yield from self._parquet_rows(select, checker)
         else:
-            yield from self._jsonl_rows(select)
+            yield from self._jsonl_rows(select, checker)
+        if select is None:
+            checker.finish()
 
     @property
     def n_rows(self) -> int:
@@ -181,12 +197,14 @@ class ScoredSource:
             return out
         return {row.index: row.id for row in self.rows(select)}
 
-    def _row(self, index: int, raw: dict[str, Any]) -> ScoredRow:
-        result = row_to_result(raw)
-        fields = {c: raw.get(c) for c in INPUT_COLUMNS}
-        return ScoredRow(index, result.id, fields, result, self.rule(result))
+    def _row(self, index: int, raw: dict[str, Any], checker: ScoreRowChecker,
+             where: str | None = None) -> ScoredRow:
+        checked = checker.check(index, where or f"{self.path}: row {index + 1}", raw)
+        result = row_to_result(checked)
+        return ScoredRow(index, result.id, checked.inputs, result, self.rule(result))
 
-    def _parquet_rows(self, select: np.ndarray | None) -> Iterator[ScoredRow]:
+    def _parquet_rows(self, select: np.ndarray | None, checker: ScoreRowChecker
+                      ) -> Iterator[ScoredRow]:
         try:
             with pq.ParquetFile(self.path, pre_buffer=False) as pf:
                 columns = [n for n in pf.schema_arrow.names if n not in _UNUSED]
@@ -204,30 +222,35 @@ class ScoredSource:
                         positions = (start + hits).tolist()
                         rows = batch.take(pa.array(hits)).to_pylist()
                     for i, raw in zip(positions, rows, strict=True):
-                        yield self._row(i, raw)
+                        yield self._row(i, raw, checker)
                     start = end
         except pa.ArrowException as exc:
             raise CurateError(f"{self.path}: cannot read as Parquet ({exc})") from None
         self._n_rows = start
 
-    def _raw_lines(self) -> Iterator[str]:
+    def _raw_lines(self) -> Iterator[tuple[int, str]]:
+        """``(1-based line number, line)`` of the non-blank lines."""
         opener = gzip.open if self.path.name.endswith(".gz") else open
         with opener(self.path, "rt", encoding="utf-8-sig") as fh:
-            for line in fh:
+            for lineno, line in enumerate(fh, 1):
                 if line.strip():
-                    yield line
+                    yield lineno, line
 
-    def _jsonl_rows(self, select: np.ndarray | None) -> Iterator[ScoredRow]:
+    def _jsonl_rows(self, select: np.ndarray | None, checker: ScoreRowChecker
+                    ) -> Iterator[ScoredRow]:
         n = 0
-        for i, line in enumerate(self._raw_lines()):
+        for i, (lineno, line) in enumerate(self._raw_lines()):
             n = i + 1
             if select is not None and (i >= len(select) or not select[i]):
                 continue
+            where = f"{self.path}: line {lineno}"
             try:
                 raw = json.loads(line)
             except ValueError as exc:
-                raise CurateError(f"{self.path}, row {i + 1}: not valid JSON ({exc})") from None
-            yield self._row(i, raw)
+                raise CurateError(f"{where}: not valid JSON ({exc})") from None
+            if not isinstance(raw, dict):
+                raise CurateError(f"{where}: expected a JSON object, got {type(raw).__name__}")
+            yield self._row(i, raw, checker, where)
         self._n_rows = n
 
     def _manifest_rows(self, select: np.ndarray | None) -> Iterator[ScoredRow]:

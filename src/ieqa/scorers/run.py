@@ -51,7 +51,6 @@ from __future__ import annotations
 import errno
 import fcntl
 import json
-import math
 import os
 import shutil
 import time
@@ -67,11 +66,16 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 import ieqa
-from ieqa.data.dimensions import canonical_dimension
 from ieqa.data.images import iter_load_images
 from ieqa.data.inputs import BadRow, InputItem, input_key
 from ieqa.data.schema import EditSample
-from ieqa.errors import UnknownDimensionError
+from ieqa.data.scorefile import (
+    INPUT_COLUMNS,
+    JSON_COLUMNS,
+    NON_SCORE_COLUMNS,
+    ScoreRow,
+    ScoreRowChecker,
+)
 from ieqa.progress import progress_bar
 from ieqa.scorers.base import Scorer, ScorerError, ScoreResult
 
@@ -79,15 +83,10 @@ __all__ = ["INPUT_COLUMNS", "NON_SCORE_COLUMNS", "OUTPUT_SUFFIXES", "OutputLocke
            "ScoreRunSummary", "output_lock", "output_schema", "read_scores", "results_to_rows",
            "row_to_result", "score_items", "score_loaded", "score_to_file", "scorer_state"]
 
+#: what ``ieqa score`` writes (a score file may also be .jsonl.gz or .csv: ieqa.data.scorefile)
 OUTPUT_SUFFIXES = (".parquet", ".jsonl")
-#: the input columns every score file carries next to the scores
-INPUT_COLUMNS = ("source", "edited", "instruction", "editor", "task", "group_id")
-#: every column of a score file that is not a dimension score
-NON_SCORE_COLUMNS = frozenset(("id", *INPUT_COLUMNS, "flags", "sigma", "unavailable", "explanation",
-                               "region", "raw", "error", "input_key"))
 _REGION = pa.struct([("x", pa.float64()), ("y", pa.float64()), ("w", pa.float64()),
                      ("h", pa.float64())])
-_JSON_COLUMNS = ("sigma", "unavailable", "raw")
 _STATE = "state.json"
 _INDEX = "_index"
 _MAX_LISTED_ERRORS = 5
@@ -346,7 +345,7 @@ def _write_output(table: pa.Table, out: Path, suffix: str, metadata: dict[str, s
                 {k: json.loads(v) for k, v in metadata.items()}, indent=1).encode())
             with open(tmp, "w", encoding="utf-8") as fh:
                 for row in table.to_pylist():
-                    for key in _JSON_COLUMNS:
+                    for key in JSON_COLUMNS:
                         if row[key] is not None:
                             row[key] = json.loads(row[key])
                     fh.write(json.dumps(row, allow_nan=True) + "\n")
@@ -371,7 +370,7 @@ def _read_output(out: Path, suffix: str, schema: pa.Schema) -> tuple[dict[str, A
                 for line in fh:
                     if line.strip():
                         row = json.loads(line)
-                        for key in _JSON_COLUMNS:
+                        for key in JSON_COLUMNS:
                             if isinstance(row.get(key), dict):
                                 row[key] = json.dumps(row[key], sort_keys=True, allow_nan=True)
                         rows.append(row)
@@ -682,46 +681,38 @@ def read_scores(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
             return [json.loads(line) for line in fh if line.strip()]
     rows = pq.read_table(path).to_pylist()
     for row in rows:
-        for key in _JSON_COLUMNS:
+        for key in JSON_COLUMNS:
             if row.get(key) is not None:
                 row[key] = json.loads(row[key])
     return rows
 
 
-def row_to_result(row: dict[str, Any]) -> ScoreResult:
-    """The :class:`ScoreResult` of one score-file row (as :func:`read_scores` returns it:
-    JSON-object columns decoded, or still JSON text as in Parquet) — the inverse of
+def row_to_result(row: dict[str, Any] | ScoreRow) -> ScoreResult:
+    """The :class:`ScoreResult` of one score-file row — the inverse of
     :func:`results_to_rows` for ``scores``, ``sigma``, ``unavailable``, ``flags``,
     ``explanation``, ``raw`` and ``error``.
 
-    Dimension scores are the columns outside :data:`NON_SCORE_COLUMNS` named like a
-    dimension (aliases included) that hold a number; a null cell is "no score". A row whose score is NaN or infinite (not something
-    ``ieqa score`` writes) becomes a failed result saying so, never a score.
+    ``row`` is a :class:`~ieqa.data.scorefile.ScoreRow` of the one score-file reader
+    (:func:`ieqa.data.scorefile.iter_score_rows`), or a raw row (as :func:`read_scores`
+    returns it, or with its JSON columns still JSON text as in Parquet), which is first
+    checked by the same rules: a score that is not a number or a column that is not a
+    dimension raises :class:`~ieqa.data.scorefile.ScoreFileError`. A row whose score is NaN
+    or infinite (not something ``ieqa score`` writes) becomes a failed result saying so,
+    never a score.
     """
-    ident = str(row.get("id"))
+    if not isinstance(row, ScoreRow):
+        row = ScoreRowChecker(Path("score file"), unique_ids=False).check(0, "a row", row)
+    extra = row.columns
+    flags = list(extra.get("flags") or ())
 
     def obj(key: str) -> dict[str, Any]:
-        value = row.get(key)
-        if isinstance(value, str):
-            value = json.loads(value)
+        value = extra.get(key)
         return dict(value) if isinstance(value, dict) else {}
 
-    if row.get("error") is not None:
-        return ScoreResult(id=ident, error=str(row["error"]), flags=list(row.get("flags") or ()))
-    scores: dict[str, float] = {}
-    for key, value in row.items():
-        if key in NON_SCORE_COLUMNS or value is None or isinstance(value, bool):
-            continue
-        if not isinstance(value, (int, float)):
-            continue
-        try:
-            key = canonical_dimension(key)
-        except UnknownDimensionError:  # a column the user added next to the scores
-            continue
-        if not math.isfinite(value):
-            return ScoreResult(id=ident, flags=list(row.get("flags") or ()),
-                               error=f"score {key!r} is {value} in the score file")
-        scores[key] = float(value)
-    return ScoreResult(id=ident, scores=scores, sigma=obj("sigma"), unavailable=obj("unavailable"),
-                       explanation=row.get("explanation"), raw=obj("raw"),
-                       flags=list(row.get("flags") or ()))
+    if extra.get("error") is not None:
+        return ScoreResult(id=row.id, error=str(extra["error"]), flags=flags)
+    if row.failed is not None:
+        return ScoreResult(id=row.id, flags=flags, error=f"{row.failed} in the score file")
+    return ScoreResult(id=row.id, scores=dict(row.scores), sigma=obj("sigma"),
+                       unavailable=obj("unavailable"), explanation=extra.get("explanation"),
+                       raw=obj("raw"), flags=flags)
