@@ -12,6 +12,15 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from ieqa.errors import IeqaError
+
+
+class UnknownNameError(IeqaError, KeyError):
+    """A name no registry entry has (a KeyError too, for code that looks names up)."""
+
+    def __str__(self) -> str:  # KeyError's would quote the message
+        return str(self.args[0]) if self.args else ""
+
 
 @dataclass(frozen=True)
 class Entry:
@@ -46,12 +55,15 @@ class Registry:
         return entry
 
     def get(self, name: str) -> Entry:
+        """The entry called ``name``; raises :class:`UnknownNameError` listing the known
+        names."""
         self._load()
         try:
             return self._entries[name]
         except KeyError:
             known = ", ".join(sorted(self._entries)) or "none yet"
-            raise KeyError(f"unknown {self.kind} {name!r}; known: {known}") from None
+            raise UnknownNameError(f"unknown {self.kind} {name!r}; known: {known} "
+                                   f"(`ieqa list {self.kind}s` describes them)") from None
 
     def names(self, tag: str | None = None) -> list[str]:
         self._load()

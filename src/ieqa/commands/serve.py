@@ -91,7 +91,8 @@ def serve_on_ray(build: Callable[[], Scorer], make_rule: Callable[[Scorer], Rewa
     started_ray = not ray.is_initialized()
     application = rayserve.build_application(build, rule=make_rule, config=config, plan=plan)
     try:
-        url = rayserve.deploy(application, host=host, port=port, ray_address=ray_address)
+        url = rayserve.deploy(application, host=host, port=port, ray_address=ray_address,
+                              plan=plan)
         scale = (f"{plan.replicas} replica(s)" if plan.bounds is None
                  else f"{plan.replicas} replica(s), autoscaling within {list(plan.bounds)}")
         console.print(f"serving on Ray Serve at {url} with {scale}, "

@@ -47,6 +47,7 @@ import pyarrow.compute as pc
 from ieqa.data.inputs import InputItem
 from ieqa.errors import IeqaError
 from ieqa.progress import progress_bar
+from ieqa.ray_cluster import start_ray
 from ieqa.scorers.base import Scorer, ScorerError
 from ieqa.scorers.run import ScoreRun, ScoreRunSummary, output_lock, score_items, scorer_state
 
@@ -205,10 +206,9 @@ def score_to_ray(
     lock.acquire()
     started = False
     try:
-        if not ray.is_initialized():
-            ray.init(address=scaling.address, include_dashboard=False,
-                     logging_level=logging.WARNING, log_to_driver=True)
-            started = True
+        started = start_ray(scaling.address, num_gpus=scaling.gpus_per_replica,
+                            num_cpus=scaling.cpus_per_replica, include_dashboard=False,
+                            logging_level=logging.WARNING, log_to_driver=True)
         return _run(ray, build_scorer, samples, out, scaling, total=total,
                     batch_size=batch_size, workers=workers, overwrite=overwrite,
                     retry_errors=retry_errors, progress=progress, fail_fast=fail_fast,

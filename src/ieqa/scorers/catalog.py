@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import types
+import typing
 from typing import Any
 
 from ieqa.data.dimensions import canonical_dimension
@@ -184,6 +186,7 @@ def create_scorer(name: str, **overrides: Any) -> Scorer:
             accepted = sorted(k for k in params if k not in info.defaults)
             raise ScorerError(f"scorer {name!r} takes no argument(s) {', '.join(unknown)}; "
                               f"it accepts: {', '.join(accepted) or 'none'}")
+    _check_option_types(name, factory, overrides)
     scorer = factory.__new__(factory) if isinstance(factory, type) else None
     if scorer is not None:
         scorer.info = info  # known while __init__ runs (error messages use the name)
@@ -207,6 +210,43 @@ def wraps_checkpoint(name: str) -> bool:
         return "checkpoint" in inspect.signature(target).parameters
     except (TypeError, ValueError):  # pragma: no cover - builtins without signatures
         return False
+
+
+_SIMPLE_TYPES: dict[Any, tuple[str, Any]] = {
+    float: ("a number", (int, float)), int: ("a whole number", (int,)),
+    bool: ("true or false", (bool,)), str: ("text", (str,)),
+}
+
+
+def _check_option_types(name: str, factory: Any, options: dict[str, Any]) -> None:
+    """Raise :class:`ScorerError` when an option's value does not have the type the
+    factory's signature declares (``-O sigma=abc`` for a float). Only plain ``float``,
+    ``int``, ``bool`` and ``str`` (optionally ``| None``, or unions of them) are
+    checked; other annotations are left to the scorer."""
+    owners = [c for c in factory.__mro__ if "__init__" in vars(c)] if isinstance(factory, type) else [factory]
+    hints: dict[str, Any] = {}
+    for owner in reversed(owners):
+        target = owner.__init__ if isinstance(owner, type) else owner
+        try:
+            hints.update(typing.get_type_hints(target))
+        except Exception:  # noqa: BLE001 - an annotation that cannot be resolved: no check
+            continue
+    for key, value in options.items():
+        hint = hints.get(key)
+        if hint is None:
+            continue
+        members = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
+        if value is None and type(None) in members:
+            continue
+        simple = [m for m in members if m in _SIMPLE_TYPES]
+        if len(simple) != len([m for m in members if m is not type(None)]):
+            continue  # another type among them: the scorer checks it
+        ok = any(isinstance(value, _SIMPLE_TYPES[m][1]) and not (isinstance(value, bool) and m is not bool)
+                 for m in simple)
+        if not ok:
+            wanted = " or ".join(_SIMPLE_TYPES[m][0] for m in simple)
+            raise ScorerError(f"scorer {name!r}: option {key} takes {wanted}, got {value!r} "
+                              f"(-O {key}=VALUE)")
 
 
 def _accepted_params(factory: Any) -> set[str] | None:

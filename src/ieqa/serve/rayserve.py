@@ -30,6 +30,7 @@ from typing import Any
 
 from fastapi import FastAPI
 
+from ieqa.ray_cluster import start_ray
 from ieqa.scorers.base import Scorer
 from ieqa.scorers.reward import RewardRule
 from ieqa.serve.app import ServeConfig, create_app
@@ -162,7 +163,8 @@ def build_application(build_scorer: Callable[[], Scorer], *, rule: RuleSpec = No
 
 
 def deploy(application: Any, *, host: str = "127.0.0.1", port: int = 8000,
-           ray_address: str | None = None, ready_timeout_s: float = 600.0) -> str:
+           ray_address: str | None = None, ready_timeout_s: float = 600.0,
+           plan: RayPlan | None = None) -> str:
     """Start (or join) Ray, start Ray Serve's HTTP proxy on ``host:port`` and run
     ``application``; returns the service URL once a replica answers ``/readyz`` with 200.
 
@@ -173,17 +175,21 @@ def deploy(application: Any, *, host: str = "127.0.0.1", port: int = 8000,
         ray_address: an existing cluster (``ray://...`` or ``HOST:PORT``, or ``auto``);
             ``None`` starts a local Ray instance unless Ray is already initialised.
         ready_timeout_s: longest wait (seconds) for the replicas and their warm-up.
+        plan: the application's :class:`RayPlan`, to check before anything starts that
+            one replica's GPUs and CPUs fit on the cluster.
 
     Raises:
+        RayStartError: the address cannot be reached or a replica does not fit (within
+            seconds, instead of Ray waiting for ever).
         TimeoutError: no replica was ready within ``ready_timeout_s``.
         RuntimeError: Ray Serve could not deploy the application (its message says why,
             e.g. a replica's scorer failed to build).
     """
     import httpx
-    import ray
 
-    if not ray.is_initialized():
-        ray.init(address=ray_address, include_dashboard=False, log_to_driver=False)
+    start_ray(ray_address, num_gpus=plan.gpus_per_replica if plan else 0.0,
+              num_cpus=plan.cpus_per_replica if plan else 0.0, include_dashboard=False,
+              log_to_driver=False)
     serve.start(http_options={"host": host, "port": port})
     serve.run(application, name=APP_NAME, route_prefix="/", blocking=False)
     url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}"
