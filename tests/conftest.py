@@ -51,3 +51,12 @@ def _restore_torch_threads():
     torch = sys.modules.get("torch")
     if torch is not None and before is not None and torch.get_num_threads() != before:
         torch.set_num_threads(before)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Test files with a ``slow`` test first, in their usual order, then the others.
+    pytest-xdist (``--dist loadfile``) hands whole files to the workers in this order, so
+    the long files start first and the short ones fill the gaps at the end, instead of a
+    long file starting last on one worker while the other waits."""
+    slow = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow)  # stable: the usual order otherwise

@@ -1,5 +1,6 @@
 import re
 
+import pytest
 from typer.testing import CliRunner
 
 import ieqa
@@ -32,6 +33,7 @@ def test_synth_writes_a_set(tmp_path):
     assert res.exit_code != 0 and "k must be" in res.output
 
 
+@pytest.mark.slow
 def test_demo_runs_and_summarises(tmp_path):
     res = runner.invoke(app, ["demo", "--n", "24", "--out", str(tmp_path), "--train-steps", "2"])
     assert res.exit_code == 0, res.output
@@ -49,6 +51,7 @@ def test_demo_runs_and_summarises(tmp_path):
                      r"loss [-\d.e]+", res.output), res.output
 
 
+@pytest.mark.slow
 def test_demo_can_skip_training(tmp_path):
     res = runner.invoke(app, ["demo", "--n", "8", "--out", str(tmp_path), "--train-recipe", "none"])
     assert res.exit_code == 0, res.output
