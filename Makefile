@@ -93,6 +93,7 @@ docs-serve: setup
 
 lint: setup
 	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/lint-imports
 
 clean:
 	rm -rf $(VENV) $(LATEST_VENV) build dist site src/*.egg-info .pytest_cache ieqa-demo
