@@ -7,7 +7,7 @@ A tiny random Qwen2-VL (optionally after learning to see first,
 world with the brief critique style (``"Strong noise. Done
 completely."``; scaled down by :func:`ieqa.train.tiny.tiny_recipe`), then a ``grpo``
 stage runs TRL's GRPOTrainer on the critique with the programmatic ShapesEdit judge
-(:mod:`ieqa.train.judge`) as the reward. The same run is repeated with
+(:mod:`ieqa.scorers.shapesedit_judge`) as the reward. The same run is repeated with
 ``aux_huber_weight: 0`` (the ablation), from the same SFT starting point.
 
     HF_HUB_OFFLINE=1 PYTHONPATH=src python benchmarks/grpo_learns.py
@@ -29,9 +29,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ieqa.scorers.shapesedit_judge import SEVERITY_WORDS, ShapesEditCritiqueJudge, severity_word
 from ieqa.testing import build_tiny_vlm
 from ieqa.train import train
-from ieqa.train.judge import SEVERITY_WORDS, ShapesEditCritiqueJudge, severity_word
 from ieqa.train.recipe import Recipe, apply_overrides, load_recipe
 from ieqa.train.tiny import perception_backbone, tiny_recipe
 

@@ -12,7 +12,7 @@ from ieqa.curate import CurateError, KeepRule, ScoredSource, curate
 from ieqa.curate.select import top_by_order
 from ieqa.data.manifest import read_manifest
 from ieqa.data.scorefile import ScoreFileError
-from ieqa.scorers.reward import RewardRule
+from ieqa.rewards.rule import RewardRule
 from ieqa.scorers.run import row_to_result
 
 from .conftest import score_row, with_images, write_jsonl, write_parquet

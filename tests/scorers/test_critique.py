@@ -169,7 +169,7 @@ def test_ieqa_score_with_critique_around_a_re_reward_checkpoint(re_reward_checkp
 
     from ieqa.cli import app
     from ieqa.data.manifest import write_manifest
-    from ieqa.serve import LocalRewarder
+    from ieqa.rewards import LocalRewarder
 
     folder, samples = re_reward_checkpoint
     manifest = write_manifest(samples[:4], tmp_path / "critiques.jsonl")

@@ -16,9 +16,9 @@ import pytest
 
 import ieqa
 from ieqa.data.schema import EditSample
+from ieqa.rewards import LocalRewarder
+from ieqa.rewards.schema import CompareRequest, ScoreRequest
 from ieqa.scorers.base import Scorer, ScoreResult, ScorerInfo
-from ieqa.serve import LocalRewarder
-from ieqa.serve.schema import CompareRequest, ScoreRequest
 
 
 class PixelMeanScorer(Scorer):
@@ -129,8 +129,8 @@ def sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     async def asleep(seconds: float) -> None:
         waited.append(seconds)
 
-    monkeypatch.setattr("ieqa.serve.client._sleep", waited.append)
-    monkeypatch.setattr("ieqa.serve.client._asleep", asleep)
+    monkeypatch.setattr("ieqa.rewards.client._sleep", waited.append)
+    monkeypatch.setattr("ieqa.rewards.client._asleep", asleep)
     return waited
 
 

@@ -14,7 +14,7 @@ import torch
 from PIL import Image
 from trl.trainer.utils import get_callable_name, is_async_callable
 
-from ieqa.serve import (
+from ieqa.rewards import (
     AsyncRewardClient,
     LocalRewarder,
     RewardClient,

@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from ieqa.serve import LocalRewarder
+from ieqa.rewards import LocalRewarder
 from ieqa.serve.app import ServeConfig, create_app
 from ieqa.serve.auth import read_tokens
 

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 import ieqa
 from ieqa.cli import app
-from ieqa.serve import LocalRewarder
+from ieqa.rewards import LocalRewarder
 from ports import free_port
 
 from .helpers import b64, png
@@ -50,7 +50,7 @@ def test_cli_serves_tokens_and_offline_equal_scores(tmp_path):
                             headers={"Authorization": "Bearer cli-token-42"})
         assert answer.status_code == 200, answer.text
         local = LocalRewarder(ieqa.create_scorer("classic"),
-                              rule=ieqa.serve.RewardRule("0.5*visual_quality + 0.5*content_preservation",
+                              rule=ieqa.rewards.RewardRule("0.5*visual_quality + 0.5*content_preservation",
                                                          floor=0.0))
         expected = local.score([{**it, "source": png(1), "edited": png(2 if it["id"] == "a" else 1)}
                                 for it in items]).model_dump()

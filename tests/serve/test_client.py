@@ -16,14 +16,14 @@ from PIL import Image
 
 from ieqa.data.schema import EditSample
 from ieqa.errors import ImageNotFoundError
-from ieqa.serve import (
+from ieqa.rewards import (
     AsyncRewardClient,
     LocalRewarder,
     RewardClient,
     RewardServiceError,
     ServerPath,
 )
-from ieqa.serve.client import encode_image
+from ieqa.rewards.client import encode_image
 
 from .conftest import FakeServer, grey
 

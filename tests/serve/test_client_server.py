@@ -6,11 +6,11 @@ import asyncio
 import numpy as np
 import pytest
 
-from ieqa.serve import LocalRewarder, RewardRule
-from ieqa.serve.adapters import best_of_n, edit_reward_fn, group_advantages
+from ieqa.rewards import LocalRewarder, RewardRule
+from ieqa.rewards.adapters import best_of_n, edit_reward_fn, group_advantages
+from ieqa.rewards.client import AsyncRewardClient, RewardClient, RewardServiceError
 from ieqa.serve.app import ServeConfig, create_app
 from ieqa.serve.auth import TokenSet
-from ieqa.serve.client import AsyncRewardClient, RewardClient, RewardServiceError
 
 from .helpers import running
 

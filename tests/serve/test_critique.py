@@ -10,8 +10,8 @@ import pytest
 
 from ieqa import create_scorer
 from ieqa.data.schema import EditSample
+from ieqa.rewards import AsyncRewardClient, LocalRewarder, RewardClient, RewardServiceError
 from ieqa.scorers.base import Scorer, ScoreResult, ScorerInfo
-from ieqa.serve import AsyncRewardClient, LocalRewarder, RewardClient, RewardServiceError
 from ieqa.serve.app import ServeConfig, create_app
 
 from .helpers import b64, png, running
@@ -129,7 +129,7 @@ def test_reward_client_reports_a_server_without_a_critique_scorer(classic):
 
 
 def test_trl_reward_func_rewards_sampled_critiques_in_process(critique_scorer):
-    from ieqa.serve.adapters import trl_reward_func
+    from ieqa.rewards.adapters import trl_reward_func
 
     reward = trl_reward_func(LocalRewarder(critique_scorer))
     prompts = ["Critique this edit."] * 3

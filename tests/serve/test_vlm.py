@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 import ieqa
-from ieqa.serve import LocalRewarder
+from ieqa.rewards import LocalRewarder
 from ieqa.serve.app import ServeConfig, create_app
 
 from .helpers import b64, png, running

@@ -11,7 +11,7 @@ import pytest
 from PIL import Image
 
 from ieqa.data.shapesedit import describe
-from ieqa.train.judge import ShapesEditCritiqueJudge, severity_word
+from ieqa.scorers.shapesedit_judge import ShapesEditCritiqueJudge, severity_word
 from ieqa.train.recipe import RecipeError, RewardSource, load_recipe
 
 NOISY = {"mode": "perfect", "artifact": "noise", "artifact_severity": 0.5,
@@ -160,7 +160,7 @@ def test_reward_at_a_url_judges_completions_as_critiques_with_the_recipe_weights
                           weights={"accuracy": 1.0, "usefulness": 2.0})
     metrics: dict[str, float] = {}
     with serve_in_thread(create_app(scorer, config=ServeConfig(max_pixels=64 * 64))) as url:
-        from ieqa.serve import RewardClient
+        from ieqa.rewards import RewardClient
 
         fn = reward_function(source, RewardClient(url))
         rewards = fn(prompts=["p", "p"], completions=["strong noise", "all fine"],

@@ -17,7 +17,7 @@ from rich.table import Table
 
 from ieqa.curate.select import KeepRule, curate
 from ieqa.curate.source import CurateError
-from ieqa.scorers.reward import REWARD_RULES, RewardRule, RewardRuleError
+from ieqa.rewards.rule import REWARD_RULES, RewardRule, RewardRuleError
 
 NAME = "curate"
 console = Console()
@@ -25,7 +25,7 @@ console = Console()
 EXIT_ROW_ERRORS = 3
 
 BY_HELP = (f"reward rule: {', '.join(REWARD_RULES)} or a weighted expression such as "
-           "'0.5*instruction_alignment + 0.5*visual_quality' (ieqa.scorers.reward)")
+           "'0.5*instruction_alignment + 0.5*visual_quality' (ieqa.rewards.rule)")
 
 
 def make_rule(by: str, penalty: float = 0.0, floor: float | None = None) -> RewardRule:

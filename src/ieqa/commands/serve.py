@@ -35,8 +35,8 @@ from ieqa.commands._inputs import (
 from ieqa.commands._net import is_loopback
 
 if TYPE_CHECKING:
+    from ieqa.rewards.rule import RewardRule
     from ieqa.scorers.base import Scorer
-    from ieqa.scorers.reward import RewardRule
     from ieqa.serve.app import ServeConfig
 
 NAME = "serve"
@@ -59,8 +59,8 @@ def reward_rule(scorer: Scorer | None, *, reward: str | None, uncertainty_penalt
     """The reward rule of ``--reward``, ``--uncertainty-penalty`` and ``--reward-floor``
     (``--reward`` left out: the scorer's default rule; ``scorer=None`` only checks an
     explicit ``--reward``)."""
-    from ieqa.scorers.reward import RewardRule, RewardRuleError
-    from ieqa.serve.core import default_rule
+    from ieqa.rewards.local import default_rule
+    from ieqa.rewards.rule import RewardRule, RewardRuleError
 
     rule = reward or (default_rule(scorer).rule if scorer is not None else "mean")
     try:

@@ -1,7 +1,7 @@
 """Curation: make training data from scores — keep the best edits (:func:`curate`), pick
 the best candidate per request (:func:`best_of_n`), build DPO preference pairs
 (:func:`dpo_pairs`). Every function streams its input (a score file of ``ieqa score`` or
-a manifest with scores) and acts on one :class:`~ieqa.scorers.reward.RewardRule`.
+a manifest with scores) and acts on one :class:`~ieqa.rewards.rule.RewardRule`.
 """
 
 from ieqa.curate.dpo import DpoPair, DpoResult, build_pairs, dpo_pairs, pair_agreement

@@ -14,7 +14,7 @@ EditHF (seed paper 002, §5.5) refines Qwen-Image-Edit with two kinds of pairs:
 How ieqa applies it (:func:`build_pairs`), in this order, per group:
 
 1. the eligible candidates are the rows with a reward under the
-   :class:`~ieqa.scorers.reward.RewardRule` (default ``mean``: EditHF picks by "the
+   :class:`~ieqa.rewards.rule.RewardRule` (default ``mean``: EditHF picks by "the
    highest average score across all evaluation dimensions"; rows that failed to score never
    enter a pair; with ``drop_flagged`` flagged rows neither); a group with fewer than two
    is counted as ``single``;
@@ -24,7 +24,7 @@ How ieqa applies it (:func:`build_pairs`), in this order, per group:
    dropped as ``low`` (EditHF gives no value; none by default);
 4. the margin ``reward(chosen) - reward(rejected)`` must be > 0 (a group whose candidates
    all tie gives no pair: ``tie``) and >= ``min_margin`` (``margin``);
-5. ``P(chosen > rejected)`` = :func:`ieqa.serve.core.p_better` of the margin with the
+5. ``P(chosen > rejected)`` = :func:`ieqa.rewards.local.p_better` of the margin with the
    sigma of the difference ``sqrt(σ_c² + σ_r²)`` when both rewards have a sigma
    (``E[sigmoid(z)]``, z ~ N(margin, σ²)), else ``sigmoid(margin)`` (Bradley–Terry, as
    ``ieqa serve`` reports it); with ``min_prob`` a pair below it is dropped
@@ -77,8 +77,8 @@ from ieqa.curate.source import CurateError, ScoredRow, ScoredSource
 from ieqa.data.manifest import write_preferences
 from ieqa.data.schema import Preference
 from ieqa.errors import IeqaError
-from ieqa.scorers.reward import RewardRule
-from ieqa.serve.core import p_better
+from ieqa.rewards.local import p_better
+from ieqa.rewards.rule import RewardRule
 
 __all__ = ["DEFAULT_GROUP_BY", "DEFAULT_KEEP_FRACTION", "DpoPair", "DpoResult", "build_pairs",
            "dpo_pairs", "pair_agreement"]

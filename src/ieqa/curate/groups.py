@@ -22,7 +22,7 @@ import numpy as np
 from ieqa.curate.source import CurateError, ScoredRow, ScoredSource, order_key
 from ieqa.data.manifest import ManifestWriter
 from ieqa.progress import progress_bar
-from ieqa.scorers.reward import RewardRule
+from ieqa.rewards.rule import RewardRule
 from ieqa.scorers.run import INPUT_COLUMNS
 
 __all__ = ["BestOfNResult", "Candidate", "GroupSummary", "best_of_n", "parse_group_by", "scan_groups"]

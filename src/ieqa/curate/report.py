@@ -18,7 +18,7 @@ from ieqa.errors import IeqaError
 if TYPE_CHECKING:
     from ieqa.curate.select import KeepRule, _Columns
     from ieqa.curate.source import ScoredRow, ScoredSource
-    from ieqa.scorers.reward import RewardRule
+    from ieqa.rewards.rule import RewardRule
 
 __all__ = ["gallery_rows", "summary_stats", "write_curate_report"]
 

@@ -2,7 +2,7 @@
 
 :func:`curate` reads the input twice, streaming (:class:`~ieqa.curate.source.ScoredSource`):
 
-1. **Pass 1** computes each row's reward under the :class:`~ieqa.scorers.reward.RewardRule`
+1. **Pass 1** computes each row's reward under the :class:`~ieqa.rewards.rule.RewardRule`
    and stores only numbers per row — reward and sigma (float64), status (int8), task,
    editor and partition codes (int32) and each dimension score (float32): about
    ``29 + 4·D`` bytes per row (``D`` dimensions), ~45 MB for a million rows with four
@@ -47,7 +47,7 @@ import numpy as np
 from ieqa.curate.source import CurateError, ScoredRow, ScoredSource
 from ieqa.data.manifest import ManifestWriter
 from ieqa.progress import progress_bar
-from ieqa.scorers.reward import RewardRule
+from ieqa.rewards.rule import RewardRule
 
 __all__ = ["CurateResult", "KeepRule", "copy_images", "curate", "top_by_order"]
 

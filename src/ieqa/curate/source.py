@@ -13,8 +13,8 @@ Both kinds of file are inputs of ``ieqa curate``, ``ieqa best-of-n`` and ``ieqa 
 JSONL line at a time — and can re-read it as often as an algorithm needs passes, reading
 only the rows it asks for (:meth:`ScoredSource.rows` with ``select``). Each row is a
 :class:`ScoredRow`: its 0-based position in the file, the inputs, the
-:class:`~ieqa.scorers.base.ScoreResult` and the :class:`~ieqa.scorers.reward.Reward`
-under the caller's :class:`~ieqa.scorers.reward.RewardRule` (the one reward rule of
+:class:`~ieqa.scorers.base.ScoreResult` and the :class:`~ieqa.rewards.rule.Reward`
+under the caller's :class:`~ieqa.rewards.rule.RewardRule` (the one reward rule of
 ieqa, the same as in ``ieqa serve``).
 
 Ordering: every command that picks "the best" uses :func:`order_key` — reward (high
@@ -41,8 +41,8 @@ from ieqa.data.manifest import first_row_keys, iter_manifest
 from ieqa.data.schema import EditSample
 from ieqa.data.scorefile import ScoreRowChecker, looks_like_score_file
 from ieqa.errors import IeqaError
+from ieqa.rewards.rule import Reward, RewardRule, order_key
 from ieqa.scorers.base import ScoreResult
-from ieqa.scorers.reward import Reward, RewardRule, order_key
 from ieqa.scorers.run import row_to_result
 
 __all__ = ["CurateError", "ScoredRow", "ScoredSource", "order_key"]

@@ -111,6 +111,12 @@ VLM_TABLE: tuple[ScorerInfo, ...] = (
                "recipe", "vlm", ("logicality", "accuracy", "usefulness", "overall"),
                higher_better=True, needs_source=True, needs_instruction=True,
                factory="ieqa.scorers.critique:CritiqueScorer", units="trained target scale"),
+    ScorerInfo("shapesedit-judge", "Programmatic critique judge: claims of the critique in "
+               "meta['completion'] checked against the ShapesEdit generation record (a "
+               "stand-in RE-Reward for tests and benchmarks)", "composite",
+               ("logicality", "accuracy", "usefulness"), higher_better=True, needs_source=False,
+               factory="ieqa.scorers.shapesedit_judge:ShapesEditCritiqueJudge",
+               score_range=(0.0, 1.0), units="share of claims"),
 )
 
 

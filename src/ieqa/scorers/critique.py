@@ -13,8 +13,8 @@ Where the critique text comes from (one convention, everywhere):
   the ``meta.critique`` field; over HTTP it is the ``critique`` field of
   ``POST /v1/critique``.
 * ``EditSample.meta["completion"]`` when ``meta["critique"]`` is absent — what
-  :func:`ieqa.serve.adapters.trl_reward_func` writes for each sampled completion, so the
-  scorer works as a GRPO reward through :class:`~ieqa.serve.LocalRewarder` unchanged.
+  :func:`ieqa.rewards.adapters.trl_reward_func` writes for each sampled completion, so the
+  scorer works as a GRPO reward through :class:`~ieqa.rewards.LocalRewarder` unchanged.
 
 A sample with neither gets a recorded error saying so; it is never scored without its text.
 

@@ -1,54 +1,34 @@
-"""Rewards for RL and data work: the ``ieqa serve`` reward service, its client, and
-in-process equivalents with the same calls (see ``docs/howto/serve.md`` and
-``docs/howto/rewards-rl.md``).
+"""The HTTP layer of the reward service, ``ieqa serve`` (see ``docs/howto/serve.md``).
 
-* :class:`LocalRewarder` — score and compare in-process (:mod:`ieqa.serve.core`).
-* :class:`RewardClient` / :class:`AsyncRewardClient` — the same calls against a running
-  ``ieqa serve`` (:mod:`ieqa.serve.client`, on httpx; imported on first use).
-* :func:`edit_reward_fn`, :func:`group_advantages`, :func:`best_of_n`,
-  :func:`trl_reward_func` — rewards in the shapes RL libraries call them
-  (:mod:`ieqa.serve.adapters`), on either of the above.
-* :class:`~ieqa.scorers.reward.RewardRule` — the documented rule that makes a reward.
-* :mod:`ieqa.serve.schema` — the JSON contract (API v1).
+* :mod:`ieqa.serve.app` — the FastAPI app (API v1) around a :class:`~ieqa.rewards.LocalRewarder`;
+* :mod:`ieqa.serve.batcher` — dynamic batching of concurrent requests;
+* :mod:`ieqa.serve.auth`, :mod:`ieqa.serve.limits` — API keys, request and image limits;
+* :mod:`ieqa.serve.images` — image fields of a request (inline, URL, server path);
+* :mod:`ieqa.serve.metrics` — Prometheus metrics;
+* :mod:`ieqa.serve.rayserve` — the same app as Ray Serve replicas.
+
+The reward logic (rules, the in-process rewarder, the client, RL adapters, the JSON schema)
+lives in :mod:`ieqa.rewards`; this package only puts it behind HTTP.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import warnings
+from typing import Any
 
-from ieqa.scorers.reward import Reward, RewardRule, RewardRuleError
-from ieqa.serve.adapters import (
-    BestOfN,
-    Rewarder,
-    best_of_n,
-    best_of_n_batch,
-    edit_reward_fn,
-    group_advantages,
-    trl_critique_func,
-    trl_reward_func,
-)
-from ieqa.serve.core import LocalRewarder, compare_group, default_rule, item_result, p_better
-
-if TYPE_CHECKING:
-    from ieqa.serve.client import (
-        AsyncRewardClient,
-        RewardClient,
-        RewardServiceError,
-        ServerPath,
-        encode_image,
-    )
-
-_CLIENT_NAMES = ("AsyncRewardClient", "RewardClient", "RewardServiceError", "ServerPath", "encode_image")
-
-__all__ = ["AsyncRewardClient", "BestOfN", "LocalRewarder", "Reward", "RewardClient", "RewardRule",
-           "RewardRuleError", "RewardServiceError", "Rewarder", "ServerPath", "best_of_n", "best_of_n_batch",
-           "compare_group", "default_rule", "edit_reward_fn", "encode_image", "group_advantages",
-           "item_result", "p_better", "trl_critique_func", "trl_reward_func"]
+_MOVED = frozenset({
+    "AsyncRewardClient", "BestOfN", "LocalRewarder", "Reward", "RewardClient", "RewardRule",
+    "RewardRuleError", "RewardServiceError", "Rewarder", "ServerPath", "best_of_n", "best_of_n_batch",
+    "compare_group", "default_rule", "edit_reward_fn", "encode_image", "group_advantages",
+    "item_result", "p_better", "trl_critique_func", "trl_reward_func"})
 
 
 def __getattr__(name: str) -> Any:
-    if name in _CLIENT_NAMES:  # httpx is imported only when a client is used
-        from ieqa.serve import client
+    """Forward the reward names that lived here before the rewards package to :mod:`ieqa.rewards`, with a warning."""
+    if name in _MOVED:
+        warnings.warn(f"ieqa.serve.{name} moved to ieqa.rewards.{name}; import it from ieqa.rewards",
+                      DeprecationWarning, stacklevel=2)
+        import ieqa.rewards
 
-        return getattr(client, name)
+        return getattr(ieqa.rewards, name)
     raise AttributeError(f"module 'ieqa.serve' has no attribute {name!r}")

@@ -2,7 +2,7 @@
 a FastAPI app out). ``ieqa serve`` runs it on uvicorn; a Ray Serve deployment can wrap
 the same app.
 
-Endpoints (API v1, the models of :mod:`ieqa.serve.schema`):
+Endpoints (API v1, the models of :mod:`ieqa.rewards.schema`):
 
 * ``POST /v1/score`` — score items (JSON, images as base64 or data URLs);
   ``POST /v1/score/upload`` — one item as a multipart upload (files ``source`` and
@@ -47,11 +47,7 @@ from fastapi.security import HTTPBearer
 
 import ieqa
 from ieqa.data.dimensions import canonical_dimension
-from ieqa.scorers.base import Scorer, ScoreResult
-from ieqa.scorers.reward import RewardRule
-from ieqa.serve import batcher as batching
-from ieqa.serve.auth import BearerAuth, TokenSet
-from ieqa.serve.core import (
+from ieqa.rewards.local import (
     compare_response,
     critique_capable,
     critique_item,
@@ -61,10 +57,8 @@ from ieqa.serve.core import (
     group_items,
     score_response,
 )
-from ieqa.serve.images import BadImage, check_pixels, decode_image
-from ieqa.serve.limits import BodyLimit
-from ieqa.serve.metrics import CONTENT_TYPE_LATEST, RequestMetrics, ServeMetrics
-from ieqa.serve.schema import (
+from ieqa.rewards.rule import RewardRule
+from ieqa.rewards.schema import (
     API_VERSION,
     CompareRequest,
     CompareResponse,
@@ -75,6 +69,12 @@ from ieqa.serve.schema import (
     ScoreRequest,
     ScoreResponse,
 )
+from ieqa.scorers.base import Scorer, ScoreResult
+from ieqa.serve import batcher as batching
+from ieqa.serve.auth import BearerAuth, TokenSet
+from ieqa.serve.images import BadImage, check_pixels, decode_image
+from ieqa.serve.limits import BodyLimit
+from ieqa.serve.metrics import CONTENT_TYPE_LATEST, RequestMetrics, ServeMetrics
 
 __all__ = ["DEFAULT_MAX_PIXELS", "DEFAULT_MAX_REQUEST_PIXELS", "ServeConfig", "create_app"]
 

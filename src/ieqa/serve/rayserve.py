@@ -31,8 +31,8 @@ from typing import Any
 from fastapi import FastAPI
 
 from ieqa.ray_cluster import start_ray
+from ieqa.rewards.rule import RewardRule
 from ieqa.scorers.base import Scorer
-from ieqa.scorers.reward import RewardRule
 from ieqa.serve.app import ServeConfig, create_app
 
 try:  # the ``ray`` extra

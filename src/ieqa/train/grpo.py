@@ -5,9 +5,9 @@ The dual-head model's text side (the critique) is trained with GRPO: for each pr
 render it) TRL samples ``num_generations`` critiques, a critique scorer rewards each
 (weighted logicality / accuracy / usefulness through a reward rule), and the policy
 moves towards the critiques that beat their group's mean, held near the reference policy
-by the KL term ``beta``. The reward goes through :func:`ieqa.serve.trl_reward_func`, so an
-in-process scorer (:class:`~ieqa.serve.LocalRewarder`) and an ``ieqa serve`` URL
-(:class:`~ieqa.serve.RewardClient`) are one code path.
+by the KL term ``beta``. The reward goes through :func:`ieqa.rewards.trl_reward_func`, so an
+in-process scorer (:class:`~ieqa.rewards.LocalRewarder`) and an ``ieqa serve`` URL
+(:class:`~ieqa.rewards.RewardClient`) are one code path.
 
 **The TRL hook.** :class:`IeqaGRPOTrainer` subclasses ``GRPOTrainer`` and overrides
 ``compute_loss`` (the ``transformers.Trainer`` override point that ``GRPOTrainer`` itself
@@ -50,10 +50,6 @@ __all__ = ["GRPOStageError", "build_rewarder", "reward_function", "grpo_prompt",
 
 log = logging.getLogger(__name__)
 
-#: Built-in programmatic judges a ``reward.scorer`` may name besides registered scorers.
-BUILTIN_JUDGES = {"shapesedit-judge": "ieqa.train.judge:ShapesEditCritiqueJudge"}
-
-
 class GRPOStageError(IeqaError):
     """A ``grpo`` stage cannot run (the message says what to change)."""
 
@@ -64,23 +60,23 @@ def _import(spec: str) -> Any:
         return getattr(importlib.import_module(module), attr)
     except (ImportError, AttributeError) as exc:
         raise GRPOStageError(f"reward.scorer {spec!r}: cannot import it ({exc}); give a "
-                             "registered scorer name, shapesedit-judge or module:Class") from exc
+                             "registered scorer name (ieqa list scorers) or module:Class") from exc
 
 
 def build_rewarder(source: RewardSource) -> Any:
-    """The rewarder of ``source``: a :class:`~ieqa.serve.LocalRewarder` around the scorer
-    (with ``source.weights`` as the reward rule), or a :class:`~ieqa.serve.RewardClient`
+    """The rewarder of ``source``: a :class:`~ieqa.rewards.LocalRewarder` around the scorer
+    (with ``source.weights`` as the reward rule), or a :class:`~ieqa.rewards.RewardClient`
     to ``source.url`` (its ``critique`` method; :func:`reward_function` applies the
     weights to the scores the server returns)."""
-    from ieqa.serve import LocalRewarder
+    from ieqa.rewards import LocalRewarder
 
     if source.url is not None:
-        from ieqa.serve import RewardClient
+        from ieqa.rewards import RewardClient
 
         return RewardClient(source.url)
     name = str(source.scorer)
-    if name in BUILTIN_JUDGES or ":" in name:
-        scorer = _import(BUILTIN_JUDGES.get(name, name))(**source.options)
+    if ":" in name:
+        scorer = _import(name)(**source.options)
     else:
         from ieqa.scorers import create_scorer
 
@@ -95,19 +91,19 @@ def build_rewarder(source: RewardSource) -> Any:
 def reward_function(source: RewardSource, rewarder: Any = None) -> Callable[..., list[Any]]:
     """A TRL reward function over the stage's dataset rows.
 
-    In-process (``source.scorer``): :func:`ieqa.serve.trl_reward_func`; each score item is
+    In-process (``source.scorer``): :func:`ieqa.rewards.trl_reward_func`; each score item is
     the sample (its source and edited image: a path, or the image from TRL's ``images``
     column) with its ``meta`` (the ground truth a programmatic judge reads) and the
     completion in ``meta["completion"]``; the reward is ``source.weights`` over the scorer's
     logicality, accuracy and usefulness.
 
-    At a URL (``source.url``): :func:`ieqa.serve.trl_critique_func`; each completion is
+    At a URL (``source.url``): :func:`ieqa.rewards.trl_critique_func`; each completion is
     sent as a critique to the server's ``POST /v1/critique`` (``ieqa serve --scorer
     critique``), and ``source.weights`` are applied to the three scores it returns, so the
     reward is the same rule as in-process. The ground truth stays on this side: a judge
     that needs it (``shapesedit-judge``) runs in-process only.
     """
-    from ieqa.serve import trl_critique_func, trl_reward_func
+    from ieqa.rewards import trl_critique_func, trl_reward_func
 
     def image(row: dict[str, Any], role: str) -> Any:
         if row[role] is not None:

@@ -161,7 +161,7 @@ class RewardSource(_Strict):
         return self
 
     def rule(self) -> str:
-        """The weights as a reward-rule expression (:class:`ieqa.scorers.reward.RewardRule`)."""
+        """The weights as a reward-rule expression (:class:`ieqa.rewards.rule.RewardRule`)."""
         return " + ".join(f"{w!r}*{d}" for d, w in self.weights.items())
 
 

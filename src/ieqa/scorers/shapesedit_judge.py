@@ -5,7 +5,7 @@ ShapesEdit records, per candidate, the editor's mode (``perfect``, ``partial``, 
 ``wrong_target``, ``over_edit``), the artifact it left (``noise``, ``blur``, ``jpeg``,
 ``seam`` or none) and its severity (``sample.meta``; :func:`ieqa.data.shapesedit.describe`
 writes the factual critique from it). :class:`ShapesEditCritiqueJudge` reads a critique
-from ``meta["completion"]`` (where :func:`ieqa.serve.trl_reward_func` puts a GRPO
+from ``meta["completion"]`` (where :func:`ieqa.rewards.trl_reward_func` puts a GRPO
 completion) and scores it in RE-Reward's three dimensions, each in [0, 1]:
 
 * ``accuracy``: the share of checkable claims that are right — the artifact named (or "no
@@ -18,8 +18,9 @@ completion) and scores it in RE-Reward's three dimensions, each in [0, 1]:
 * ``usefulness``: the share of the three aspects (edit outcome, artifacts, severity or
   their absence) the critique addresses at all, right or wrong.
 
-It stands in for a trained RE-Reward model in tests and benchmarks (``ieqa train`` with a
-``grpo`` stage, ``reward.scorer: shapesedit-judge``): its reward is the ground truth, so a
+It is the registered scorer ``shapesedit-judge`` and stands in for a trained RE-Reward model
+in tests and benchmarks (``ieqa train`` with a ``grpo`` stage, ``reward.scorer:
+shapesedit-judge``): its reward is the ground truth, so a
 policy that raises it has learned to say what really happened.
 """
 
@@ -30,7 +31,7 @@ from typing import Any
 
 from ieqa.data.schema import EditSample
 from ieqa.data.shapesedit.truth import severity_word
-from ieqa.scorers.base import Scorer, ScorerError, ScoreResult, ScorerInfo
+from ieqa.scorers.base import Scorer, ScorerError, ScoreResult
 
 __all__ = ["ShapesEditCritiqueJudge", "ARTIFACT_WORDS", "SEVERITY_WORDS", "MODE_PHRASES",
            "severity_word"]
@@ -63,14 +64,10 @@ class ShapesEditCritiqueJudge(Scorer):
         completion_key: ``sample.meta`` key of the critique text.
     """
 
-    info = ScorerInfo(
-        "shapesedit-judge", "Programmatic critique judge: claims of the critique in "
-        "meta['completion'] checked against the ShapesEdit generation record", "composite",
-        ("logicality", "accuracy", "usefulness"), higher_better=True, needs_source=False,
-        factory="ieqa.train.judge:ShapesEditCritiqueJudge", score_range=(0.0, 1.0),
-        units="share of claims")
-
     def __init__(self, completion_key: str = "completion") -> None:
+        from ieqa.scorers.catalog import scorer_info
+
+        self.info = scorer_info("shapesedit-judge")
         self.completion_key = completion_key
 
     def config(self) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """The JSON contract of ``ieqa serve`` (API v1), as pydantic models.
 
 The FastAPI app validates requests with these models and publishes them in its OpenAPI
-schema; :class:`ieqa.serve.RewardClient` and the in-process rewarders return the same
+schema; :class:`ieqa.rewards.RewardClient` and the in-process rewarders return the same
 response models, so code written against one works against the other.
 
 Images travel as strings: base64 of the encoded file (PNG, JPEG, WebP...) or a data URL

@@ -1,7 +1,7 @@
 """Clients of ``ieqa serve`` (API v1): :class:`RewardClient` (sync) and
 :class:`AsyncRewardClient` (async), on httpx.
 
-Both have the calls of the in-process :class:`~ieqa.serve.core.LocalRewarder` —
+Both have the calls of the in-process :class:`~ieqa.rewards.local.LocalRewarder` —
 ``score(items, dimensions=None) -> ScoreResponse`` and ``compare(groups) ->
 CompareResponse`` — so code written against one runs against the other. On top of a bare
 HTTP call they:
@@ -51,7 +51,7 @@ from pydantic import BaseModel, ValidationError
 
 from ieqa.data.schema import EditSample
 from ieqa.errors import IeqaError, ImageLoadError, ImageNotFoundError
-from ieqa.serve.schema import (
+from ieqa.rewards.schema import (
     API_VERSION,
     CompareResponse,
     CritiqueResponse,
@@ -141,7 +141,7 @@ def encode_image(ref: Any) -> str:
         raise ImageNotFoundError(
             ref[:80], "neither a local file, a data: URL nor base64; pass an existing "
             "path, encoded bytes or an in-memory image, or wrap a path that the server should "
-            "open (ieqa serve --allow-root DIR) in ieqa.serve.ServerPath(...)")
+            "open (ieqa serve --allow-root DIR) in ieqa.rewards.ServerPath(...)")
     if isinstance(ref, os.PathLike):
         return _b64(_read_file(Path(ref)))
     if isinstance(ref, (bytes, bytearray, memoryview)):
@@ -216,7 +216,7 @@ def _item_dict(item: Any, index: int) -> dict[str, Any]:
         raise ValueError(
             f"item {index} has field(s) {extra} that API v1 does not carry (it sends id, source, "
             "edited and instruction), so a server-side scorer would never see them; score such "
-            "items in-process with ieqa.serve.LocalRewarder, or send (source, edited, instruction) "
+            "items in-process with ieqa.rewards.LocalRewarder, or send (source, edited, instruction) "
             "tuples (for an EditSample: sample.model_copy(update={'meta': {}, 'bbox': None, "
             "'mask': None}))")
     for key in ("source", "edited"):
@@ -547,7 +547,7 @@ class RewardClient(_Base):
             ``httpx.MockTransport``).
 
     Examples:
-        >>> from ieqa.serve import RewardClient
+        >>> from ieqa.rewards import RewardClient
         >>> with RewardClient("http://127.0.0.1:8000", max_retries=0) as client:
         ...     client.base_url
         'http://127.0.0.1:8000'
@@ -685,7 +685,7 @@ class AsyncRewardClient(_Base):
 
     Examples:
         >>> import asyncio
-        >>> from ieqa.serve import AsyncRewardClient
+        >>> from ieqa.rewards import AsyncRewardClient
         >>> async def main():
         ...     async with AsyncRewardClient("http://127.0.0.1:8000") as client:
         ...         return client.max_items_per_request

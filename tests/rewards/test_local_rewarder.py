@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
+from ieqa.rewards import LocalRewarder, RewardRule, compare_group, p_better
+from ieqa.rewards.schema import ItemResult
 from ieqa.scorers.base import Scorer, ScoreResult
-from ieqa.serve import LocalRewarder, RewardRule, compare_group, p_better
-from ieqa.serve.schema import ItemResult
 
 
 def _expected_sigmoid(delta, sigma):
@@ -120,7 +120,7 @@ def test_local_rewarder_with_classic_floors_a_blank_candidate():
 
 def test_exact_reward_ties_rank_by_sigma_then_position_everywhere():
     from ieqa.curate import order_key as curate_key
-    from ieqa.scorers.reward import order_key
+    from ieqa.rewards.rule import order_key
 
     items = [_item(0, 2.0), _item(1, 2.0), _item(2, 2.0), _item(3, 1.0)]
     g = compare_group("g", items, [0.5, 0.1, None, 0.0])

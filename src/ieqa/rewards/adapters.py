@@ -1,7 +1,7 @@
 """Rewards in the shapes RL libraries call them, on top of any *rewarder*: an object with
-:class:`~ieqa.serve.core.LocalRewarder`'s ``score(items, dimensions=None)`` and
+:class:`~ieqa.rewards.local.LocalRewarder`'s ``score(items, dimensions=None)`` and
 ``compare(groups)`` — the in-process :class:`LocalRewarder` or a
-:class:`~ieqa.serve.client.RewardClient` of ``ieqa serve``.
+:class:`~ieqa.rewards.client.RewardClient` of ``ieqa serve``.
 
 * :func:`edit_reward_fn` — ``reward_fn(images, prompts, metadata) -> (rewards, info)``,
   the shape of Flow-GRPO's and DanceGRPO's reward functions, for image-editing policies.
@@ -32,10 +32,10 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 from PIL import Image
 
+from ieqa.rewards.rule import RewardRule
+from ieqa.rewards.schema import CompareResponse, GroupResult, ScoreResponse
 from ieqa.scorers.base import ScoreResult
 from ieqa.scorers.critique import CRITIQUE_DIMENSIONS
-from ieqa.scorers.reward import RewardRule
-from ieqa.serve.schema import CompareResponse, GroupResult, ScoreResponse
 
 __all__ = ["BestOfN", "EditRewardFn", "Rewarder", "TrlCritiqueFunction", "TrlRewardFunction", "best_of_n",
            "best_of_n_batch", "edit_reward_fn", "group_advantages", "to_image_array", "trl_critique_func",
@@ -49,7 +49,7 @@ _TRL_NON_COLUMNS = frozenset({"trainer_state", "log_extra", "log_metric", "envir
 
 @runtime_checkable
 class Rewarder(Protocol):
-    """Anything with :class:`~ieqa.serve.core.LocalRewarder`'s calls."""
+    """Anything with :class:`~ieqa.rewards.local.LocalRewarder`'s calls."""
 
     def score(self, items: Sequence[Any], dimensions: Sequence[str] | None = None) -> ScoreResponse: ...
 
@@ -316,7 +316,7 @@ class BestOfN:
 
     Attributes:
         index: the best candidate's position in the order of
-            :func:`ieqa.scorers.reward.order_key` (highest reward; among exactly equal
+            :func:`ieqa.rewards.rule.order_key` (highest reward; among exactly equal
             rewards the lowest sigma, then the lowest position), ``None`` when every
             candidate failed.
         reward: its reward (``None`` when ``index`` is).
@@ -324,7 +324,7 @@ class BestOfN:
             (exact ties included), ascending: the pick among them is the rule's, not the
             scorer's.
         tie_threshold: the rewarder's tie threshold (reward units, >= 0).
-        group: the group's :class:`~ieqa.serve.schema.GroupResult` (every candidate's
+        group: the group's :class:`~ieqa.rewards.schema.GroupResult` (every candidate's
             scores and reward, the preference matrix, the ranking).
         scorer: the scorer's name.
         reward_rule: the reward rule's description.
@@ -344,7 +344,7 @@ def _pick(group: GroupResult, response: CompareResponse) -> BestOfN:
     valid = [i for i, r in enumerate(rewards) if r is not None]
     if not valid:
         return BestOfN(None, None, [], response.tie_threshold, group, response.scorer, response.reward_rule)
-    best = group.ranking[0]  # the one best-first order (ieqa.scorers.reward.order_key)
+    best = group.ranking[0]  # the one best-first order (ieqa.rewards.rule.order_key)
     top = rewards[best]
     assert top is not None
     tied = [i for i in valid if i != best and abs(top - rewards[i]) <= response.tie_threshold]  # type: ignore[operator]
@@ -465,7 +465,7 @@ class TrlRewardFunction:
 
 
 class AsyncTrlRewardFunction(TrlRewardFunction):
-    """:class:`TrlRewardFunction` on an :class:`~ieqa.serve.client.AsyncRewardClient`:
+    """:class:`TrlRewardFunction` on an :class:`~ieqa.rewards.client.AsyncRewardClient`:
     TRL awaits it (it runs async reward functions concurrently)."""
 
     async def __call__(self, prompts: Sequence[Any], completions: Sequence[Any],  # type: ignore[override]

@@ -4,8 +4,8 @@ import math
 
 import pytest
 
+from ieqa.rewards.rule import REWARD_RULES, RewardRule, RewardRuleError
 from ieqa.scorers.base import ScoreResult
-from ieqa.scorers.reward import REWARD_RULES, RewardRule, RewardRuleError
 
 VQ, IA, CP = "visual_quality", "instruction_alignment", "content_preservation"
 

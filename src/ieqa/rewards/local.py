@@ -1,9 +1,9 @@
 """What a reward request computes, shared by ``ieqa serve``, :class:`LocalRewarder` and
-the RL adapters: score results -> :class:`~ieqa.serve.schema.ItemResult` under a
-:class:`~ieqa.scorers.reward.RewardRule`, and a group's candidates -> preference
+the RL adapters: score results -> :class:`~ieqa.rewards.schema.ItemResult` under a
+:class:`~ieqa.rewards.rule.RewardRule`, and a group's candidates -> preference
 probabilities (:func:`compare_group`).
 
-:class:`LocalRewarder` is the in-process twin of :class:`ieqa.serve.RewardClient`: the same
+:class:`LocalRewarder` is the in-process twin of :class:`ieqa.rewards.RewardClient`: the same
 ``score`` / ``compare`` calls returning the same response models, without a server (items
 may then hold any image reference :func:`ieqa.data.images.load_image` accepts: paths, PIL
 images, arrays, encoded bytes).
@@ -18,10 +18,8 @@ from typing import Any
 from scipy.special import expit
 
 from ieqa.data.dimensions import canonical_dimension
-from ieqa.scorers.base import SampleLike, Scorer, ScoreResult
-from ieqa.scorers.critique import CRITIQUE_DIMENSIONS
-from ieqa.scorers.reward import Reward, RewardRule, order_key
-from ieqa.serve.schema import (
+from ieqa.rewards.rule import Reward, RewardRule, order_key
+from ieqa.rewards.schema import (
     CompareResponse,
     CritiqueResponse,
     CritiqueResult,
@@ -29,6 +27,8 @@ from ieqa.serve.schema import (
     ItemResult,
     ScoreResponse,
 )
+from ieqa.scorers.base import SampleLike, Scorer, ScoreResult
+from ieqa.scorers.critique import CRITIQUE_DIMENSIONS
 
 __all__ = ["LocalRewarder", "compare_group", "compare_response", "critique_capable",
            "critique_item", "critique_response", "critique_weights", "default_rule",
@@ -209,7 +209,7 @@ def critique_response(results: Sequence[ScoreResult], *, scorer: str,
 
 
 class LocalRewarder:
-    """Rewards in-process, with the calls and answers of :class:`ieqa.serve.RewardClient`.
+    """Rewards in-process, with the calls and answers of :class:`ieqa.rewards.RewardClient`.
 
     Args:
         scorer: a scorer instance, or a registry name built with ``scorer_options``.
@@ -220,7 +220,7 @@ class LocalRewarder:
             a name.
 
     Examples:
-        >>> from ieqa.serve import LocalRewarder
+        >>> from ieqa.rewards import LocalRewarder
         >>> rewarder = LocalRewarder("classic", rule="mean")
         >>> rewarder.rule.formula()
         'mean over dimensions'
