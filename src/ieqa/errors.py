@@ -15,6 +15,10 @@ class UnknownDimensionError(IeqaError, ValueError):
     """A dimension name is neither canonical nor a registered alias."""
 
 
+class TrainDataError(IeqaError, ValueError):
+    """Training targets, pairs or sampling orders cannot be built from the given inputs."""
+
+
 class ManifestError(IeqaError, ValueError):
     """A manifest file is malformed or uses an unsupported format."""
 

@@ -2,7 +2,7 @@ import pytest
 
 from ieqa.errors import IeqaError
 from ieqa.prompts import get_template
-from ieqa.scorers.vlm.parsing import (
+from ieqa.prompts.answers import (
     JudgeParseError,
     ParsedScores,
     extract_json,

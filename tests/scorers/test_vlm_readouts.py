@@ -16,11 +16,12 @@ import torch
 
 import ieqa
 from ieqa.data.images import load_image
+from ieqa.prompts.answers import READOUT_LEVEL_WORDS as LEVEL_WORDS
 from ieqa.scorers.base import ScorerError
 from ieqa.scorers.checkpoint import load_evaluator, read_evaluator_config, save_evaluator
 from ieqa.scorers.vlm.base import LoadedSample
 from ieqa.scorers.vlm.digits import definition_value_formula, digit_expectation
-from ieqa.scorers.vlm.levels import LEVEL_WORDS, level_expectation
+from ieqa.scorers.vlm.levels import level_expectation
 from tiny_models import FAMILIES
 
 TOL = 1e-4

@@ -12,19 +12,21 @@ from ieqa.data.shapesedit.generator import ShapesEditConfig, iter_groups
 from ieqa.errors import IeqaError
 from ieqa.human.mos import level_indices
 from ieqa.prompts import get_template
-from ieqa.scorers.vlm.levels import LEVEL_WORDS as READOUT_LEVEL_WORDS
-from ieqa.scorers.vlm.parsing import parse_critique, parse_level, parse_output, parse_region
-from ieqa.train.targets import (
-    TrainDataError,
+from ieqa.prompts.answers import (
+    READOUT_LEVEL_WORDS,
     box_target,
     critique_target,
     digit_values,
     digits_target,
     level_index,
     level_target,
+    parse_critique,
+    parse_level,
+    parse_output,
+    parse_region,
     rescale,
-    score_ranges,
 )
+from ieqa.train.targets import TrainDataError, score_ranges
 
 CORE = ("visual_quality", "instruction_alignment", "content_preservation")
 

@@ -10,7 +10,7 @@ Forms::
 The critique is asked for with the format's template (``reasonedit``:
 ``reasonedit-critique``, per-dimension analysis then ``[Final Assessment]`` scores;
 ``epaiqa``: ``epaiqa-overall``, EPAIQA stage 3's completion / harmony / naturalness /
-overall level with the early exit) and parsed (:mod:`ieqa.explain.formats`). The scorer
+overall level with the early exit) and parsed (:mod:`ieqa.prompts.answers`). The scorer
 is ``vlm-judge`` unless ``--scorer`` or a ``--checkpoint`` says otherwise; any VLM scorer
 works (a local transformers model or an OpenAI-compatible server). The output is a score
 file with ``format``, ``parse_status`` and ``parse_error`` columns
@@ -52,7 +52,7 @@ from ieqa.commands.score import (
     resolve_input,
     strict_check,
 )
-from ieqa.explain.formats import FORMATS, Critique
+from ieqa.prompts.answers import FORMATS, Critique
 from ieqa.scorers.base import ScorerError
 
 NAME = "explain"

@@ -32,6 +32,10 @@ USEFULNESS = "usefulness"
 
 #: The three core dimensions of image-edit quality, in the order ieqa reports them.
 CORE_DIMENSIONS: tuple[str, ...] = (VISUAL_QUALITY, INSTRUCTION_ALIGNMENT, CONTENT_PRESERVATION)
+#: The five quality levels, worst to best (ITU-R BT.500's five-grade scale as Q-Align, EditHF
+#: and EPAIQA word it; bad = 1 ... excellent = 5). The one definition: MOS binning, the level
+#: readout, the level answers and the EPAIQA critiques all use it.
+LEVEL_WORDS: tuple[str, ...] = ("bad", "poor", "fair", "good", "excellent")
 
 # canonical name -> (description, aliases). Aliases are matched after normalisation
 # (lower case, every run of non-alphanumerics becomes one space).

@@ -1,7 +1,7 @@
 """Explanations: critique formats and their parsers, generating critiques, and scoring
 explanation texts.
 
-* :mod:`ieqa.explain.formats` — ReasonEdit and EPAIQA stage-3 critique formats, parsers,
+* :mod:`ieqa.prompts.answers` — ReasonEdit and EPAIQA stage-3 critique formats, parsers,
   format stability;
 * :mod:`ieqa.explain.run` — critiques into files (``ieqa explain``);
 * :mod:`ieqa.explain.metrics` — ROUGE-1, METEOR (variant stated), embedding cosine,
@@ -19,19 +19,6 @@ from ieqa.explain.bench import (
     read_predictions,
     read_references,
     write_outputs,
-)
-from ieqa.explain.formats import (
-    COMPLETION_WORDS,
-    FORMAT_TEMPLATES,
-    FORMATS,
-    Critique,
-    CritiqueFormatError,
-    epaiqa_answer,
-    format_dimensions,
-    format_stability,
-    parse_epaiqa,
-    parse_explanation,
-    parse_reasonedit,
 )
 from ieqa.explain.judge_protocol import (
     JUDGE_DIMENSIONS,
@@ -57,6 +44,19 @@ from ieqa.explain.metrics import (
     wordnet_available,
 )
 from ieqa.explain.run import ExplainRunSummary, ExplainScorer, explain_to_file, read_critiques
+from ieqa.prompts.answers import (
+    COMPLETION_WORDS,
+    FORMAT_TEMPLATES,
+    FORMATS,
+    Critique,
+    CritiqueFormatError,
+    epaiqa_answer,
+    format_dimensions,
+    format_stability,
+    parse_epaiqa,
+    parse_explanation,
+    parse_reasonedit,
+)
 
 __all__ = [
     "COMPLETION_WORDS", "Critique", "CritiqueFormatError", "DEFAULT_ENCODER",

@@ -12,7 +12,7 @@ the data instead:
   fully followed, partial -> partially followed, no_op / wrong_target -> not followed).
   A sample with neither is an error, never a guess.
 * **levels** of harmony, local naturalness and overall: the project's level bins
-  (:func:`ieqa.train.targets.level_target`) of the columns the stage maps them to
+  (:func:`ieqa.prompts.answers.level_target`) of the columns the stage maps them to
   (``labels``; the ``epaiqa`` recipe's stage 3 maps harmony to content_preservation and
   local naturalness to visual_quality for ShapesEdit, which has neither column). An early
   exit's overall level is the format's (not followed: bad, partly followed: poor).
@@ -21,7 +21,7 @@ the data instead:
   description of what was done (:func:`ieqa.data.shapesedit.truth.describe`'s parts);
   else a sentence naming the level. Harmony and naturalness sentences end with "harmony
   level is <level>" / "naturalness level is <level>", so the parser reads those levels
-  back (:func:`ieqa.explain.formats.parse_epaiqa`).
+  back (:func:`ieqa.prompts.answers.parse_epaiqa`).
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ieqa.data.schema import EditSample
-from ieqa.explain.formats import epaiqa_answer
-from ieqa.train.targets import TrainDataError
+from ieqa.errors import TrainDataError
+from ieqa.prompts.answers import epaiqa_answer
 
 __all__ = ["MODE_COMPLETION", "completion_of", "epaiqa_cot_target"]
 

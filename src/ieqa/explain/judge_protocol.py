@@ -93,7 +93,7 @@ def parse_judge_vote(text: str, dimensions: Sequence[str] = JUDGE_DIMENSIONS,
     one to the reason (no JSON object, key missing, value not 0/1/2). Keys match
     case-insensitively (``"pa"``, ``"Overall"``). Nothing is guessed.
     """
-    from ieqa.scorers.vlm.parsing import JudgeParseError, extract_json
+    from ieqa.prompts.answers import JudgeParseError, extract_json
 
     if not isinstance(text, str) or not text.strip():
         return {}, {d: "empty answer" for d in dimensions}

@@ -36,7 +36,7 @@ import pyarrow.parquet as pq
 
 from ieqa.data.inputs import InputItem
 from ieqa.data.schema import EditSample
-from ieqa.explain.formats import (
+from ieqa.prompts.answers import (
     FORMAT_TEMPLATES,
     Critique,
     CritiqueFormatError,

@@ -22,6 +22,7 @@ from typing import Literal
 import numpy as np
 from scipy import stats
 
+from ieqa.data.dimensions import LEVEL_WORDS
 from ieqa.human.ratings import as_rating_matrix
 from ieqa.metrics._checks import MetricInputError, check_choice
 
@@ -39,7 +40,8 @@ __all__ = [
 ]
 
 #: EditHF / Q-Align quality levels, lowest first.
-LEVEL_LABELS: tuple[str, ...] = ("bad", "poor", "fair", "good", "excellent")
+#: The five level labels, worst first (:data:`ieqa.data.dimensions.LEVEL_WORDS`).
+LEVEL_LABELS: tuple[str, ...] = LEVEL_WORDS
 
 Rescale = Literal["100(z+3)/6", "minmax", "none"]
 

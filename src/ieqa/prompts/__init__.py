@@ -10,7 +10,7 @@ Examples:
 
 Templates render to :class:`ieqa.backends.base.Prompt` with
 :meth:`PromptTemplate.render`; answers are read by
-:func:`ieqa.scorers.vlm.parsing.parse_output` according to the template's ``output``.
+:func:`ieqa.prompts.answers.parse_output` according to the template's ``output``.
 """
 
 from ieqa.prompts.definitions import DEFINITIONS, dimension_definition, dimension_label

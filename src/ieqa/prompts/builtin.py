@@ -285,7 +285,7 @@ _EPAIQA = (
         name="epaiqa-grounding",
         description="EPAIQA stage-1 edit-region grounding: the answer gives the region as four "
                     "fractions of the image (centre x, centre y, width, height) in [0, 1]; "
-                    "read it with ieqa.scorers.vlm.parsing.parse_region.",
+                    "read it with ieqa.prompts.answers.parse_region.",
         reference="EPAIQA (001) §4.1 and appendix E.1 (the editing prompt is an input per §4.1)",
         system=None,
         user=_EP_PAIR + " Please output the representation of the local editing area. It is "

@@ -506,7 +506,7 @@ class _Feedback:
     def __init__(self, scorer: Any, dimension: str, samples: Sequence[EditSample],
                  validation: Sequence[EditSample] | None, data_scale: tuple[float, float],
                  template: PromptTemplate) -> None:
-        from ieqa.train.targets import digits_target
+        from ieqa.prompts.answers import digits_target
 
         self.scorer, self.dimension, self.template = scorer, dimension, template
         if tuple(getattr(scorer, "score_dimensions", (dimension,))) != (dimension,):

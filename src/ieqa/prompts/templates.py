@@ -4,7 +4,7 @@ A template is data: an optional system text, a user text in which ``<image:SLOT>
 where each image goes and ``{name}`` placeholders (``str.format`` syntax, ``{{``/``}}``
 for literal braces) take per-call values, an optional ``answer_prefix`` the answer
 continues from, and a description of the answer (``output`` kind and ``scale``) that tells
-:func:`ieqa.scorers.vlm.parsing.parse_output` how to read it.
+:func:`ieqa.prompts.answers.parse_output` how to read it.
 
 Placeholders that :meth:`PromptTemplate.render` fills itself:
 
@@ -49,7 +49,7 @@ __all__ = [
     "get_template", "list_templates", "register_template", "unregister_template",
 ]
 
-#: How a template's answer is read (see :func:`ieqa.scorers.vlm.parsing.parse_output`).
+#: How a template's answer is read (see :func:`ieqa.prompts.answers.parse_output`).
 OutputKind = Literal["json_scores", "viescore_json", "levels", "digits", "verdict",
                      "critique", "text_score", "text"]
 OUTPUT_KINDS: tuple[str, ...] = get_args(OutputKind)

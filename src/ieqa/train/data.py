@@ -23,19 +23,19 @@ import torch
 from ieqa.backends import BackendError
 from ieqa.data.dimensions import canonical_dimension
 from ieqa.data.schema import EditSample, Preference, PreferenceLabel
-from ieqa.scorers.vlm.base import render_sample
-from ieqa.scorers.vlm.digits import digit_token_ids
-from ieqa.train.pairs import TrainPair, build_pairs
-from ieqa.train.recipe import DataConfig, StageConfig
-from ieqa.train.targets import (
-    TrainDataError,
+from ieqa.errors import TrainDataError
+from ieqa.prompts.answers import (
     box_target,
     critique_target,
     digit_values,
     digits_target,
     level_target,
-    score_ranges,
 )
+from ieqa.scorers.vlm.base import render_sample
+from ieqa.scorers.vlm.digits import digit_token_ids
+from ieqa.train.pairs import TrainPair, build_pairs
+from ieqa.train.recipe import DataConfig, StageConfig
+from ieqa.train.targets import score_ranges
 
 __all__ = ["TrainData", "load_training_data", "BatchBuilder", "stage_examples",
            "label_column", "explanation_of"]

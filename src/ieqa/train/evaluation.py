@@ -109,7 +109,7 @@ def _stage3(scorer: Any, samples: Sequence[EditSample], label_of: Any) -> dict[s
     """EPAIQA stage 3: the share of generated critiques that parse (format stability),
     and over those, the overall level's SRCC and the completion level's accuracy."""
     from ieqa.explain.cot import completion_of
-    from ieqa.explain.formats import format_stability
+    from ieqa.prompts.answers import format_stability
 
     crits = scorer.explain(list(samples), "epaiqa", template=scorer.template,
                            max_new_tokens=scorer.max_new_tokens)
@@ -146,8 +146,8 @@ def _overall(result: Any, scorer: Any) -> float:
 
 def _grounding(vlm: Any, template: Any, samples: Sequence[EditSample]) -> dict[str, float]:
     from ieqa.data.schema import BBox
+    from ieqa.prompts.answers import JudgeParseError, parse_region
     from ieqa.scorers.vlm.base import render_sample
-    from ieqa.scorers.vlm.parsing import JudgeParseError, parse_region
 
     ious, failed = [], 0
     usable = [s for s in samples if s.bbox is not None]

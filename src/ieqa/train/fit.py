@@ -29,8 +29,8 @@ from collections.abc import Sequence
 
 from ieqa.data.dimensions import canonical_dimension
 from ieqa.data.schema import EditSample
+from ieqa.errors import TrainDataError
 from ieqa.train.recipe import Recipe
-from ieqa.train.targets import TrainDataError
 
 __all__ = ["fit_recipe_to_data", "scored_dimensions"]
 

@@ -21,8 +21,8 @@ import numpy as np
 
 from ieqa.data.dimensions import canonical_dimension
 from ieqa.data.schema import EditSample
+from ieqa.errors import TrainDataError
 from ieqa.human.pairs import disentangle_ties, ranking_to_pairs
-from ieqa.train.targets import TrainDataError
 
 __all__ = ["PairLabel", "TrainPair", "build_pairs"]
 
@@ -110,7 +110,7 @@ def build_pairs(
     (:func:`ieqa.human.pairs.disentangle_ties`). ``tie_weight`` affects only those rows.
     Ties that remain are kept (weight 1) when ``keep_ties``, else dropped.
 
-    Raises :class:`~ieqa.train.targets.TrainDataError` naming the samples that lack a
+    Raises :class:`~ieqa.errors.TrainDataError` naming the samples that lack a
     ``group_id``, a ``dimension`` score or a score on a listed dimension, and for bad
     ``tie_eps`` / ``tie_weight``. Returns an empty list when no group has two samples.
     """

@@ -20,7 +20,7 @@ from collections.abc import Hashable, Sequence
 
 import numpy as np
 
-from ieqa.train.targets import TrainDataError
+from ieqa.errors import TrainDataError
 
 __all__ = ["curriculum_order", "gap_stages", "shuffled_order", "stratified_order"]
 
@@ -111,7 +111,7 @@ def stratified_order(
     is seen over enough epochs (the paper reports all 113K seen at least once in 9).
     For a deterministic evaluation order, use a fixed epoch (e.g. 0).
 
-    Raises :class:`~ieqa.train.targets.TrainDataError` for sequences of different lengths,
+    Raises :class:`~ieqa.errors.TrainDataError` for sequences of different lengths,
     caps below 1, and a pair id listed under two sources.
     """
     if isinstance(source_ids, str) or isinstance(pair_ids, str):

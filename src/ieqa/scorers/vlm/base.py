@@ -278,7 +278,7 @@ class VLMScorer(Scorer):
                 ``(source, edited, instruction)`` tuples, as :meth:`score` takes them.
             format: ``reasonedit`` (per-dimension analysis, then ``[Final Assessment]``
                 scores) or ``epaiqa`` (EPAIQA stage 3: completion, harmony, naturalness,
-                overall level, with the early exit); see :mod:`ieqa.explain.formats`.
+                overall level, with the early exit); see :mod:`ieqa.prompts.answers`.
             template: the prompt asking for the critique; default the scorer's own
                 template when the scorer was made for this format (``explain_format``,
                 e.g. an EPAIQA stage-3 checkpoint), else the format's built-in one
@@ -294,7 +294,7 @@ class VLMScorer(Scorer):
             that do not load, an instruction over ``max_instruction_chars``, a backend
             failure).
         """
-        from ieqa.explain.formats import FORMAT_TEMPLATES, Critique, parse_explanation
+        from ieqa.prompts.answers import FORMAT_TEMPLATES, Critique, parse_explanation
         from ieqa.scorers.base import as_sample
 
         if format not in FORMAT_TEMPLATES:

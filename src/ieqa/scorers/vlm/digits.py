@@ -24,11 +24,12 @@ from ieqa.backends import BackendError
 from ieqa.data.dimensions import canonical_dimension
 from ieqa.data.images import load_image
 from ieqa.data.schema import EditSample
+from ieqa.prompts.answers import format_digits
 from ieqa.scorers.base import ScorerError, ScoreResult
 from ieqa.scorers.vlm.base import LoadedSample, VLMScorer
 
 __all__ = ["DigitsScorer", "DefinitionValue", "digit_expectation", "definition_value_formula",
-           "digit_token_ids", "format_digits"]
+           "digit_token_ids"]
 
 _WEIGHTS = (1.0, 0.1, 0.01)
 
@@ -65,14 +66,6 @@ def digit_token_ids(tokenizer: Any) -> tuple[list[int], int]:
                                f"tokenizer splits it into {len(enc)}")
         ids.append(enc[0])
     return ids[:10], ids[10]
-
-
-def format_digits(value: float) -> str:
-    """``value`` written as ``d.dd`` (0.00-9.99), the DS-IEQA answer format."""
-    if not 0.0 <= value < 9.995:
-        raise ScorerError(f"a digit score must lie in [0, 9.99], got {value}; rescale the "
-                          "ground truth to the template's scale")
-    return f"{value:.2f}"
 
 
 @dataclass

@@ -2,7 +2,7 @@
 
 Works on both backends (a local checkpoint or an OpenAI-compatible server). The template's
 ``output`` kind decides how the answer is asked for and parsed
-(:func:`ieqa.scorers.vlm.parsing.parse_output`):
+(:func:`ieqa.prompts.answers.parse_output`):
 
 * ``json_scores`` / ``critique`` — one prompt per edit asks for every dimension at once;
 * ``viescore_json`` / ``text_score`` / ``digits`` — one prompt per dimension;
@@ -22,10 +22,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ieqa.prompts.answers import JudgeParseError, parse_output
 from ieqa.scorers.base import ScorerError, ScoreResult
 from ieqa.scorers.overall import OVERALL_RULES, overall_score
 from ieqa.scorers.vlm.base import LoadedSample, VLMScorer, resolve_template
-from ieqa.scorers.vlm.parsing import JudgeParseError, parse_output
 
 __all__ = ["JudgeScorer"]
 

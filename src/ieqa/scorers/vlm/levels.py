@@ -21,21 +21,21 @@ from collections.abc import Sequence
 from typing import Any
 
 from ieqa.backends import BackendError
+from ieqa.prompts.answers import READOUT_LEVEL_WORDS
 from ieqa.scorers.base import ScoreResult
 from ieqa.scorers.vlm.base import LoadedSample, VLMScorer
 
-__all__ = ["LevelsScorer", "LEVEL_WORDS", "level_expectation"]
+__all__ = ["LevelsScorer", "level_expectation"]
 
 #: level words, best first, and their weights
-LEVEL_WORDS: tuple[str, ...] = ("excellent", "good", "fair", "poor", "bad")
 _WEIGHTS = (5.0, 4.0, 3.0, 2.0, 1.0)
 
 
 def level_expectation(level_logits: Sequence[float]) -> tuple[float, list[float]]:
     """``(expected score in [1, 5], probabilities)`` from the five level words' logits
-    (ordered as :data:`LEVEL_WORDS`): softmax over the five, weights 5..1."""
-    if len(level_logits) != len(LEVEL_WORDS):
-        raise ValueError(f"need {len(LEVEL_WORDS)} level logits, got {len(level_logits)}")
+    (ordered as :data:`READOUT_LEVEL_WORDS`): softmax over the five, weights 5..1."""
+    if len(level_logits) != len(READOUT_LEVEL_WORDS):
+        raise ValueError(f"need {len(READOUT_LEVEL_WORDS)} level logits, got {len(level_logits)}")
     top = max(level_logits)
     exps = [math.exp(v - top) for v in level_logits]
     total = sum(exps)
@@ -61,7 +61,7 @@ class LevelsScorer(VLMScorer):
         self._ids: dict[bool, list[int]] = {}
 
     def readout_config(self) -> dict[str, Any]:
-        return {"level_words": list(LEVEL_WORDS), "weights": list(_WEIGHTS)}
+        return {"level_words": list(READOUT_LEVEL_WORDS), "weights": list(_WEIGHTS)}
 
     def checkpoint_args(self) -> dict[str, Any]:
         return {"top_logprobs": self.top_logprobs}
@@ -76,7 +76,7 @@ class LevelsScorer(VLMScorer):
         if after_space not in self._ids:
             tokenizer = self.backend.tokenizer
             ids = [tokenizer.encode(word if after_space else " " + word,
-                                    add_special_tokens=False)[0] for word in LEVEL_WORDS]
+                                    add_special_tokens=False)[0] for word in READOUT_LEVEL_WORDS]
             if len(set(ids)) != len(ids):
                 raise BackendError("this tokenizer gives two level words the same first token; "
                                    "the level readout cannot tell them apart")
@@ -100,7 +100,7 @@ class LevelsScorer(VLMScorer):
                     continue
                 value, probs, missing = row
                 scores[dim] = value
-                raw[dim] = {"probs": dict(zip(LEVEL_WORDS, probs, strict=True))}
+                raw[dim] = {"probs": dict(zip(READOUT_LEVEL_WORDS, probs, strict=True))}
                 if missing:
                     raw[dim]["missing_from_top_logprobs"] = missing
             if errors:
@@ -133,14 +133,14 @@ class LevelsScorer(VLMScorer):
             best: dict[str, float] = {}
             for token, logprob in gen.top_logprobs[0].items():
                 word = token.strip().lower()
-                if word in LEVEL_WORDS:
+                if word in READOUT_LEVEL_WORDS:
                     best[word] = math.log(math.exp(best.get(word, -math.inf)) + math.exp(logprob))
             if not best:
                 rows.append(f"no level word among the top {self.top_logprobs} first tokens "
                             f"(answer {gen.text!r})")
                 continue
-            missing = [w for w in LEVEL_WORDS if w not in best]
-            probs_raw = [math.exp(best[w]) if w in best else 0.0 for w in LEVEL_WORDS]
+            missing = [w for w in READOUT_LEVEL_WORDS if w not in best]
+            probs_raw = [math.exp(best[w]) if w in best else 0.0 for w in READOUT_LEVEL_WORDS]
             total = sum(probs_raw)
             probs = [p / total for p in probs_raw]
             rows.append((sum(w * p for w, p in zip(_WEIGHTS, probs, strict=True)), probs, missing))

@@ -24,9 +24,9 @@ from typing import Any
 
 from ieqa.backends import Generation
 from ieqa.data.schema import EditSample
+from ieqa.prompts.answers import JudgeParseError, parse_verdict
 from ieqa.scorers.base import ScorerError, ScoreResult
 from ieqa.scorers.vlm.base import LoadedSample, VLMScorer, share_key
-from ieqa.scorers.vlm.parsing import JudgeParseError, parse_verdict
 
 __all__ = ["PairwiseJudge", "PairVerdict", "PositionBiasReport", "position_bias_report",
            "swap_verdict"]

@@ -1,0 +1,70 @@
+"""Answer formats: one module per format, each with its writer (the training target) and
+its strict parser, so that what training teaches is exactly what scoring reads back.
+
+=====================  =================================  ==================================
+format                 writer                             parser
+=====================  =================================  ==================================
+digits (DS-IEQA)       :func:`digits_target`              :func:`digit_values`,
+                                                          :func:`parse_text_score`
+levels (EditHF/EPAIQA) :func:`level_target`               :func:`parse_level`
+region (EPAIQA 1)      :func:`box_target`                 :func:`parse_region`
+critique (ReasonEdit)  :func:`critique_target`            :func:`parse_critique`,
+                                                          :func:`parse_reasonedit`
+EPAIQA stage 3         :func:`epaiqa_answer`              :func:`parse_epaiqa`
+pairwise verdict       :func:`write_verdict`              :func:`parse_verdict`
+JSON scores            (judges only)                      :func:`parse_json_scores`,
+                                                          :func:`parse_viescore`
+=====================  =================================  ==================================
+
+Parsers raise :class:`JudgeParseError` (or return a failed
+:class:`~ieqa.prompts.answers.critique.Critique` for explanations); writers raise
+:class:`~ieqa.errors.TrainDataError`. :func:`parse_output` dispatches on a template's
+``output`` kind. The round trip ``parse(write(x)) == x`` is tested for every format
+(tests/prompts/test_answers.py).
+"""
+
+from __future__ import annotations
+
+from ieqa.data.dimensions import LEVEL_WORDS
+from ieqa.prompts.answers._text import JudgeParseError, ParsedScores, rescale
+from ieqa.prompts.answers.critique import Critique, format_stability
+from ieqa.prompts.answers.digits import digit_values, digits_target, format_digits
+from ieqa.prompts.answers.epaiqa import COMPLETION_WORDS, epaiqa_answer, parse_epaiqa
+from ieqa.prompts.answers.explanation import (
+    FORMAT_TEMPLATES,
+    FORMATS,
+    CritiqueFormatError,
+    format_dimensions,
+    parse_explanation,
+)
+from ieqa.prompts.answers.levels import (
+    READOUT_LEVEL_WORDS,
+    level_index,
+    level_target,
+    parse_level,
+)
+from ieqa.prompts.answers.outputs import parse_output
+from ieqa.prompts.answers.reasonedit import (
+    EXPLANATION_KEY,
+    critique_target,
+    parse_critique,
+    parse_reasonedit,
+)
+from ieqa.prompts.answers.region import box_target, parse_region
+from ieqa.prompts.answers.scores import (
+    extract_json,
+    parse_json_scores,
+    parse_text_score,
+    parse_viescore,
+)
+from ieqa.prompts.answers.verdict import VERDICTS, parse_verdict, write_verdict
+
+__all__ = [
+    "COMPLETION_WORDS", "EXPLANATION_KEY", "FORMATS", "FORMAT_TEMPLATES", "LEVEL_WORDS",
+    "READOUT_LEVEL_WORDS", "VERDICTS", "Critique", "CritiqueFormatError", "JudgeParseError",
+    "ParsedScores", "box_target", "critique_target", "digit_values", "digits_target",
+    "epaiqa_answer", "extract_json", "format_digits", "format_dimensions", "format_stability",
+    "level_index", "level_target", "parse_critique", "parse_epaiqa", "parse_explanation",
+    "parse_json_scores", "parse_level", "parse_output", "parse_reasonedit", "parse_region",
+    "parse_text_score", "parse_verdict", "parse_viescore", "rescale", "write_verdict",
+]

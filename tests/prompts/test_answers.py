@@ -1,0 +1,112 @@
+"""Every answer format round-trips: what a writer (training target) writes, its parser
+reads back (``parse(write(x)) == x``), and the level words have one definition."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ieqa.data.dimensions import LEVEL_WORDS
+from ieqa.data.schema import EditSample
+from ieqa.human.mos import LEVEL_LABELS, level_indices
+from ieqa.prompts import answers
+from ieqa.prompts.answers import (
+    READOUT_LEVEL_WORDS,
+    VERDICTS,
+    box_target,
+    critique_target,
+    digit_values,
+    digits_target,
+    epaiqa_answer,
+    format_digits,
+    level_index,
+    level_target,
+    parse_critique,
+    parse_epaiqa,
+    parse_json_scores,
+    parse_level,
+    parse_reasonedit,
+    parse_region,
+    parse_text_score,
+    parse_verdict,
+    write_verdict,
+)
+
+CORE = ("visual_quality", "instruction_alignment", "content_preservation")
+
+
+@pytest.mark.parametrize("value", [0.0, 1.0, 2.5, 3.46, 4.99, 9.99])
+def test_digits_round_trip(value: float) -> None:
+    text = format_digits(value)
+    assert parse_text_score(text).scores["overall"] == pytest.approx(value)
+    assert digit_values(text) == [int(c) for c in text.replace(".", "")]
+    # on a data scale: 0-100 MOS onto the template's 1-5
+    assert parse_text_score(digits_target(50.0, scale=(0, 100))).scores["overall"] == 3.0
+
+
+@pytest.mark.parametrize("score", [0.0, 19.9, 20.0, 55.0, 79.9, 100.0])
+def test_levels_round_trip(score: float) -> None:
+    word = level_target(score, lo=0.0, hi=100.0)
+    expected = int(level_indices([score], 5, lo=0.0, hi=100.0)[0]) + 1
+    assert parse_level(word, "harmony").scores == {"harmony": float(expected)}
+    assert READOUT_LEVEL_WORDS[level_index(word)] == word.strip()
+
+
+@pytest.mark.parametrize("box", [(0.42, 0.55, 0.30, 0.25), (0.0, 1.0, 0.5, 0.01)])
+def test_region_round_trip(box: tuple[float, float, float, float]) -> None:
+    assert parse_region(box_target(box)) == box
+
+
+def test_reasonedit_critique_round_trip() -> None:
+    scores = {"visual_quality": 4.25, "instruction_alignment": 3.0, "content_preservation": 5.0}
+    sample = EditSample(id="a", source="s.png", edited="e.png", instruction="x", scores=scores,
+                        meta={"explanation": "1. Visual quality: sharp.\n2. Instruction "
+                                             "alignment: partly done."})
+    text = critique_target(sample, CORE)
+    parsed = parse_critique(text, CORE)
+    assert parsed.scores == scores
+    assert parsed.reasoning == sample.meta["explanation"]
+    critique = parse_reasonedit(text)
+    assert critique.ok and critique.scores == scores
+    assert critique.sections["visual_quality"] == "sharp."
+
+
+@pytest.mark.parametrize(("completion", "overall"), [(1, "bad"), (2, "poor"), (3, "good"),
+                                                     (3, "excellent")])
+def test_epaiqa_round_trip(completion: int, overall: str) -> None:
+    full = completion == 3
+    text = epaiqa_answer(completion, overall, completion_cot="the hat was added",
+                         harmony_cot="the lighting matches" if full else None,
+                         naturalness_cot="the edges are clean" if full else None)
+    critique = parse_epaiqa(text)
+    assert critique.ok, critique.error
+    assert critique.scores["prompt_completion"] == completion
+    assert critique.levels["overall"] == overall
+    assert critique.scores["overall"] == LEVEL_WORDS.index(overall) + 1
+    assert critique.early_exit is (not full)
+
+
+@pytest.mark.parametrize("verdict", VERDICTS)
+def test_verdict_round_trip(verdict: str) -> None:
+    assert parse_verdict(write_verdict(verdict)) == verdict
+
+
+def test_json_scores_round_trip() -> None:
+    scores = {"visual_quality": 7.0, "instruction_alignment": 2.5}
+    assert parse_json_scores(json.dumps(scores), list(scores), (0, 10)).scores == scores
+
+
+def test_level_words_have_one_definition() -> None:
+    assert LEVEL_LABELS is LEVEL_WORDS
+    assert answers.LEVEL_WORDS is LEVEL_WORDS
+    assert READOUT_LEVEL_WORDS == tuple(reversed(LEVEL_WORDS))
+
+
+def test_writers_refuse_what_their_parser_could_not_read() -> None:
+    with pytest.raises(answers.JudgeParseError):
+        parse_verdict("no verdict here")
+    with pytest.raises(ValueError, match="unknown verdict"):
+        write_verdict("A>>B")
+    with pytest.raises(ValueError, match="digit score"):
+        format_digits(10.0)
