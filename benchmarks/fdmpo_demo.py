@@ -9,7 +9,7 @@ from a deliberately poor definition recovering a definition at least as good (by
    :func:`ieqa.train.tiny.tiny_recipe`) on visual quality, with a short digits template
    whose user text holds ``{definition}`` and the recipe field
    ``stages.0.definitions.visual_quality`` pointing at the **reference definition**.
-3. FDMPO (:func:`ieqa.prompts.fdmpo.optimize`) starts from a **poor definition** with a
+3. FDMPO (:func:`ieqa.optimize.optimize`) starts from a **poor definition** with a
    scripted optimiser that proposes, in order, a fixed list of distractors and paraphrases
    of the reference (never the reference itself). V_d is measured on ``--vd-samples``
    held-out edits, and every trial's SRCC / PLCC on ``--val-samples`` other held-out edits.
@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ieqa.prompts import fdmpo
+from ieqa import optimize as fdmpo
 from ieqa.testing import build_tiny_vlm
 from ieqa.train import load_recipe, train
 from ieqa.train.data import load_training_data

@@ -5,8 +5,6 @@ visual quality, instruction alignment and content preservation; benchmark evalua
 against human ratings; train evaluators; serve scores as rewards.
 """
 
-__version__ = "0.1.0.dev0"
-
 from ieqa.data import *  # noqa: E402,F403
 from ieqa.data import __all__ as _data_all  # noqa: E402
 from ieqa.errors import IeqaError, ManifestError, UnknownDimensionError  # noqa: E402
@@ -21,6 +19,7 @@ from ieqa.scorers import (  # noqa: E402
     save_evaluator,
     scorer_info,
 )
+from ieqa.version import __version__  # noqa: E402
 
 __all__ = ["__version__", "IeqaError", "ManifestError", "UnknownDimensionError", *_data_all,
            "Scorer", "ScorerError", "ScoreResult", "ScorerInfo", "create_scorer", "list_scorers",

@@ -19,6 +19,11 @@ class TrainDataError(IeqaError, ValueError):
     """Training targets, pairs or sampling orders cannot be built from the given inputs."""
 
 
+class LossInputError(IeqaError, ValueError):
+    """A loss or a combination of dimensions received an argument it cannot use (wrong
+    shape or dtype, bad parameter)."""
+
+
 class ManifestError(IeqaError, ValueError):
     """A manifest file is malformed or uses an unsupported format."""
 

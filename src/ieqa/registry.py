@@ -46,13 +46,27 @@ class Registry:
             for module in self._providers:
                 importlib.import_module(module)
 
+    def load(self) -> None:
+        """Import the provider modules now (they add the built-in entries), once."""
+        self._load()
+
     def add(self, name: str, description: str, factory: Callable[..., Any] | None = None,
-            tags: tuple[str, ...] = (), info: Any = None) -> Entry:
-        if name in self._entries:
+            tags: tuple[str, ...] = (), info: Any = None, *, overwrite: bool = False) -> Entry:
+        """Add an entry; a taken name raises ``ValueError`` unless ``overwrite``."""
+        if name in self._entries and not overwrite:
             raise ValueError(f"{self.kind} {name!r} is already registered")
         entry = Entry(name, description, factory, tags, info)
         self._entries[name] = entry
         return entry
+
+    def remove(self, name: str) -> None:
+        """Drop the entry called ``name`` (no error when there is none)."""
+        self._load()
+        self._entries.pop(name, None)
+
+    def __contains__(self, name: object) -> bool:
+        self._load()
+        return name in self._entries
 
     def get(self, name: str) -> Entry:
         """The entry called ``name``; raises :class:`UnknownNameError` listing the known
@@ -78,8 +92,9 @@ class Registry:
         return len(self._entries)
 
 
-SCORERS = Registry("scorer", providers=("ieqa.scorers.catalog",))
+SCORERS = Registry("scorer", providers=("ieqa.scorers.table",))
 BENCHMARKS = Registry("benchmark", providers=("ieqa.data.loaders",))
+TEMPLATES = Registry("template", providers=("ieqa.prompts.builtin",))
 DATASETS = Registry("dataset")
 
 DATASETS.add(

@@ -13,10 +13,11 @@ from scipy import stats
 from typer.testing import CliRunner
 
 from ieqa.bench.errors import BenchError
+from ieqa.bench.genai_judge import load_judge_results
 from ieqa.bench.protocols import PROTOCOLS, protocol_for, protocol_markdown, protocol_table
 from ieqa.bench.run import evaluate_judge_results, evaluate_predictions, write_bench_outputs
 from ieqa.commands.bench import command
-from ieqa.data.loaders import load_benchmark, load_judge_results
+from ieqa.data.loaders import load_benchmark
 from ieqa.data.shapesedit import ShapesEditConfig, generate
 
 pytest.importorskip("matplotlib")

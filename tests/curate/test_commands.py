@@ -72,7 +72,7 @@ def test_curation_imports_without_the_serve_extra():
 def test_report_gallery_and_histogram(tmp_path):
     from PIL import Image
 
-    from ieqa.bench.report import GalleryItem, HtmlReport, histogram_chart, thumbnail
+    from ieqa.report import GalleryItem, HtmlReport, histogram_chart, thumbnail
 
     Image.new("RGB", (400, 200), (200, 10, 10)).save(tmp_path / "a.png")
     thumb = thumbnail(tmp_path / "a.png", size=100)

@@ -18,12 +18,12 @@ from typer.testing import CliRunner
 
 from ieqa.cli import app
 from ieqa.data.schema import EditSample
+from ieqa.errors import TrainDataError
 from ieqa.explain import parse_epaiqa
-from ieqa.explain.cot import completion_of, epaiqa_cot_target
+from ieqa.prompts.answers.epaiqa_cot import completion_of, epaiqa_cot_target
 from ieqa.testing import build_tiny_vlm
 from ieqa.train import load_recipe, train
 from ieqa.train.recipe import Recipe
-from ieqa.train.targets import TrainDataError
 from ieqa.train.tiny import tiny_recipe
 
 SHAPES = {"n": 160, "k": 4, "seed": 1, "size": 112, "photo_fraction": 0.0}

@@ -8,7 +8,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from ieqa.data.loaders import JudgeResults, load_benchmark, load_judge_results
+from ieqa.bench.genai_judge import JudgeResults, load_judge_results
+from ieqa.data.loaders import load_benchmark
 from ieqa.data.loaders.base import BenchmarkFormatError
 from ieqa.data.loaders.genai_bench import load_items
 from ieqa.data.schema import PreferenceLabel

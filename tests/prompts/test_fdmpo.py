@@ -1,4 +1,4 @@
-"""FDMPO (``ieqa.prompts.fdmpo`` / ``ieqa optimize-prompt``) with the local chat-completions
+"""FDMPO (``ieqa.optimize`` / ``ieqa optimize-prompt``) with the local chat-completions
 test server as the optimiser (scripted answers, delays and errors).
 
 Most tests use a stand-in feedback model whose V_d is a fixed table of definition ->
@@ -16,9 +16,9 @@ import pytest
 from typer.testing import CliRunner
 
 from chat_server import Reply
+from ieqa import optimize as fdmpo
 from ieqa.data.schema import EditSample
-from ieqa.prompts import PromptTemplate, fdmpo, load_template
-from ieqa.prompts.fdmpo import (
+from ieqa.optimize import (
     ChatOptimizer,
     FDMPOError,
     OptimizerError,
@@ -26,6 +26,7 @@ from ieqa.prompts.fdmpo import (
     optimize,
     read_trajectory,
 )
+from ieqa.prompts import PromptTemplate, load_template
 from ieqa.scorers.vlm.base import resolve_template
 from ieqa.scorers.vlm.digits import DefinitionValue
 
@@ -338,7 +339,7 @@ def test_cli_with_a_tiny_vlm_resumes_and_its_template_scores(server, tiny_models
 def test_recipe_definitions_point_at_fdmpo_outputs(server, tmp_path):
     from ieqa.train import load_recipe
     from ieqa.train.recipe import RecipeError
-    from ieqa.train.trainer import _resolve_template
+    from ieqa.train.stages import stage_template as _resolve_template
 
     _run(server, tmp_path / "vq", ["Sharp."], {"Sharp.": 0.5}, iterations=1)
     recipe = load_recipe("ds-ieqa", [f"stages.0.definitions.visual_quality={tmp_path / 'vq'}"])

@@ -24,7 +24,7 @@ def test_filters() -> None:
     assert set(list_scorers(kind="full-reference")) == {"psnr", "ssim", "ms_ssim", "gmsd", "vif", "fsim"}
     assert "classic" in list_scorers(dimension="PQ")  # aliases resolve
     assert "psnr" not in list_scorers(dimension="visual_quality")
-    assert list_scorers(needs_source=False) == ["ensemble", "niqe", "piqe"]
+    assert list_scorers(needs_source=False) == ["ensemble", "niqe", "piqe", "shapesedit-judge"]
     assert set(list_scorers(kind="vlm")) == {"vlm-judge", "vlm-levels", "vlm-digits", "vlm-head",
                                              "vlm-gaussian", "vlm-dual", "vlm-pairwise", "critique"}
     assert ieqa.list_scorers() == list_scorers()

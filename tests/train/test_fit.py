@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from ieqa.data.schema import EditSample
+from ieqa.errors import TrainDataError
 from ieqa.train import load_recipe
 from ieqa.train.fit import fit_recipe_to_data, scored_dimensions
 from ieqa.train.pairs import build_pairs
-from ieqa.train.targets import TrainDataError
 
 
 def _s(sid: str, group: str = "g", **scores: float) -> EditSample:

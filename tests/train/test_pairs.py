@@ -10,8 +10,8 @@ import pytest
 
 from ieqa.data.schema import EditSample
 from ieqa.data.shapesedit.generator import ShapesEditConfig, iter_groups
+from ieqa.errors import TrainDataError
 from ieqa.train.pairs import TrainPair, build_pairs
-from ieqa.train.targets import TrainDataError
 
 
 @pytest.fixture(scope="module")

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from ieqa.data.shapesedit.generator import ShapesEditConfig, iter_groups
+from ieqa.errors import TrainDataError
 from ieqa.train.pairs import build_pairs
 from ieqa.train.samplers import curriculum_order, gap_stages, shuffled_order, stratified_order
-from ieqa.train.targets import TrainDataError
 
 
 # ---------------------------------------------------------------------------- shuffle

@@ -7,9 +7,10 @@ import math
 import numpy as np
 import pytest
 
+from ieqa.data.scales import score_ranges
 from ieqa.data.schema import BBox, EditSample
 from ieqa.data.shapesedit.generator import ShapesEditConfig, iter_groups
-from ieqa.errors import IeqaError
+from ieqa.errors import IeqaError, TrainDataError
 from ieqa.human.mos import level_indices
 from ieqa.prompts import get_template
 from ieqa.prompts.answers import (
@@ -26,7 +27,6 @@ from ieqa.prompts.answers import (
     parse_region,
     rescale,
 )
-from ieqa.train.targets import TrainDataError, score_ranges
 
 CORE = ("visual_quality", "instruction_alignment", "content_preservation")
 

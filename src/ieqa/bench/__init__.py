@@ -21,7 +21,7 @@ from ieqa.bench.leaderboard import (
     score_table,
 )
 from ieqa.bench.predictions import is_predictions_file, read_predictions
-from ieqa.bench.report import HtmlReport, bar_chart, scatter_plot, write_csv, write_json
+from ieqa.report import HtmlReport, bar_chart, scatter_plot, write_csv, write_json
 
 __all__ = [
     "BenchError", "EDITHF_WEIGHTS", "HtmlReport", "Leaderboard", "PredictionsError",

@@ -15,11 +15,11 @@ import numpy as np
 
 from ieqa.bench._common import _MAX_MISSING_LISTED, _Settings, _settings
 from ieqa.bench.errors import BenchError
+from ieqa.bench.genai_judge import JudgeResults
 from ieqa.bench.pairs import _Pairs, _with_subsets
 from ieqa.bench.protocols import protocol_for
 from ieqa.bench.results import BenchResult, Coverage, MetricRow
 from ieqa.data.loaders.base import BenchmarkData
-from ieqa.data.loaders.genai_bench import JudgeResults
 from ieqa.metrics import genai_bench_correct, pairwise_accuracy_genai, parse_verdict
 
 __all__ = ["OFFICIAL_GENAI_VOTES", "evaluate_judge_results"]

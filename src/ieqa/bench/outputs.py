@@ -12,9 +12,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ieqa.bench.report import HtmlReport, bar_chart, scatter_plot, write_csv, write_json
 from ieqa.bench.results import BenchResult, MetricRow
 from ieqa.errors import IeqaError
+from ieqa.report import HtmlReport, bar_chart, scatter_plot, write_csv, write_json
 
 __all__ = ["DISPLAY_COLUMNS", "PUBLISHED_COLUMNS", "display_rows", "format_ci", "format_value",
            "published_rows", "write_bench_outputs"]

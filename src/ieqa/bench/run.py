@@ -53,6 +53,7 @@ from collections.abc import Mapping
 
 from ieqa.bench._common import Missing, Predictions, _settings
 from ieqa.bench.errors import BenchError
+from ieqa.bench.genai_judge import JudgeResults
 from ieqa.bench.judge import OFFICIAL_GENAI_VOTES, evaluate_judge_results
 from ieqa.bench.outputs import (
     DISPLAY_COLUMNS,
@@ -69,7 +70,6 @@ from ieqa.bench.protocols import protocol_for
 from ieqa.bench.results import BenchResult, Coverage, MetricRow
 from ieqa.data.dimensions import canonical_dimension
 from ieqa.data.loaders.base import BenchmarkData
-from ieqa.data.loaders.genai_bench import JudgeResults
 from ieqa.errors import UnknownDimensionError
 
 __all__ = [

@@ -30,6 +30,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ieqa.bench.genai_judge import load_judge_results
 from ieqa.bench.predictions import read_predictions
 from ieqa.bench.run import (
     DISPLAY_COLUMNS,
@@ -49,7 +50,7 @@ from ieqa.commands._inputs import (
     load_benchmark_arg,
     make_scorer,
 )
-from ieqa.data.loaders import BenchmarkData, load_judge_results
+from ieqa.data.loaders import BenchmarkData
 from ieqa.data.loaders.genai_bench import NAME as GENAI_BENCH
 from ieqa.data.loaders.genai_bench import is_judge_results
 from ieqa.scorers.base import Scorer

@@ -12,7 +12,7 @@ The feedback model (``--model`` with the ``vlm-digits`` readout, or a trained ``
 ``--checkpoint``) measures each candidate definition's Definition Value V_d on ``--samples``
 labelled edits of ``--data``; the optimiser LLM (an OpenAI-compatible server or a local
 causal LM) sees the trials sorted by V_d and proposes the next one
-(:mod:`ieqa.prompts.fdmpo`). ``--out`` receives ``trajectory.jsonl`` (every trial and every
+(:mod:`ieqa.optimize`). ``--out`` receives ``trajectory.jsonl`` (every trial and every
 optimiser failure, appended as the run goes), ``trajectory.png``, ``best_template.yaml``
 (usable with ``ieqa score -O template=FILE`` / ``--template FILE`` and in a recipe's
 ``stages.N.definitions``), ``best_definition.txt`` and ``result.json``. Re-running the same
@@ -98,7 +98,7 @@ def command(
     optimizer_prompt: Path | None = typer.Option(
         None, "--optimizer-prompt", exists=True, dir_okay=False,
         help="text file replacing the optimiser's user prompt (placeholders as "
-             "ieqa.prompts.fdmpo.OPTIMIZER_PROMPT)"),
+             "ieqa.optimize.OPTIMIZER_PROMPT)"),
     iterations: int = typer.Option(10, "--iterations", "-n", min=0,
                                    help="optimiser proposals after the initial definition"),
     samples: int = typer.Option(64, "--samples", min=1,
@@ -126,8 +126,8 @@ def command(
     Exit status: 0 when every iteration ran, 3 when the optimiser's failure budget ran out
     first (outputs written), 2 for a usage error, 1 when the run could not be done.
     """
+    from ieqa import optimize as fdmpo
     from ieqa.data.dimensions import canonical_dimension
-    from ieqa.prompts import fdmpo
 
     try:
         dim = canonical_dimension(dimension)
@@ -213,7 +213,7 @@ def command(
 
 
 def _report(result: object) -> None:
-    from ieqa.prompts.fdmpo import FDMPOResult, vd_validation_correlation
+    from ieqa.optimize import FDMPOResult, vd_validation_correlation
 
     assert isinstance(result, FDMPOResult)
     table = Table(title=f"FDMPO trials ({result.dimension})")

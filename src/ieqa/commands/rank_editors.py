@@ -43,10 +43,10 @@ from ieqa.bench.leaderboard import (
     score_table,
 )
 from ieqa.bench.predictions import is_predictions_file, read_predictions
-from ieqa.bench.report import HtmlReport, bar_chart, scatter_plot, write_csv, write_json
 from ieqa.errors import IeqaError
 from ieqa.human.rankings import RankingWins, ranking_win_counts, read_rankings
 from ieqa.metrics import MetricInputError
+from ieqa.report import HtmlReport, bar_chart, scatter_plot, write_csv, write_json
 
 NAME = "rank-editors"
 console = Console()

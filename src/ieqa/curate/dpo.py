@@ -70,13 +70,13 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ieqa.bench.report import HtmlReport, histogram_chart, write_json
 from ieqa.curate.groups import Candidate, GroupSummary, parse_group_by, scan_groups
 from ieqa.curate.report import summary_stats
 from ieqa.curate.source import CurateError, ScoredRow, ScoredSource
 from ieqa.data.manifest import write_preferences
 from ieqa.data.schema import Preference
 from ieqa.errors import IeqaError
+from ieqa.report import HtmlReport, histogram_chart, write_json
 from ieqa.rewards.local import p_better
 from ieqa.rewards.rule import RewardRule
 

@@ -190,7 +190,7 @@ def best_of_n(
             sample = sample.model_copy(update={"meta": {**sample.meta, "candidates": g.n}})
             writer.write(sample)
             written[row.id] = g.n
-    from ieqa.bench.report import write_json
+    from ieqa.report import write_json
 
     report = {"input": str(source.path), "rule": rule.describe(), "group_by": list(fields),
               "rows": n, "groups": len(groups), "picked": len(written), "ungrouped_rows": ungrouped,

@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ieqa.bench.report import GalleryItem, HtmlReport, histogram_chart, thumbnail, write_json
 from ieqa.errors import IeqaError
+from ieqa.report import GalleryItem, HtmlReport, histogram_chart, thumbnail, write_json
 
 if TYPE_CHECKING:
-    from ieqa.curate.select import KeepRule, _Columns
+    from ieqa.curate.columns import Columns, KeepRule
     from ieqa.curate.source import ScoredRow, ScoredSource
     from ieqa.rewards.rule import RewardRule
 
@@ -44,7 +44,7 @@ def _edges(values: np.ndarray) -> np.ndarray:
     return np.linspace(lo, hi if hi > lo else lo + 1.0, _BINS + 1)
 
 
-def gallery_rows(cols: _Columns, kept: np.ndarray, k: int) -> dict[str, list[int]]:
+def gallery_rows(cols: Columns, kept: np.ndarray, k: int) -> dict[str, list[int]]:
     """Row positions of the ``k`` best and worst kept rows and of the ``k`` best and
     worst rows left out that have a reward (ordered by reward, then sigma, then file
     position; the gallery only illustrates)."""
@@ -62,7 +62,7 @@ def gallery_rows(cols: _Columns, kept: np.ndarray, k: int) -> dict[str, list[int
     return out
 
 
-def _counts(cols: _Columns, kind: str, kept: np.ndarray, eligible: np.ndarray) -> list[dict[str, Any]]:
+def _counts(cols: Columns, kind: str, kept: np.ndarray, eligible: np.ndarray) -> list[dict[str, Any]]:
     codes = np.frombuffer(getattr(cols, kind), dtype=np.int32)
     names = cols.names(kind)
     m = len(names)
@@ -89,7 +89,7 @@ def _card(row: ScoredRow) -> GalleryItem:
 
 def write_curate_report(
     out_dir: Path, *, source: ScoredSource, rule: RewardRule, keep: KeepRule, per: str | None,
-    quota: int | None, max_sigma: float | None, drop_flagged: bool, cols: _Columns,
+    quota: int | None, max_sigma: float | None, drop_flagged: bool, cols: Columns,
     kept: np.ndarray, cuts: dict[str, Any], dropped: dict[str, int],
     gallery: dict[str, list[ScoredRow]], manifest: Path, images: str,
 ) -> tuple[Path, Path, dict[str, Any]]:

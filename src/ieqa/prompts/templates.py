@@ -42,6 +42,7 @@ from ieqa.backends.base import Prompt
 from ieqa.data.dimensions import canonical_dimension
 from ieqa.errors import IeqaError
 from ieqa.prompts.definitions import dimension_definition
+from ieqa.registry import TEMPLATES, UnknownNameError
 
 __all__ = [
     "OutputKind", "OUTPUT_KINDS", "SCORE_OUTPUTS", "KNOWN_SLOTS", "PromptTemplate",
@@ -439,17 +440,8 @@ class PromptTemplate:
 
 
 # ---------------------------------------------------------------------- registry
-_REGISTRY: dict[str, PromptTemplate] = {}
-_BUILTINS_LOADED = False
-
-
-def _ensure_builtins() -> None:
-    global _BUILTINS_LOADED
-    if not _BUILTINS_LOADED:
-        _BUILTINS_LOADED = True
-        from ieqa.prompts import builtin  # noqa: F401  (registers on import)
-
-
+# The templates live in ieqa.registry.TEMPLATES, whose provider module (ieqa.prompts.builtin)
+# registers the built-in ones on first use.
 def register_template(template: PromptTemplate, overwrite: bool = False) -> PromptTemplate:
     """Add ``template`` to the registry under its name and return it.
 
@@ -457,35 +449,33 @@ def register_template(template: PromptTemplate, overwrite: bool = False) -> Prom
     """
     if not isinstance(template, PromptTemplate):
         raise TypeError(f"expected a PromptTemplate, got {type(template).__name__}")
-    _ensure_builtins()
-    if template.name in _REGISTRY and not overwrite:
+    TEMPLATES.load()
+    if template.name in TEMPLATES and not overwrite:
         raise TemplateError(f"template {template.name!r} is already registered; pass "
                             "overwrite=True to replace it")
-    _REGISTRY[template.name] = template
+    TEMPLATES.add(template.name, template.description or template.name, tags=(template.output,),
+                  info=template, overwrite=True)
     return template
 
 
 def unregister_template(name: str) -> None:
     """Remove a template from the registry (no error when absent)."""
-    _ensure_builtins()
-    _REGISTRY.pop(name, None)
+    TEMPLATES.remove(name)
 
 
 def get_template(name: str) -> PromptTemplate:
     """The registered template called ``name``; :class:`UnknownTemplateError` lists the
     known names otherwise."""
-    _ensure_builtins()
     try:
-        return _REGISTRY[name]
-    except (KeyError, TypeError):
+        return TEMPLATES.get(name).info
+    except (UnknownNameError, TypeError):
         raise UnknownTemplateError(f"unknown prompt template {name!r}; known: "
-                                   f"{', '.join(sorted(_REGISTRY))}") from None
+                                   f"{', '.join(TEMPLATES.names())}") from None
 
 
 def list_templates(output: str | None = None) -> list[str]:
     """Sorted names of the registered templates, optionally only those whose answer is
     read as ``output`` (one of :data:`OUTPUT_KINDS`)."""
-    _ensure_builtins()
     if output is not None and output not in OUTPUT_KINDS:
         raise TemplateError(f"output must be one of {', '.join(OUTPUT_KINDS)}, got {output!r}")
-    return sorted(n for n, t in _REGISTRY.items() if output is None or t.output == output)
+    return TEMPLATES.names(tag=output)

@@ -61,9 +61,9 @@ def save_evaluator(scorer: Scorer, folder: str | Path, *, adapter: Any = None,
             local folder is recorded as :func:`model_reference` says.
         overwrite: replace an existing checkpoint.
     """
-    import ieqa
     from ieqa.scorers.vlm.base import VLMScorer
     from ieqa.scorers.vlm.heads import HeadScorer
+    from ieqa.version import __version__
 
     if not isinstance(scorer, VLMScorer):
         raise ScorerError(f"only VLM scorers are saved as evaluator checkpoints, not "
@@ -98,7 +98,7 @@ def save_evaluator(scorer: Scorer, folder: str | Path, *, adapter: Any = None,
         args["head"] = "head"
     record = {"format": _FORMAT, "version": _VERSION, "scorer": scorer.name,
               "base_model": model_reference(str(model), folder), "args": args,
-              "ieqa_version": ieqa.__version__}
+              "ieqa_version": __version__}
     (folder / CHECKPOINT_FILE).write_text(json.dumps(record, indent=2) + "\n")
     return folder
 
@@ -133,7 +133,7 @@ def load_evaluator(folder: str | Path, *, name: str | None = None, **overrides: 
         overrides: constructor arguments replacing the recorded ones (``model=`` a local
             copy of the base model, ``device=``, ``batch_size=``...).
     """
-    from ieqa.scorers.catalog import create_scorer
+    from ieqa.scorers.build import build_scorer
 
     folder = Path(folder)
     record = read_evaluator_config(folder)
@@ -159,4 +159,4 @@ def load_evaluator(folder: str | Path, *, name: str | None = None, **overrides: 
                           "command line, or model=DIR in Python")
     args["model"] = base
     args.update(overrides)
-    return create_scorer(record["scorer"], **args)
+    return build_scorer(record["scorer"], **args)

@@ -65,7 +65,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-import ieqa
 from ieqa.data.images import iter_load_images
 from ieqa.data.inputs import BadRow, InputItem, input_key
 from ieqa.data.schema import EditSample
@@ -78,6 +77,7 @@ from ieqa.data.scorefile import (
 )
 from ieqa.progress import progress_bar
 from ieqa.scorers.base import Scorer, ScorerError, ScoreResult
+from ieqa.version import __version__
 
 __all__ = ["INPUT_COLUMNS", "NON_SCORE_COLUMNS", "OUTPUT_SUFFIXES", "OutputLockedError", "ScoreRun",
            "ScoreRunSummary", "output_lock", "output_schema", "read_scores", "results_to_rows",
@@ -491,7 +491,7 @@ class ScoreRun:
         self.t0 = time.perf_counter()
         self.out = out
         self.suffix = _check_out(out)
-        self.state = {**state, "input": input_id, "ieqa": ieqa.__version__}
+        self.state = {**state, "input": input_id, "ieqa": __version__}
         self.info = info
         self.dims = tuple(state["dimensions"])
         self.schema = output_schema(self.dims)

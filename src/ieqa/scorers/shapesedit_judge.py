@@ -65,7 +65,7 @@ class ShapesEditCritiqueJudge(Scorer):
     """
 
     def __init__(self, completion_key: str = "completion") -> None:
-        from ieqa.scorers.catalog import scorer_info
+        from ieqa.scorers.table import scorer_info
 
         self.info = scorer_info("shapesedit-judge")
         self.completion_key = completion_key

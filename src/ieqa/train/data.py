@@ -22,6 +22,7 @@ import torch
 
 from ieqa.backends import BackendError
 from ieqa.data.dimensions import canonical_dimension
+from ieqa.data.scales import data_scale, score_ranges
 from ieqa.data.schema import EditSample, Preference, PreferenceLabel
 from ieqa.errors import TrainDataError
 from ieqa.prompts.answers import (
@@ -35,7 +36,6 @@ from ieqa.scorers.vlm.base import render_sample
 from ieqa.scorers.vlm.digits import digit_token_ids
 from ieqa.train.pairs import TrainPair, build_pairs
 from ieqa.train.recipe import DataConfig, StageConfig
-from ieqa.train.targets import score_ranges
 
 __all__ = ["TrainData", "load_training_data", "BatchBuilder", "stage_examples",
            "label_column", "explanation_of"]
@@ -88,22 +88,6 @@ def _load_source(spec: str | dict[str, Any]) -> tuple[list[EditSample], list[Pre
     return list(data.samples), list(data.preferences)
 
 
-def _scale(samples: Sequence[EditSample], given: tuple[float, float] | None,
-           ranges: Mapping[str, tuple[float, float]]) -> tuple[float, float]:
-    """``given``, else the samples' meta ``score_scale``, else the pooled observed range."""
-    if given is not None:
-        return (float(given[0]), float(given[1]))
-    for s in samples:
-        if "score_scale" in s.meta:
-            lo, hi = s.meta["score_scale"]
-            return (float(lo), float(hi))
-    if not ranges:
-        raise TrainDataError("the training samples carry no scores; compute scores from raw ratings "
-                             "with `ieqa mos RATINGS --scale LO,HI -o scored.jsonl --manifest SAMPLES` "
-                             "and train on that, or train on a scored dataset")
-    return (min(lo for lo, _ in ranges.values()), max(hi for _, hi in ranges.values()))
-
-
 def _split(samples: list[EditSample], fraction: float, seed: int
            ) -> tuple[list[EditSample], list[EditSample]]:
     groups = sorted({s.group_id or s.id for s in samples})
@@ -134,7 +118,7 @@ def load_training_data(cfg: DataConfig, seed: int = 0) -> TrainData:
     if cfg.max_eval_samples is not None:
         evals = evals[:cfg.max_eval_samples]
     ranges = score_ranges(samples)
-    return TrainData(train, evals, _scale(samples, cfg.score_scale, ranges), train_prefs,
+    return TrainData(train, evals, data_scale(samples, cfg.score_scale, ranges), train_prefs,
                      eval_prefs, ranges)
 
 
@@ -280,10 +264,10 @@ class BatchBuilder:
         return lo, hi
 
     def cot_target(self, sample: EditSample) -> str:
-        """EPAIQA stage-3 answer of ``sample`` (:func:`ieqa.explain.cot.epaiqa_cot_target`):
+        """EPAIQA stage-3 answer of ``sample`` (:func:`ieqa.prompts.answers.epaiqa_cot.epaiqa_cot_target`):
         harmony, local naturalness and overall levels are the level bins of the columns
         the stage maps them to (``labels``); a fully followed prompt needs all three."""
-        from ieqa.explain.cot import completion_of, epaiqa_cot_target
+        from ieqa.prompts.answers.epaiqa_cot import completion_of, epaiqa_cot_target
 
         levels: dict[str, str] = {}
         if completion_of(sample) == 3:

@@ -108,8 +108,8 @@ def evaluate_stage(recipe: Recipe, stage: StageConfig, vlm: Any, head: Any, temp
 def _stage3(scorer: Any, samples: Sequence[EditSample], label_of: Any) -> dict[str, float]:
     """EPAIQA stage 3: the share of generated critiques that parse (format stability),
     and over those, the overall level's SRCC and the completion level's accuracy."""
-    from ieqa.explain.cot import completion_of
     from ieqa.prompts.answers import format_stability
+    from ieqa.prompts.answers.epaiqa_cot import completion_of
 
     crits = scorer.explain(list(samples), "epaiqa", template=scorer.template,
                            max_new_tokens=scorer.max_new_tokens)

@@ -9,7 +9,7 @@ by the KL term ``beta``. The reward goes through :func:`ieqa.rewards.trl_reward_
 in-process scorer (:class:`~ieqa.rewards.LocalRewarder`) and an ``ieqa serve`` URL
 (:class:`~ieqa.rewards.RewardClient`) are one code path.
 
-**The TRL hook.** :class:`IeqaGRPOTrainer` subclasses ``GRPOTrainer`` and overrides
+**The TRL hook.** :func:`trainer_class` (built on first use) subclasses ``GRPOTrainer`` and overrides
 ``compute_loss`` (the ``transformers.Trainer`` override point that ``GRPOTrainer`` itself
 implements) to add ``aux_huber_weight * Huber(head(prefill), MOS)`` on a batch of training
 samples that have MOS, drawn alongside each GRPO micro-batch; and ``log`` to forward
@@ -30,6 +30,7 @@ evaluated before and after the stage, and every ``eval.every_steps``.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 import logging
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
     from ieqa.data.schema import EditSample
 
 __all__ = ["GRPOStageError", "build_rewarder", "reward_function", "grpo_prompt",
-           "run_grpo_stage", "IeqaGRPOTrainer"]
+           "run_grpo", "run_grpo_stage", "trainer_class"]
 
 log = logging.getLogger(__name__)
 
@@ -161,7 +162,8 @@ def _dataset(template: Any, samples: Sequence[EditSample]) -> Any:
     return Dataset.from_list(rows)
 
 
-def _trainer_class() -> type:
+@functools.cache
+def trainer_class() -> type:
     from trl import GRPOTrainer
 
     class _Trainer(GRPOTrainer):  # type: ignore[misc]
@@ -195,10 +197,6 @@ def _trainer_class() -> type:
     return _Trainer
 
 
-#: The GRPOTrainer subclass (built on first use: TRL is imported only by a grpo stage).
-IeqaGRPOTrainer: type | None = None
-
-
 def run_grpo_stage(run: Any, recipe: Recipe, index: int, stage: StageConfig, model: Any,
                    vlm: Any, data: Any, global_step: int, result: Any,
                    evaluate_head: Callable[[str, int, int], dict[str, float]],
@@ -208,7 +206,6 @@ def run_grpo_stage(run: Any, recipe: Recipe, index: int, stage: StageConfig, mod
     ``run`` logs records, ``evaluate_head(when, global_step, stage_step)`` computes and
     logs the head's held-out metrics. Called by :func:`ieqa.train.train`.
     """
-    global IeqaGRPOTrainer
     try:
         from trl import GRPOConfig
     except ImportError as exc:
@@ -216,10 +213,10 @@ def run_grpo_stage(run: Any, recipe: Recipe, index: int, stage: StageConfig, mod
                              ) from exc
     from ieqa.train import objectives
     from ieqa.train.data import BatchBuilder, label_column
-    from ieqa.train.trainer import _resolve_template
+    from ieqa.train.stages import stage_template
 
     settings: GRPOSettings = stage.grpo  # type: ignore[assignment]
-    template = _resolve_template(stage)
+    template = stage_template(stage)
     samples = list(data.train)
     if not samples:
         raise GRPOStageError(f"stage {stage.name!r}: no training samples")
@@ -295,9 +292,7 @@ def run_grpo_stage(run: Any, recipe: Recipe, index: int, stage: StageConfig, mod
             evaluate_head("eval", global_step + state["step"], state["step"])
             model.train()
 
-    if IeqaGRPOTrainer is None:
-        IeqaGRPOTrainer = _trainer_class()
-    trainer = IeqaGRPOTrainer(model=policy, reward_funcs=[reward], args=config,
+    trainer = trainer_class()(model=policy, reward_funcs=[reward], args=config,
                               train_dataset=dataset, processing_class=vlm.processor,
                               optimizers=(optimizer, None), aux_loss=aux_loss,
                               aux_weight=settings.aux_huber_weight, on_log=forward)
@@ -330,3 +325,37 @@ def _policy(recipe: Recipe, settings: GRPOSettings, model: Any) -> tuple[Any, bo
     policy = get_peft_model(model.model, config)
     model.model = policy
     return policy, True
+
+
+def run_grpo(run: Any, recipe: Recipe, index: int, stage: StageConfig, model: Any,
+             vlm: Any, data: Any, global_step: int, resumed: dict[str, Any] | None,
+             result: Any) -> tuple[int, bool]:
+    """A ``grpo`` stage (:mod:`ieqa.train.grpo`): TRL runs the loop; the head's held-out
+    metrics are evaluated here before and after."""
+    from ieqa.train.data import label_column
+    from ieqa.train.evaluation import evaluate_stage, main_metric
+    from ieqa.train.stages import stage_template
+
+    if resumed is not None:
+        raise GRPOStageError(f"stage {stage.name!r}: a grpo stage cannot resume mid-stage; "
+                             "resume from a checkpoint of an earlier stage, or start fresh")
+    template = stage_template(stage)
+    eval_samples = list(data.eval)
+    metrics = result.metrics.setdefault(stage.name, {})
+
+    def evaluate(when: str, at: int, stage_step: int) -> dict[str, float]:
+        model.eval()
+        values: dict[str, float] = {}
+        if model.head is not None:
+            values = evaluate_stage(recipe, stage, vlm, model.head, template, eval_samples,
+                                    label_of=lambda s, d: s.scores[label_column(stage, d)])
+        run.log({"stage": stage.name, "global_step": at, "stage_step": stage_step,
+                 "event": when, "metric": main_metric(stage), **values})
+        return values
+
+    metrics["before"] = evaluate("before", global_step, 0)
+    global_step = run_grpo_stage(run, recipe, index, stage, model, vlm, data, global_step,
+                                 result, evaluate)
+    metrics["after"] = evaluate("after", global_step, stage.max_steps or 0)
+    model.eval()
+    return global_step, False

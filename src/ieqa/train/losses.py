@@ -30,7 +30,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from ieqa.errors import IeqaError
+from ieqa.errors import LossInputError
+from ieqa.scorers.overall import aggregate_gaussian
 
 __all__ = [
     "DIGIT_WEIGHTS",
@@ -59,8 +60,6 @@ DIGIT_WEIGHTS: tuple[float, float, float] = (1.0, 0.1, 0.01)
 
 Normalisation = Literal["digits", "vocab"]
 TiesModel = Literal["rao-kupper", "davidson"]
-AggregationRule = Literal["mean", "sum", "min"]
-SigmaAggregation = Literal["independent", "elementwise"]
 UncertaintyForm = Literal["nll", "expected-bt"]
 
 #: RE-Reward queue capacities in rows. ReasonEdit (appendix C.4, Table 7) gives the rank
@@ -71,10 +70,6 @@ UncertaintyForm = Literal["nll", "expected-bt"]
 #: enough rows for a stable correlation.
 RE_REWARD_RANK_QUEUE_SIZE = 4096
 RE_REWARD_PLCC_QUEUE_SIZE = 256
-
-
-class LossInputError(IeqaError, ValueError):
-    """A loss received an argument it cannot use (wrong shape or dtype, bad parameter)."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -728,64 +723,6 @@ def probit_ranking_loss(
     """
     diff, scale = _gaussian_pair(mu_win, log_sigma_win, mu_lose, log_sigma_lose)
     return _weighted_mean(-torch.special.log_ndtr(diff / scale), weight, "mu_win")
-
-
-def aggregate_gaussian(
-    mu: Tensor,
-    log_sigma: Tensor,
-    rule: AggregationRule = "mean",
-    sigma: SigmaAggregation = "independent",
-) -> tuple[Tensor, Tensor]:
-    """Aggregate D Gaussian dimension scores into one Gaussian per sample.
-
-    ``rule`` combines the means (EditReward Eq. 3): ``"mean"`` ``Σ μ_d / D`` (best in
-    EditReward), ``"sum"`` ``Σ μ_d``, ``"min"`` ``min_d μ_d``. ``sigma`` says how the
-    standard deviations combine:
-
-    * ``"independent"`` (default): the σ of the aggregate when the dimension scores are
-      independent Gaussians — ``sqrt(Σ σ_d²) / D`` for ``mean``, ``sqrt(Σ σ_d²)`` for
-      ``sum`` (both exact), and for ``min`` the σ of the dimension whose μ is smallest (the
-      gradient flows to that dimension only). It keeps σ a standard deviation of the
-      aggregated score, the model the paper states.
-    * ``"elementwise"``: the rule applied to ``[μ, log σ]`` elementwise, as EditReward's
-      released model fuses its heads: ``mean`` takes the mean of ``log σ_d`` (σ is the
-      geometric mean of the σ_d), ``min`` takes the smallest ``log σ_d`` (possibly of a
-      different dimension than the smallest μ); for ``sum`` the released code adds the
-      variances, so ``sum`` is the same as ``"independent"``. Use it to reproduce the
-      released checkpoints.
-
-    Args:
-        mu: [B, D] float means.
-        log_sigma: [B, D] float log standard deviations.
-        rule: ``"mean"``, ``"sum"`` or ``"min"``.
-        sigma: ``"independent"`` or ``"elementwise"``.
-
-    Returns:
-        ``(mu_agg [B], log_sigma_agg [B])`` (not reduced over the batch).
-
-    Reference: EditReward (003) §3.2 Eq. 3 and its released multi-head model.
-    """
-    mu = _float_tensor(mu, "mu", 2)
-    log_sigma = _float_tensor(log_sigma, "log_sigma", 2)
-    _same_shape(mu, "mu", log_sigma, "log_sigma")
-    dims = mu.shape[1]
-    if dims == 0:
-        raise LossInputError("mu must have at least one dimension (D >= 1)")
-    if rule not in ("mean", "sum", "min"):
-        raise LossInputError(f"rule must be 'mean', 'sum' or 'min', got {rule!r}")
-    if sigma not in ("independent", "elementwise"):
-        raise LossInputError(f"sigma must be 'independent' or 'elementwise', got {sigma!r}")
-    if rule == "min":
-        if sigma == "elementwise":
-            return mu.min(dim=1).values, log_sigma.min(dim=1).values
-        idx = mu.argmin(dim=1, keepdim=True)
-        return mu.gather(1, idx).squeeze(1), log_sigma.gather(1, idx).squeeze(1)
-    log_sigma_sum = 0.5 * torch.logsumexp(2 * log_sigma, dim=1)  # log sqrt(Σ σ²)
-    if rule == "sum":
-        return mu.sum(dim=1), log_sigma_sum
-    if sigma == "elementwise":
-        return mu.mean(dim=1), log_sigma.mean(dim=1)
-    return mu.mean(dim=1), log_sigma_sum - math.log(dims)
 
 
 # --------------------------------------------------------------------------------------------

@@ -279,7 +279,7 @@ class StageConfig(_Strict):
 
     def _check_definitions(self) -> None:
         from ieqa.data.dimensions import canonical_dimension
-        from ieqa.prompts.fdmpo import load_definition
+        from ieqa.prompts.redefine import load_definition
 
         dims = {canonical_dimension(d) for d in self.dimensions}
         for dim, source in self.definitions.items():
@@ -298,7 +298,7 @@ class StageConfig(_Strict):
     def definition_texts(self) -> dict[str, str]:
         """``{canonical dimension: definition text}`` read from :attr:`definitions`."""
         from ieqa.data.dimensions import canonical_dimension
-        from ieqa.prompts.fdmpo import load_definition
+        from ieqa.prompts.redefine import load_definition
 
         return {canonical_dimension(d): load_definition(src, d)
                 for d, src in self.definitions.items()}

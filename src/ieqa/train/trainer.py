@@ -19,6 +19,7 @@ Output folder::
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 import math
@@ -48,6 +49,7 @@ from ieqa.train.model import EvaluatorModel, build_model
 from ieqa.train.objectives import LossState, compute_loss, new_loss_state
 from ieqa.train.recipe import Recipe, StageConfig
 from ieqa.train.samplers import curriculum_order, shuffled_order, stratified_order
+from ieqa.train.stages import stage_template
 
 __all__ = ["train", "TrainResult", "TrainError"]
 
@@ -55,6 +57,12 @@ log = logging.getLogger(__name__)
 
 CHECKPOINTS = "checkpoints"
 TRAINABLE_FILE = "trainable.safetensors"
+
+
+#: Stage runners other than the supervised loop of this module, by objective: a
+#: ``module:function`` called as ``fn(run, recipe, index, stage, model, vlm, data,
+#: global_step, resumed, result) -> (global_step, stopped)``.
+STAGE_RUNNERS: dict[str, str] = {"grpo": "ieqa.train.grpo:run_grpo"}
 
 
 class TrainError(IeqaError):
@@ -142,27 +150,6 @@ class _Cursor:
             self.pos += len(chunk)
             out += [self.examples[i] for i in chunk]
         return out
-
-
-def _resolve_template(stage: StageConfig) -> Any:
-    from ieqa.scorers.vlm.base import resolve_template
-
-    default = {"text": {"digits": "ds-ieqa-digits", "level": "epaiqa-levels",
-                        "box": "epaiqa-grounding",
-                        "epaiqa-cot": "epaiqa-overall"}.get(stage.target or "", "editreward"),
-               "pointwise": "editreward", "pairwise": "editreward",
-               "dual": "reasonedit-critique", "grpo": "reasonedit-critique"}[stage.objective]
-    template = resolve_template(stage.template if stage.template is not None else default)
-    if stage.definitions:
-        import dataclasses
-
-        if "definition" not in template.placeholders:
-            raise TrainError(f"stage {stage.name!r}: definitions replace the template's "
-                             f"{{definition}}, and template {template.name!r} has none; use a "
-                             "template with {definition} (ds-ieqa-digits) or drop definitions")
-        template = dataclasses.replace(
-            template, definitions={**template.definitions, **stage.definition_texts()})
-    return template
 
 
 def _optimizer(recipe: Recipe, model: EvaluatorModel) -> torch.optim.Optimizer:
@@ -332,7 +319,7 @@ def train(recipe: Recipe, *, output_dir: str | Path | None = None,
             result.interrupted = True
             return result
     last = recipe.stages[-1]
-    result.evaluator_dir = _export(recipe, last, model, vlm, _resolve_template(last),
+    result.evaluator_dir = _export(recipe, last, model, vlm, stage_template(last),
                                    out / "evaluator")
     return result
 
@@ -373,10 +360,12 @@ def _run_stage(run: _Run, recipe: Recipe, index: int, stage: StageConfig, model:
     from accelerate import Accelerator
     from transformers import get_scheduler
 
-    if stage.objective == "grpo":
-        return _run_grpo(run, recipe, index, stage, model, vlm, data, global_step, resumed,
-                         result)
-    template = _resolve_template(stage)
+    runner = STAGE_RUNNERS.get(stage.objective)
+    if runner is not None:
+        module, _, name = runner.partition(":")
+        return getattr(importlib.import_module(module), name)(
+            run, recipe, index, stage, model, vlm, data, global_step, resumed, result)
+    template = stage_template(stage)
     key = recipe.data.explanation_key
     builder = BatchBuilder(vlm, stage, template, data.scale, key,
                            cache_mb=recipe.data.cache_mb, ranges=data.ranges)
@@ -463,33 +452,3 @@ def _run_stage(run: _Run, recipe: Recipe, index: int, stage: StageConfig, model:
     return global_step, False
 
 
-def _run_grpo(run: _Run, recipe: Recipe, index: int, stage: StageConfig, model: EvaluatorModel,
-              vlm: Any, data: TrainData, global_step: int, resumed: dict[str, Any] | None,
-              result: TrainResult) -> tuple[int, bool]:
-    """A ``grpo`` stage (:mod:`ieqa.train.grpo`): TRL runs the loop; the head's held-out
-    metrics are evaluated here before and after."""
-    from ieqa.train.grpo import GRPOStageError, run_grpo_stage
-
-    if resumed is not None:
-        raise GRPOStageError(f"stage {stage.name!r}: a grpo stage cannot resume mid-stage; "
-                             "resume from a checkpoint of an earlier stage, or start fresh")
-    template = _resolve_template(stage)
-    eval_samples = list(data.eval)
-    metrics = result.metrics.setdefault(stage.name, {})
-
-    def evaluate(when: str, at: int, stage_step: int) -> dict[str, float]:
-        model.eval()
-        values: dict[str, float] = {}
-        if model.head is not None:
-            values = evaluate_stage(recipe, stage, vlm, model.head, template, eval_samples,
-                                    label_of=lambda s, d: s.scores[label_column(stage, d)])
-        run.log({"stage": stage.name, "global_step": at, "stage_step": stage_step,
-                 "event": when, "metric": main_metric(stage), **values})
-        return values
-
-    metrics["before"] = evaluate("before", global_step, 0)
-    global_step = run_grpo_stage(run, recipe, index, stage, model, vlm, data, global_step,
-                                 result, evaluate)
-    metrics["after"] = evaluate("after", global_step, stage.max_steps or 0)
-    model.eval()
-    return global_step, False

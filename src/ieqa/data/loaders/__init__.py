@@ -37,12 +37,7 @@ from ieqa.data.loaders.base import (
 from ieqa.data.loaders.ebench import load_ebench
 from ieqa.data.loaders.editreward_bench import load_editreward_bench
 from ieqa.data.loaders.editscore_bench import load_editscore_bench
-from ieqa.data.loaders.genai_bench import (
-    JudgeRecord,
-    JudgeResults,
-    load_genai_bench,
-    load_judge_results,
-)
+from ieqa.data.loaders.genai_bench import load_genai_bench
 from ieqa.data.loaders.imagenhub import load_imagenhub
 from ieqa.data.loaders.manifest import load_manifest
 from ieqa.data.loaders.ntire import load_ntire
@@ -75,8 +70,8 @@ for _name, _description, _factory, _tags in _ENTRIES:
         BENCHMARKS.add(_name, _description, factory=_factory, tags=_tags)
 
 __all__ = [
-    "BenchmarkData", "BenchmarkFormatError", "JudgeRecord", "JudgeResults", "load_aurora",
+    "BenchmarkData", "BenchmarkFormatError", "load_aurora",
     "load_benchmark", "load_ebench", "load_editreward_bench", "load_editscore_bench",
-    "load_genai_bench", "load_imagenhub", "load_judge_results", "load_manifest", "load_ntire",
+    "load_genai_bench", "load_imagenhub", "load_manifest", "load_ntire",
     "load_shapesedit", "preferences_from_groups", "sniff_format", "supported_formats",
 ]

@@ -21,7 +21,6 @@ the left output. Verdicts are normalised and scored with :mod:`ieqa.metrics.pref
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -40,16 +39,9 @@ from ieqa.data.loaders.base import (
     require,
     resolve_root,
     row_error,
-    row_guard,
     table_columns,
 )
 from ieqa.data.schema import EditSample, Preference, PreferenceLabel
-from ieqa.metrics.preference import (
-    HUMAN_VOTES,
-    genai_bench_correct,
-    pairwise_accuracy_genai,
-    parse_verdict,
-)
 
 NAME = "genai-bench"
 VOTE_LABELS = {
@@ -166,99 +158,6 @@ def _sniff_items(path: Path) -> bool:
 # --------------------------------------------------------------------------- judge results
 
 
-@dataclass(frozen=True)
-class JudgeRecord:
-    """One judged GenAI-Bench item: the human vote, the official parser's ``model_vote``
-    (e.g. ``"[[A>B]]"``, or ``None`` when it found no verdict) and the judge's full text."""
-
-    idx: int
-    human_vote: str
-    model_vote: str | None
-    response: str | None = None
-    meta: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def verdict(self) -> str | None:
-        """``model_vote`` normalised (``"A>B"``, ``"B>A"``, ``"A=B=Good"``, ``"A=B=Bad"``,
-        ``"A=B"``), or ``None`` when it holds no verdict."""
-        return parse_verdict(self.model_vote)
-
-    @property
-    def correct(self) -> bool:
-        """Whether ``model_vote`` matches the human vote (``None`` counts as wrong)."""
-        return genai_bench_correct(self.human_vote, self.model_vote)
-
-
-@dataclass
-class JudgeResults:
-    """A judge's answers on GenAI-Bench, ready for :func:`pairwise_accuracy_genai`."""
-
-    records: list[JudgeRecord]
-    source: str | None = None
-
-    def __len__(self) -> int:
-        return len(self.records)
-
-    def __iter__(self) -> Iterator[JudgeRecord]:
-        return iter(self.records)
-
-    @property
-    def human_votes(self) -> list[str]:
-        return [r.human_vote for r in self.records]
-
-    def verdicts(self, from_response: bool = False) -> list[str | None]:
-        """Normalised verdicts, from ``model_vote`` or (``from_response=True``) re-parsed
-        from each full ``response`` with ieqa's parser (the last bracketed verdict)."""
-        if from_response:
-            return [parse_verdict(r.response) for r in self.records]
-        return [r.verdict for r in self.records]
-
-    def accuracy(self, from_response: bool = False) -> float:
-        """GenAI-Bench accuracy in [0, 1]; unparsed verdicts count as wrong."""
-        return pairwise_accuracy_genai(self.human_votes, self.verdicts(from_response))
-
-    def by_idx(self) -> dict[int, JudgeRecord]:
-        return {r.idx: r for r in self.records}
-
-
-def load_judge_results(path: PathLike) -> JudgeResults:
-    """Read a GenAI-Bench judge result file (``pairwise.jsonl`` or ``pairwise.json``).
-
-    Each record needs ``idx`` (int), ``human_vote`` (one of ``leftvote``, ``rightvote``,
-    ``tievote``, ``bothbad_vote``) and ``model_vote`` (a verdict string or ``null``);
-    ``response`` is kept when present and other fields go to ``meta``. Raises
-    :class:`BenchmarkFormatError` naming the file and row of a malformed record, or of a
-    repeated ``idx``.
-    """
-    path = Path(path)
-    records: list[JudgeRecord] = []
-    seen: set[int] = set()
-    for where, row in read_records(path):
-        with row_guard(path, where):
-            if not isinstance(row, Mapping) or any(k not in row for k in JUDGE_FIELDS):
-                got = sorted(row) if isinstance(row, Mapping) else type(row).__name__
-                raise row_error(path, where, f"a judge result needs fields {list(JUDGE_FIELDS)} "
-                                             f"(model_vote may be null), got {got}")
-            idx = row["idx"]
-            if isinstance(idx, bool) or not isinstance(idx, int):
-                raise row_error(path, where, f"idx must be an integer, got {idx!r}")
-            if idx in seen:
-                raise row_error(path, where, f"idx {idx} appears twice")
-            seen.add(idx)
-            vote = row["human_vote"]
-            if vote not in HUMAN_VOTES:
-                raise row_error(path, where, f"human_vote must be one of {list(HUMAN_VOTES)}, got {vote!r}")
-            model_vote = row["model_vote"]
-            if model_vote is not None and not isinstance(model_vote, str):
-                raise row_error(path, where, f"model_vote must be a string or null, got {model_vote!r}")
-            response = row.get("response")
-            meta = {k: v for k, v in row.items() if k not in (*JUDGE_FIELDS, "response")}
-            records.append(JudgeRecord(idx, vote, model_vote, None if response is None else str(response), meta))
-    if not records:
-        raise BenchmarkFormatError(f"{path}: no judge results found")
-    return JudgeResults(records, str(path))
-
-
 def is_judge_results(path: Path) -> bool:
     """Whether ``path`` looks like a GenAI-Bench judge result file."""
     if path.is_dir() or path.suffix not in (".json", ".jsonl"):
@@ -270,7 +169,7 @@ def is_judge_results(path: Path) -> bool:
 def _refuse_judge_results(path: Path, **_: Any) -> BenchmarkData:
     raise BenchmarkFormatError(
         f"{path} is a GenAI-Bench judge result file (idx/human_vote/model_vote), not a benchmark: "
-        "read it with ieqa.data.loaders.load_judge_results(path) and score it with its .accuracy()")
+        "read it with ieqa.bench.genai_judge.load_judge_results(path) and score it with its .accuracy()")
 
 
 register_format(NAME, "GenAI-Bench image-editing votes (vote_type, left/right_output_image); "

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ieqa.data.dimensions import canonical_dimension
+from ieqa.data.scales import finite_number
 from ieqa.errors import IeqaError, TrainDataError, UnknownDimensionError
 
 NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)"
@@ -191,24 +192,12 @@ def statements(text: str) -> list[tuple[str | None, float, float | None, int]]:
 
 
 # --------------------------------------------------------------- writers (targets)
-def finite(value: object, name: str) -> float:
-    if isinstance(value, bool):
-        raise TrainDataError(f"{name} must be a number, got {value!r}")
-    try:
-        x = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        raise TrainDataError(f"{name} must be a number, got {value!r}") from None
-    if not math.isfinite(x):
-        raise TrainDataError(f"{name} must be finite, got {x}")
-    return x
-
-
 def bounds_pair(value: object, name: str) -> tuple[float, float]:
     try:
         lo, hi = value  # type: ignore[misc]
     except (TypeError, ValueError):
         raise TrainDataError(f"{name} must be a (low, high) pair, got {value!r}") from None
-    return finite(lo, f"{name}[0]"), finite(hi, f"{name}[1]")
+    return finite_number(lo, f"{name}[0]"), finite_number(hi, f"{name}[1]")
 
 
 def rescale(value: float, src: Sequence[float], dst: Sequence[float]) -> float:
@@ -223,7 +212,7 @@ def rescale(value: float, src: Sequence[float], dst: Sequence[float]) -> float:
         >>> rescale(50, (0, 100), (1, 5))
         3.0
     """
-    v = finite(value, "value")
+    v = finite_number(value, "value")
     lo, hi = bounds_pair(src, "src")
     dlo, dhi = bounds_pair(dst, "dst")
     if hi == lo:

@@ -15,7 +15,7 @@ from ieqa.prompts.answers._text import (
     JudgeParseError,
     ParsedScores,
     check_scale,
-    finite,
+    finite_number,
     require_text,
 )
 
@@ -90,7 +90,7 @@ def level_target(score: float, *, lo: float, hi: float) -> str:
     spell the word after a space as one token (``"Ġgood"``), the one the level readout
     reads. Strip it if your prefix already ends with a space.
     """
-    x = finite(score, "score")
+    x = finite_number(score, "score")
     idx = int(level_indices([x], len(LEVEL_WORDS), lo=lo, hi=hi)[0])
     return " " + LEVEL_WORDS[idx]
 

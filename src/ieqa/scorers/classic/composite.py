@@ -175,7 +175,7 @@ class ClassicScorer(Scorer):
             raise ScorerError(f"pad must be in [0, 0.5], got {pad}")
         self.sigma, self.floor, self.pad, self.niqe = float(sigma), float(floor), float(pad), niqe
         self.instruction_aware = bool(instruction_aware)
-        from ieqa.scorers.catalog import scorer_info
+        from ieqa.scorers.table import scorer_info
 
         self.info = scorer_info("classic")
         self.sample_threads = min(MAX_SAMPLE_THREADS, thread_count())

@@ -60,7 +60,7 @@ class MetricScorer(Scorer):
             raise ScorerError(f"metric {metric!r} takes no option(s) {', '.join(unknown)}; it "
                               f"accepts: {', '.join(accepted) or 'none'}")
         self.options = options
-        from ieqa.scorers.catalog import scorer_info
+        from ieqa.scorers.table import scorer_info
 
         self.info = scorer_info(metric)
         self.sample_threads = min(MAX_SAMPLE_THREADS, thread_count())

@@ -54,7 +54,7 @@ footer { margin-top: 3em; font-size: .8em; color: #888; }
 """
 
 
-def _new_figure(figsize: tuple[float, float]):
+def new_figure(figsize: tuple[float, float]):
     """A matplotlib ``Figure`` on an Agg canvas, or a clear error when matplotlib is missing."""
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -198,7 +198,7 @@ class HtmlReport:
 
     def render(self) -> str:
         """The whole document as a string."""
-        from ieqa import __version__
+        from ieqa.version import __version__
 
         title = html.escape(self.title)
         body = "\n".join(self._parts)
@@ -245,7 +245,7 @@ def scatter_plot(
     y = np.asarray(target, dtype=np.float64)
     if x.shape != y.shape or x.ndim != 1:
         raise ValueError(f"pred and target must be 1-D of equal length, got {x.shape} and {y.shape}")
-    fig = _new_figure((5.5, 4.5))
+    fig = new_figure((5.5, 4.5))
     ax = fig.add_subplot()
     ax.scatter(x, y, c=None if colors is None else list(colors), s=28 if len(x) < 200 else 6,
                alpha=0.85 if len(x) < 200 else 0.4, edgecolors="none")
@@ -279,7 +279,7 @@ def bar_chart(
         yerr = np.nan_to_num(np.asarray(errors, dtype=np.float64), nan=0.0)
         if yerr.shape not in ((len(names),), (2, len(names))):
             raise ValueError(f"errors must have shape ({len(names)},) or (2, {len(names)}), got {yerr.shape}")
-    fig = _new_figure((max(4.0, 0.55 * len(names) + 1.5), 4.0))
+    fig = new_figure((max(4.0, 0.55 * len(names) + 1.5), 4.0))
     ax = fig.add_subplot()
     ax.bar(range(len(names)), v, yerr=yerr, capsize=3, color="#4c72b0")
     ax.set_xticks(range(len(names)), [str(n) for n in names], rotation=45 if len(names) > 6 else 0,
@@ -306,7 +306,7 @@ def histogram_chart(
     lo = min((float(v.min()) for v in finite), default=0.0)
     hi = max((float(v.max()) for v in finite), default=1.0)
     edges = np.linspace(lo, hi if hi > lo else lo + 1.0, bins + 1)
-    fig = _new_figure((5.5, 3.6))
+    fig = new_figure((5.5, 3.6))
     ax = fig.add_subplot()
     for name, v in arrays.items():
         ax.hist(v, bins=edges, histtype="step", linewidth=1.6, label=f"{name} (n={v.size})")

@@ -1,0 +1,154 @@
+"""The scorer table: one :class:`~ieqa.scorers.base.ScorerInfo` row per built-in scorer, and
+:func:`scorer_info` / :func:`list_scorers` over it (the first layer of the scorer factory:
+table -> :mod:`~ieqa.scorers.build` -> :mod:`~ieqa.scorers.checkpoint` ->
+:func:`~ieqa.scorers.catalog.create_scorer`).
+
+Every scorer is one row below plus one module; the module is imported only when the scorer
+is built, so listing scorers stays cheap.
+"""
+
+from __future__ import annotations
+
+from ieqa.data.dimensions import canonical_dimension
+from ieqa.registry import SCORERS
+from ieqa.scorers.base import ScorerInfo
+
+__all__ = ["SCORER_TABLE", "VLM_TABLE", "list_scorers", "scorer_info"]
+
+_METRIC = "ieqa.scorers.classic.metric:MetricScorer"
+_PRESERVATION = ("content_preservation",)
+_QUALITY = ("visual_quality",)
+
+
+def _fr(name: str, description: str, *, higher_better: bool = True, units: str = "",
+        score_range: tuple[float | None, float | None] = (0.0, 1.0)) -> ScorerInfo:
+    return ScorerInfo(name, description, "full-reference", _PRESERVATION, higher_better,
+                      needs_source=True, factory=_METRIC, score_range=score_range,
+                      units=units, defaults={"metric": name})
+
+
+def _nr(name: str, description: str, *, higher_better: bool, units: str,
+        score_range: tuple[float | None, float | None]) -> ScorerInfo:
+    return ScorerInfo(name, description, "no-reference", _QUALITY, higher_better,
+                      needs_source=False, factory=_METRIC, score_range=score_range,
+                      units=units, defaults={"metric": name})
+
+
+#: The declarative table of every built-in scorer.
+SCORER_TABLE: tuple[ScorerInfo, ...] = (
+    ScorerInfo(
+        "classic",
+        "Weight-free default: preservation of what the instruction did not ask to change "
+        "(scope read from the instruction: edit region, or the requested global operation "
+        "fitted), NR quality plus local naturalness; alignment unavailable (use a VLM scorer)",
+        "composite",
+        ("visual_quality", "content_preservation", "instruction_alignment"),
+        higher_better=True, needs_source=True, factory="ieqa.scorers.classic.composite:ClassicScorer",
+        score_range=(1.0, 5.0), units="1-5 scale", extras=()),
+    _fr("psnr", "Peak signal-to-noise ratio of the edited image against the source (RGB, as "
+        "scikit-image; channel='y' for the Y channel)",
+        units="dB", score_range=(0.0, None)),
+    _fr("ssim", "Structural similarity (Wang et al. 2004, MATLAB conventions) against the source",
+        score_range=(-1.0, 1.0)),
+    _fr("ms_ssim", "Multi-scale SSIM (Wang et al. 2003) against the source"),
+    _fr("gmsd", "Gradient magnitude similarity deviation (Xue et al. 2014); lower is better",
+        higher_better=False, score_range=(0.0, None)),
+    _fr("vif", "Visual information fidelity (Sheikh & Bovik 2006, wavelet domain); above 1 "
+        "when the edit adds contrast",
+        score_range=(0.0, None)),
+    _fr("fsim", "Feature similarity (Zhang et al. 2011, FSIMc on colour): phase congruency and "
+        "gradients"),
+    _nr("niqe", "Natural image quality evaluator (Mittal et al. 2013), pristine model fitted "
+        "offline; lower is better", higher_better=False, units="distance",
+        score_range=(0.0, None)),
+    _nr("piqe", "Perception-based image quality evaluator (Venkatanath et al. 2015); lower is "
+        "better", higher_better=False, units="0-100", score_range=(0.0, 100.0)),
+)
+
+
+_VLM_DIMS = ("visual_quality", "instruction_alignment", "content_preservation", "overall")
+
+
+def _vlm(name: str, description: str, factory: str, *,
+         score_range: tuple[float | None, float | None] = (None, None), units: str = "",
+         dimensions: tuple[str, ...] = _VLM_DIMS) -> ScorerInfo:
+    return ScorerInfo(name, description, "vlm", dimensions, higher_better=True,
+                      needs_source=True, needs_instruction=True,
+                      factory=f"ieqa.scorers.vlm.{factory}", score_range=score_range, units=units)
+
+
+VLM_TABLE: tuple[ScorerInfo, ...] = (
+    _vlm("vlm-judge", "VLM-as-a-judge: generate, parse JSON/text scores, optional self-ensemble "
+         "over N passes (EditScore) or template=viescore (VIEScore SC/PQ, sqrt(SC*PQ)); "
+         "transformers or OpenAI-compatible server", "judge:JudgeScorer",
+         units="template scale"),
+    _vlm("vlm-levels", "Q-Align expected score over the level words' logits (EPAIQA level "
+         "scoring), 1-5", "levels:LevelsScorer", score_range=(1.0, 5.0), units="1-5 scale"),
+    _vlm("vlm-digits", "DS-IEQA expected 'd.dd' score from per-position digit distributions; "
+         "Definition Value V_d on labelled samples", "digits:DigitsScorer",
+         units="template scale"),
+    _vlm("vlm-head", "EditHF-style MLP head on the hidden state at an anchor (last prompt "
+         "token, a special token or the mean)", "heads:HeadScorer", units="trained target scale"),
+    _vlm("vlm-gaussian", "EditReward per-dimension (mu, sigma) heads; overall by min/mean/sum "
+         "of mu", "heads:GaussianScorer", units="trained target scale"),
+    _vlm("vlm-dual", "ReasonEdit dual head: three scores from the prefill state plus a "
+         "generated critique; overall 0.3/0.4/0.3", "heads:DualScorer",
+         units="trained target scale"),
+    _vlm("vlm-pairwise", "A-vs-B verdicts ([[A>B]] ...) with random or both orders and a "
+         "position-bias report (use .compare)", "pairwise:PairwiseJudge",
+         dimensions=("overall",), units="verdict"),
+    ScorerInfo("ensemble", "Mean of several scorers' scores normalised to [0, 1] (DS-IEQA "
+               "backbone ensemble)", "composite", _VLM_DIMS, higher_better=True,
+               needs_source=False, factory="ieqa.scorers.ensemble:EnsembleScorer",
+               score_range=(0.0, 1.0), units="0-1 normalised"),
+    ScorerInfo("critique", "RE-Reward (ReasonEdit): logicality, accuracy and usefulness of a "
+               "critique of the edit (text in meta['critique']), their weighted reward as "
+               "overall (accuracy 0.5, others 0.25; weights=); checkpoint= from the re-reward "
+               "recipe", "vlm", ("logicality", "accuracy", "usefulness", "overall"),
+               higher_better=True, needs_source=True, needs_instruction=True,
+               factory="ieqa.scorers.critique:CritiqueScorer", units="trained target scale"),
+    ScorerInfo("shapesedit-judge", "Programmatic critique judge: claims of the critique in "
+               "meta['completion'] checked against the ShapesEdit generation record (a "
+               "stand-in RE-Reward for tests and benchmarks)", "composite",
+               ("logicality", "accuracy", "usefulness"), higher_better=True, needs_source=False,
+               factory="ieqa.scorers.shapesedit_judge:ShapesEditCritiqueJudge",
+               score_range=(0.0, 1.0), units="share of claims"),
+)
+
+
+def _register() -> None:
+    for info in (*SCORER_TABLE, *VLM_TABLE):
+        SCORERS.add(info.name, info.description, tags=(info.kind, *info.dimensions), info=info)
+
+
+_register()
+
+
+def scorer_info(name: str) -> ScorerInfo:
+    """The :class:`ScorerInfo` of a registered scorer (``KeyError`` lists the known names)."""
+    return SCORERS.get(name).info
+
+
+def list_scorers(*, kind: str | None = None, dimension: str | None = None,
+                 needs_source: bool | None = None) -> list[str]:
+    """Names of the registered scorers, optionally filtered.
+
+    Args:
+        kind: ``full-reference``, ``no-reference``, ``composite``, ``vlm`` or ``learned``.
+        dimension: only scorers that output this dimension (aliases accepted).
+        needs_source: ``False`` for scorers that work on the edited image alone.
+    """
+    dim = canonical_dimension(dimension) if dimension is not None else None
+    out = []
+    for entry in SCORERS:
+        info: ScorerInfo = entry.info
+        if kind is not None and info.kind != kind:
+            continue
+        if dim is not None and dim not in info.dimensions:
+            continue
+        if needs_source is not None and info.needs_source != needs_source:
+            continue
+        out.append(info.name)
+    return out
+
+
