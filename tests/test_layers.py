@@ -65,3 +65,32 @@ def test_an_import_circle_breaks_the_contract(tmp_path: Path) -> None:
     proc = _lint(root, root / "src")
     assert proc.returncode == 1, proc.stdout[-4000:]
     assert "No cycles are allowed in ieqa.curate" in proc.stdout
+
+
+def _private_imports_across_packages(src: Path) -> list[str]:
+    """``importer <- module.name`` for every import of a private module or name (one leading
+    underscore) from another top-level package of ieqa."""
+    import ast
+
+    found = []
+    for path in sorted((src / "ieqa").rglob("*.py")):
+        parts = path.relative_to(src).with_suffix("").parts
+        home = parts[1] if len(parts) > 2 else parts[-1]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not (isinstance(node, ast.ImportFrom) and node.module
+                    and node.module.startswith("ieqa.")):
+                continue
+            target = node.module.split(".")
+            private_module = any(p.startswith("_") and not p.startswith("__") for p in target)
+            for alias in node.names:
+                private = alias.name.startswith("_") and not alias.name.startswith("__")
+                if (private or private_module) and target[1] != home:
+                    found.append(f"{'.'.join(parts)} <- {node.module}.{alias.name}")
+    return found
+
+
+def test_no_module_imports_a_private_name_from_another_package(tmp_path: Path) -> None:
+    assert _private_imports_across_packages(REPO / "src") == []
+    root = _copy_with(tmp_path, "human/mos.py", "from ieqa.data.images import _from_16bit  # noqa")
+    assert _private_imports_across_packages(root / "src") == [
+        "ieqa.human.mos <- ieqa.data.images._from_16bit"]

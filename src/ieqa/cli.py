@@ -180,8 +180,8 @@ def demo(
     from ieqa.bench.leaderboard import editor_leaderboard
     from ieqa.bench.predictions import read_predictions
     from ieqa.bench.run import evaluate_predictions, write_bench_outputs
-    from ieqa.commands._inputs import manifest_input_id
     from ieqa.commands.bench import print_bench_result
+    from ieqa.commands.options import manifest_input_id
     from ieqa.commands.score import print_run
     from ieqa.data.loaders import load_benchmark
     from ieqa.data.manifest import iter_manifest

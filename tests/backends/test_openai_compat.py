@@ -20,8 +20,9 @@ from PIL import Image
 
 from chat_server import Reply
 from ieqa.backends.base import Prompt, VLMBackend, fit_pixel_budget
-from ieqa.backends.openai_compat import OpenAICompatBackend, _retry_after_s
+from ieqa.backends.openai_compat import OpenAICompatBackend
 from ieqa.backends.processor import BackendError
+from ieqa.retry import retry_after_s as _retry_after_s
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ieqa.cli import app
-from ieqa.commands._inputs import make_scorer
+from ieqa.commands.options import make_scorer
 from ieqa.scorers.base import ScorerError
 from ieqa.scorers.checkpoint import CHECKPOINT_FILE, load_evaluator, model_reference
 from ieqa.testing import build_tiny_vlm

@@ -138,7 +138,7 @@ def test_one_loopback_check_for_serve_and_studio():
     assert [_net.is_loopback(h) for h in ("localhost", "127.0.0.2", "[::1]", "0.0.0.0", "example.org")] == [
         True, True, True, False, False]
     # the studio still does not load ieqa serve's command (its scorer options: ~450 modules)
-    code = "import sys, ieqa.commands.studio; print(sorted({'ieqa.commands.serve', 'ieqa.commands._inputs'} & set(sys.modules)))"
+    code = "import sys, ieqa.commands.studio; print(sorted({'ieqa.commands.serve', 'ieqa.commands.options'} & set(sys.modules)))"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
     assert out.stdout.strip() == "[]"

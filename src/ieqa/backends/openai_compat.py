@@ -21,12 +21,10 @@ refuse such prompts rather than risk it.
 from __future__ import annotations
 
 import base64
-import email.utils
 import io
 import json
 import logging
 import os
-import random
 import threading
 import time
 from collections import Counter
@@ -38,6 +36,7 @@ from PIL import Image
 
 from ieqa.backends.base import Generation, Prompt, fit_pixel_budget
 from ieqa.backends.processor import BackendError
+from ieqa.retry import Backoff, retry_after_s
 
 if TYPE_CHECKING:
     import httpx
@@ -419,7 +418,7 @@ class OpenAICompatBackend:
                                       message=server_message)
                     raise _RequestFailed(problem + hint,
                                          fatal=status in _FATAL_STATUSES)
-                retry_after = _retry_after_s(resp.headers)
+                retry_after = retry_after_s(resp.headers)
                 hint = ""
                 fatal = False
             if attempt + 1 >= attempts:
@@ -432,11 +431,10 @@ class OpenAICompatBackend:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _delay(self, attempt: int, retry_after: float | None) -> float:
-        """Seconds to wait before retry ``attempt + 1``."""
-        if retry_after is not None:
-            return min(max(retry_after, 0.0), self.max_backoff_s)
-        base = min(self.backoff_s * 2 ** attempt, self.max_backoff_s)
-        return base * random.uniform(0.5, 1.0)
+        """Seconds to wait before retry ``attempt + 1`` (:class:`ieqa.retry.Backoff`, with
+        jitter)."""
+        return Backoff(self.max_retries, self.backoff_s, self.max_backoff_s,
+                       jitter=True).delay(attempt, retry_after)
 
     def _hint(self, status: int, *, continues: bool = False, message: str = "") -> str:
         """What to do about a non-retryable HTTP status (``continues``: the request
@@ -579,26 +577,3 @@ def _server_message(resp: httpx.Response) -> str:
     return _snippet(json.dumps(data))
 
 
-def _retry_after_s(headers: httpx.Headers) -> float | None:
-    """The delay a server asks for, in seconds (``retry-after-ms`` or ``Retry-After`` as
-    seconds or an HTTP date), or ``None``."""
-    ms = headers.get("retry-after-ms")
-    if ms is not None:
-        try:
-            return float(ms) / 1000.0
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return float(value)
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when is None:
-        return None
-    return max(0.0, when.timestamp() - time.time())

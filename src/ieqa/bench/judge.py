@@ -1,4 +1,4 @@
-"""GenAI-Bench judge result files (:class:`~ieqa.data.loaders.JudgeResults`): the official
+"""GenAI-Bench judge result files (:class:`~ieqa.bench.genai_judge.JudgeResults`): the official
 accuracy from ``model_vote`` with the exact rule of GenAI-Bench's ``parse_response`` (the
 vote string must be exactly one of :data:`OFFICIAL_GENAI_VOTES`; ``[[A=B]]`` is right for
 both tie kinds; ``null`` or any other string is wrong), the accuracy from re-parsing

@@ -26,7 +26,7 @@ What gets computed is the benchmark's entry of :data:`ieqa.bench.protocols.PROTO
   ``delta = score(a) - score(b)`` (``Preference.a.id`` / ``.b.id``), a model tie when
   ``|delta| <= eps``. The predicted dimension is the preference's own dimension unless
   ``dimension=`` names one.
-* **GenAI-Bench judge results** (:class:`~ieqa.data.loaders.JudgeResults`) — the official
+* **GenAI-Bench judge results** (:class:`~ieqa.bench.genai_judge.JudgeResults`) — the official
   accuracy from ``model_vote`` with the exact rule of GenAI-Bench's ``parse_response``
   (the vote string must be exactly one of ``[[A>B]]``, ``[[A>>B]]``, ``[[B>A]]``,
   ``[[B>>A]]``, ``[[A=B]]``, ``[[A=B=Good]]``, ``[[A=B=Bad]]``; ``[[A=B]]`` is right for
@@ -98,7 +98,7 @@ def evaluate_predictions(
             ``None`` for GenAI-Bench judge results.
         predictions: ``{sample id: {dimension: score}}`` (e.g.
             :func:`ieqa.bench.predictions.read_predictions`), or
-            :class:`~ieqa.data.loaders.JudgeResults` (see :func:`evaluate_judge_results`).
+            :class:`~ieqa.bench.genai_judge.JudgeResults` (see :func:`evaluate_judge_results`).
         missing: a benchmark item without a prediction raises :class:`BenchError` naming
             it (``"raise"``) or is left out and reported in ``coverage`` (``"drop"``; a
             multi-way group with a missing candidate is left out whole).

@@ -42,7 +42,7 @@ from ieqa.bench.run import (
     published_rows,
     write_bench_outputs,
 )
-from ieqa.commands._inputs import (
+from ieqa.commands.options import (
     CHECKPOINT_OPT,
     MODEL_OPT,
     OPTION_OPT,

@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ieqa.commands._inputs import parse_options
+from ieqa.commands.options import parse_options
 
 NAME = "bench-explanations"
 console = Console()

@@ -32,7 +32,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ieqa.commands._inputs import CHECKPOINT_OPT, MODEL_OPT, OPTION_OPT, make_scorer, parse_options
+from ieqa.commands.options import CHECKPOINT_OPT, MODEL_OPT, OPTION_OPT, make_scorer, parse_options
 from ieqa.errors import IeqaError
 
 NAME = "optimize-prompt"

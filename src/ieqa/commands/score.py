@@ -40,7 +40,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ieqa.commands._inputs import (
+from ieqa.commands.options import (
     ALLOW_ERRORS_OPT,
     CHECKPOINT_OPT,
     MODEL_OPT,

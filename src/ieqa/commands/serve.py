@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING
 import typer
 from rich.console import Console
 
-from ieqa.commands._inputs import (
+from ieqa.commands._net import is_loopback
+from ieqa.commands.options import (
     CHECKPOINT_OPT,
     MODEL_OPT,
     OPTION_OPT,
@@ -32,7 +33,6 @@ from ieqa.commands._inputs import (
     make_scorer,
     parse_options,
 )
-from ieqa.commands._net import is_loopback
 
 if TYPE_CHECKING:
     from ieqa.rewards.rule import RewardRule

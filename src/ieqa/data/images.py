@@ -153,7 +153,7 @@ def image_size(ref: ImageRef | str) -> tuple[int, int]:
     """
     with _opened(ref) as (source, _):
         if isinstance(source, np.ndarray):
-            _check_array_shape(source)
+            check_array_shape(source)
             return source.shape[1], source.shape[0]
         width, height = source.size
         return (height, width) if _orientation(source) in _ROTATED_ORIENTATIONS else (width, height)
@@ -395,13 +395,15 @@ def _from_unit_float(values: np.ndarray) -> np.ndarray:
 
 
 def _from_array(arr: np.ndarray, max_pixels: int | None, background: tuple[int, int, int]) -> Image.Image:
-    _check_array_shape(arr)
+    check_array_shape(arr)
     height, width = arr.shape[:2]
     _check_pixels((width, height), max_pixels, _MEMORY)
-    return _to_rgb(Image.fromarray(_array_to_uint8(arr)), _MEMORY, background)
+    return _to_rgb(Image.fromarray(array_to_uint8(arr)), _MEMORY, background)
 
 
-def _check_array_shape(arr: np.ndarray) -> None:
+def check_array_shape(arr: np.ndarray) -> None:
+    """Raise :class:`~ieqa.errors.ImageDecodeError` unless ``arr`` is a non-empty H x W, H x W x 3
+    or H x W x 4 array."""
     valid = arr.ndim == 2 or (arr.ndim == 3 and arr.shape[2] in (3, 4))
     if not valid or arr.size == 0:
         raise ImageDecodeError(
@@ -412,7 +414,9 @@ def _check_array_shape(arr: np.ndarray) -> None:
         )
 
 
-def _array_to_uint8(arr: np.ndarray) -> np.ndarray:
+def array_to_uint8(arr: np.ndarray) -> np.ndarray:
+    """``arr`` as uint8: uint8 as is, booleans to 0/255, uint16 and floats in [0, 1] scaled;
+    :class:`~ieqa.errors.ImageDecodeError` for other dtypes or out-of-range floats."""
     if arr.dtype == np.uint8:
         return arr
     if arr.dtype == np.bool_:

@@ -41,7 +41,7 @@ import numpy as np
 from ieqa.data.dimensions import HARMONY, LOCAL_NATURALNESS, OVERALL, PROMPT_COMPLETION
 from ieqa.human.mos import MosResult, _result, iqr_mos, majority_vote
 from ieqa.human.ratings import Duplicates, RatingTable
-from ieqa.metrics._checks import MetricInputError, check_choice
+from ieqa.metrics.checks import MetricInputError, check_choice
 
 __all__ = ["EPAIQA_DIMENSIONS", "REMOVAL_REASONS", "CleanedDimension", "EpaiqaResult", "RemovedRating",
            "epaiqa_mos"]

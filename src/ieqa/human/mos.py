@@ -24,7 +24,7 @@ from scipy import stats
 
 from ieqa.data.dimensions import LEVEL_WORDS
 from ieqa.human.ratings import as_rating_matrix
-from ieqa.metrics._checks import MetricInputError, check_choice
+from ieqa.metrics.checks import MetricInputError, check_choice
 
 __all__ = [
     "LEVEL_LABELS",

@@ -16,7 +16,7 @@ import numpy as np
 
 from ieqa.data.dimensions import canonical_dimension
 from ieqa.data.schema import EditSample, Preference, PreferenceLabel
-from ieqa.metrics._checks import MetricInputError, as_1d, as_1d_float, check_same_length
+from ieqa.metrics.checks import MetricInputError, as_1d, as_1d_float, check_same_length
 
 __all__ = [
     "DisentangledPairs",

@@ -48,7 +48,7 @@ import numpy as np
 from ieqa.data.dimensions import canonical_dimension
 from ieqa.errors import UnknownDimensionError
 from ieqa.human.pairs import ranking_to_pairs, win_count_scores
-from ieqa.metrics._checks import MetricInputError
+from ieqa.metrics.checks import MetricInputError
 
 __all__ = ["RANKING_KEYS", "GroupRanking", "RankingWins", "parse_ranking", "ranking_win_counts",
            "read_rankings"]

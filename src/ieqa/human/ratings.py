@@ -29,7 +29,7 @@ import numpy as np
 
 from ieqa.data.dimensions import canonical_dimension
 from ieqa.data.schema import EditSample
-from ieqa.metrics._checks import MetricInputError
+from ieqa.metrics.checks import MetricInputError
 
 __all__ = ["DuplicateRatingsError", "RatingTable", "as_rating_matrix", "csv_columns"]
 

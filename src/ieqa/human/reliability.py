@@ -28,7 +28,7 @@ import numpy as np
 from scipy import stats
 
 from ieqa.human.ratings import as_rating_matrix
-from ieqa.metrics._checks import MetricInputError, check_choice
+from ieqa.metrics.checks import MetricInputError, check_choice
 from ieqa.metrics.correlation import fisher_z_mean, srcc
 
 __all__ = [

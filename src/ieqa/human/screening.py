@@ -31,7 +31,7 @@ import numpy as np
 
 from ieqa.human.mos import MosResult
 from ieqa.human.ratings import as_rating_matrix
-from ieqa.metrics._checks import MetricInputError
+from ieqa.metrics.checks import MetricInputError
 
 __all__ = ["MIN_RATER_SRCC", "MIN_SHARED_ITEMS", "AgreementScreen", "agreement_screen",
            "max_deviation", "min_flaggable_ratings", "mos_without_raters"]

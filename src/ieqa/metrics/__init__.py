@@ -14,9 +14,9 @@ Accuracies are fractions in [0, 1]; correlations in [-1, 1]. Bad input raises
 
 from __future__ import annotations
 
-from ieqa.metrics._checks import MetricInputError
 from ieqa.metrics.bootstrap import bootstrap_ci
 from ieqa.metrics.challenge import ntire_score, ntire_subset_score
+from ieqa.metrics.checks import MetricInputError
 from ieqa.metrics.correlation import (
     fisher_z_mean,
     fit_logistic,

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ieqa.metrics._checks import MetricInputError, as_1d, as_1d_float, check_same_length
+from ieqa.metrics.checks import MetricInputError, as_1d, as_1d_float, check_same_length
 from ieqa.metrics.grouped import _layout
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ieqa.metrics._checks import MetricInputError
+from ieqa.metrics.checks import MetricInputError
 from ieqa.metrics.correlation import Fit, plcc, srcc
 
 

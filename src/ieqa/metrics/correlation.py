@@ -25,7 +25,7 @@ from typing import Literal
 import numpy as np
 from scipy import optimize, special, stats
 
-from ieqa.metrics._checks import (
+from ieqa.metrics.checks import (
     MetricInputError,
     NanPolicy,
     as_1d_float,

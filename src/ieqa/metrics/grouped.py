@@ -31,7 +31,7 @@ from typing import Literal, NamedTuple
 import numpy as np
 from scipy import stats
 
-from ieqa.metrics._checks import (
+from ieqa.metrics.checks import (
     MetricInputError,
     as_1d,
     as_1d_float,

@@ -7,7 +7,7 @@ from typing import Literal, NamedTuple
 import numpy as np
 from scipy import stats
 
-from ieqa.metrics._checks import MetricInputError, check_choice
+from ieqa.metrics.checks import MetricInputError, check_choice
 from ieqa.metrics.correlation import _pearson, fisher_z_mean
 
 

@@ -13,7 +13,7 @@ from typing import Literal
 
 import numpy as np
 
-from ieqa.metrics._checks import (
+from ieqa.metrics.checks import (
     MetricInputError,
     as_1d,
     as_1d_float,

@@ -15,7 +15,8 @@ HTTP call they:
 * **chunk**: a long list is sent as requests of at most ``max_items_per_request`` items
   (compare: groups), answered in the input order, with ``n_ok`` / ``n_failed`` summed;
 * **retry** with exponential backoff (``backoff_s · 2^attempt``, at most ``max_backoff_s``)
-  on connection errors, 429 (after the server's ``Retry-After``), 502, 503 and 504 —
+  on connection errors, 429 (after the server's ``Retry-After``, capped at ``max_backoff_s``),
+  502, 503 and 504 (one schedule with the OpenAI-compatible backend: :mod:`ieqa.retry`) —
   never on other 4xx, nor on a read timeout (the server may still be working: raise
   ``timeout_s`` or send fewer items per request instead);
 * **explain failures**: :class:`RewardServiceError` says what happened and what to do
@@ -32,7 +33,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
-import email.utils
 import io
 import itertools
 import math
@@ -51,6 +51,7 @@ from pydantic import BaseModel, ValidationError
 
 from ieqa.data.schema import EditSample
 from ieqa.errors import IeqaError, ImageLoadError, ImageNotFoundError
+from ieqa.retry import Backoff, retry_after_s
 from ieqa.rewards.schema import (
     API_VERSION,
     CompareResponse,
@@ -187,10 +188,10 @@ def _pil_for_png(image: Image.Image) -> Image.Image:
 
 
 def _array_image(arr: np.ndarray) -> Image.Image:
-    from ieqa.data.images import _array_to_uint8, _check_array_shape
+    from ieqa.data.images import array_to_uint8, check_array_shape
 
-    _check_array_shape(arr)
-    return Image.fromarray(np.ascontiguousarray(_array_to_uint8(arr)))
+    check_array_shape(arr)
+    return Image.fromarray(np.ascontiguousarray(array_to_uint8(arr)))
 
 
 # --------------------------------------------------------------------------- items
@@ -295,21 +296,6 @@ def _detail(response: httpx.Response) -> str:
     return str(body)[:500]
 
 
-def _retry_after(response: httpx.Response) -> float | None:
-    value = response.headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError):
-            return None
-        seconds = when.timestamp() - time.time()
-    return max(0.0, seconds) if math.isfinite(seconds) else None
-
-
 _ADVICE = {
     400: "the server could not use the request; check the items against /v1/info",
     401: "the server requires a bearer token: pass token=... (a token from the server's --tokens-file)",
@@ -339,7 +325,7 @@ def _classify(response: httpx.Response, attempt: int, max_retries: int, label: s
                 f"{label}: the server answered {status} with a body that is not JSON; is base_url "
                 "an ieqa serve?", status=status, detail=response.text[:500]))
     if status in RETRY_STATUSES and attempt < max_retries:
-        return _Outcome(retry_after=_retry_after(response) if status in (429, 503) else None)
+        return _Outcome(retry_after=retry_after_s(response.headers) if status in (429, 503) else None)
     detail = _detail(response)
     advice = _ADVICE.get(status) or (
         "the server failed on this request: see its log; retrying will not help if it fails again"
@@ -473,9 +459,10 @@ class _Base:
         return kwargs
 
     def _delay(self, attempt: int, retry_after: float | None) -> float:
-        if retry_after is not None:
-            return retry_after
-        return min(self.max_backoff_s, self.backoff_s * 2.0 ** attempt)
+        """Seconds before retry ``attempt + 1`` (:class:`ieqa.retry.Backoff`, no jitter: the
+        documented schedule)."""
+        return Backoff(self.max_retries, self.backoff_s, self.max_backoff_s).delay(
+            attempt, retry_after)
 
     def _next(self, attempt: int, label: str, response: httpx.Response | None,
               error: httpx.TransportError | None) -> tuple[bool, Any]:

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from ieqa.human import RatingTable, agreement_screen, icc, kendall_w, krippendorff_alpha
-from ieqa.metrics._checks import MetricInputError
+from ieqa.metrics.checks import MetricInputError
 from ieqa.studio.design import PAIR_LABELS, StudyConfig
 from ieqa.studio.store import Item, Store
 

@@ -130,7 +130,7 @@ def _stage3(scorer: Any, samples: Sequence[EditSample], label_of: Any) -> dict[s
 
 def _srcc_or_nan(pred: Sequence[float], truth: Sequence[float]) -> float:
     """SRCC, or NaN where it is undefined (fewer than 3 samples, constant values)."""
-    from ieqa.metrics._checks import MetricInputError
+    from ieqa.metrics.checks import MetricInputError
 
     try:
         return float(srcc(pred, truth)) if len(pred) > 2 else float("nan")
