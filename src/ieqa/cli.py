@@ -13,7 +13,7 @@ from rich.table import Table
 
 import ieqa
 from ieqa.data.summary import DatasetSummary, summarize
-from ieqa.registry import BENCHMARKS, DATASETS, SCORERS
+from ieqa.registry import BENCHMARKS, DATASETS, RECIPES, SCORERS, TEMPLATES
 
 if TYPE_CHECKING:
     from ieqa.bench.leaderboard import Leaderboard
@@ -28,7 +28,8 @@ app = typer.Typer(
 console = Console()
 err_console = Console(stderr=True)
 
-_LISTS = {"scorers": SCORERS, "benchmarks": BENCHMARKS, "datasets": DATASETS}
+_LISTS = {"scorers": SCORERS, "benchmarks": BENCHMARKS, "recipes": RECIPES, "datasets": DATASETS,
+          "templates": TEMPLATES}
 
 
 def _version(value: bool) -> None:
@@ -57,16 +58,6 @@ def _list_entries(kind: str) -> list[tuple[str, str]]:
     """``(name, description)`` of everything ieqa can build of one kind."""
     if kind == "dimensions":
         return list(ieqa.list_dimensions().items())
-    if kind == "recipes":
-        from ieqa.train import list_recipes, load_recipe
-
-        return [(name, " ".join(load_recipe(name).description.split()))
-                for name in list_recipes()]
-    if kind == "templates":
-        from ieqa.prompts import get_template, list_templates
-
-        return [(name, f"[{get_template(name).output}] {get_template(name).description}")
-                for name in list_templates()]
     return [(entry.name, entry.description) for entry in _LISTS[kind]]
 
 

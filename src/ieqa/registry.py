@@ -95,6 +95,7 @@ class Registry:
 SCORERS = Registry("scorer", providers=("ieqa.scorers.table",))
 BENCHMARKS = Registry("benchmark", providers=("ieqa.data.loaders",))
 TEMPLATES = Registry("template", providers=("ieqa.prompts.builtin",))
+RECIPES = Registry("recipe", providers=("ieqa.train.recipe",))
 DATASETS = Registry("dataset")
 
 DATASETS.add(

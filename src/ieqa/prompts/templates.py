@@ -453,8 +453,8 @@ def register_template(template: PromptTemplate, overwrite: bool = False) -> Prom
     if template.name in TEMPLATES and not overwrite:
         raise TemplateError(f"template {template.name!r} is already registered; pass "
                             "overwrite=True to replace it")
-    TEMPLATES.add(template.name, template.description or template.name, tags=(template.output,),
-                  info=template, overwrite=True)
+    TEMPLATES.add(template.name, f"[{template.output}] {template.description}",
+                  tags=(template.output,), info=template, overwrite=True)
     return template
 
 

@@ -78,6 +78,7 @@ class ScorerInfo:
         factory: ``"module:attribute"`` building the scorer (imported on first use).
         defaults: keyword arguments the factory gets unless overridden.
         extras: pip extras the scorer needs (``pip install ieqa[...]``).
+        function: for a metric scorer, the ``"module:function"`` it wraps (else ``""``).
     """
 
     name: str
@@ -92,6 +93,7 @@ class ScorerInfo:
     units: str = ""
     defaults: Mapping[str, Any] = field(default_factory=dict)
     extras: tuple[str, ...] = ()
+    function: str = ""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "dimensions", tuple(canonical_dimension(d) for d in self.dimensions))

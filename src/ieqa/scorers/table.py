@@ -24,14 +24,16 @@ def _fr(name: str, description: str, *, higher_better: bool = True, units: str =
         score_range: tuple[float | None, float | None] = (0.0, 1.0)) -> ScorerInfo:
     return ScorerInfo(name, description, "full-reference", _PRESERVATION, higher_better,
                       needs_source=True, factory=_METRIC, score_range=score_range,
-                      units=units, defaults={"metric": name})
+                      units=units, defaults={"metric": name},
+                      function=f"ieqa.scorers.classic.fr:{name}")
 
 
 def _nr(name: str, description: str, *, higher_better: bool, units: str,
         score_range: tuple[float | None, float | None]) -> ScorerInfo:
     return ScorerInfo(name, description, "no-reference", _QUALITY, higher_better,
                       needs_source=False, factory=_METRIC, score_range=score_range,
-                      units=units, defaults={"metric": name})
+                      units=units, defaults={"metric": name},
+                      function=f"ieqa.scorers.classic.{name}:{name}")
 
 
 #: The declarative table of every built-in scorer.

@@ -39,6 +39,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ieqa.errors import IeqaError
+from ieqa.registry import RECIPES
 from ieqa.train.losses import RE_REWARD_PLCC_QUEUE_SIZE, RE_REWARD_RANK_QUEUE_SIZE
 
 __all__ = ["Recipe", "StageConfig", "GRPOSettings", "RewardSource", "RecipeError", "load_recipe", "list_recipes",
@@ -362,9 +363,19 @@ class Recipe(_Strict):
         return Path(self.output.dir.format(recipe=self.name))
 
 
+def _register_builtin_recipes() -> None:
+    """Add each ``recipes/*.yaml`` to :data:`ieqa.registry.RECIPES` (its description
+    folded onto one line); the file is parsed in full only when the recipe is loaded."""
+    for path in sorted(RECIPE_DIR.glob("*.yaml")):
+        if path.stem not in RECIPES:
+            raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+            RECIPES.add(path.stem, " ".join(str(raw.get("description", "")).split()),
+                        factory=load_recipe, info=path)
+
+
 def list_recipes() -> list[str]:
-    """Names of the built-in recipes."""
-    return sorted(p.stem for p in RECIPE_DIR.glob("*.yaml"))
+    """Names of the built-in recipes (:data:`ieqa.registry.RECIPES`)."""
+    return RECIPES.names()
 
 
 def _parse_value(text: str) -> Any:
@@ -463,3 +474,6 @@ def load_recipe(source: str | Path | dict[str, Any], overrides: list[str] | dict
             f"{'.'.join(str(p) for p in err['loc']) or '<recipe>'}: {err['msg']}"
             for err in exc.errors())
         raise RecipeError(f"{origin}: {problems}") from None
+
+
+_register_builtin_recipes()

@@ -188,4 +188,7 @@ def _sniff(path: Path) -> bool:
 
 register_format(NAME, "AURORA: edit triplets (input, output, prompt/instruction, task) or AURORA-Bench "
                 "ratings (pointwise: score; pairwise: path1/path2 with scores)",
-                _sniff, lambda p, **kw: load_aurora(p, **kw), priority=70)
+                _sniff, lambda p, **kw: load_aurora(p, **kw), priority=70,
+                summary="AURORA: ground-truth edit triplets, or AURORA-Bench pointwise/pairwise human "
+                "ratings",
+                tags=("pointwise", "pairwise", "public"), benchmark=load_aurora)

@@ -29,6 +29,7 @@ from pydantic import ValidationError
 from ieqa.data.dimensions import canonical_dimension
 from ieqa.data.schema import EditSample, Preference, PreferenceLabel
 from ieqa.errors import IeqaError, UnknownDimensionError
+from ieqa.registry import BENCHMARKS
 
 Protocol = Literal["pointwise", "pairwise", "multiway"]
 PathLike = str | os.PathLike
@@ -450,12 +451,22 @@ _FORMATS: list[_Format] = []
 
 
 def register_format(name: str, description: str, sniff: Callable[[Path], bool],
-                    load: Callable[..., BenchmarkData], *, priority: int = 50) -> None:
+                    load: Callable[..., BenchmarkData], *, priority: int = 50,
+                    summary: str | None = None, tags: tuple[str, ...] = (),
+                    benchmark: Callable[..., BenchmarkData] | None = None) -> None:
     """Add a sniffable format; ``sniff(path)`` should be cheap (an exception counts as "not
     this format"). Formats are tried by ascending ``priority``: specific layouts low,
-    generic ones (the ieqa manifest) high."""
-    _FORMATS.append(_Format(priority, name, description, sniff, load))
+    generic ones (the ieqa manifest) high. ``description`` says what its files look like.
+
+    A format that is a benchmark also passes ``benchmark`` (its loader, called with
+    ``root=``), ``summary`` (its line in ``ieqa list benchmarks``) and ``tags``: the one call
+    registers the benchmark in :data:`ieqa.registry.BENCHMARKS`, with its format detector
+    as the entry's ``info``."""
+    fmt = _Format(priority, name, description, sniff, load)
+    _FORMATS.append(fmt)
     _FORMATS.sort(key=lambda f: f.priority)
+    if benchmark is not None:
+        BENCHMARKS.add(name, summary or description, factory=benchmark, tags=tags, info=fmt)
 
 
 def supported_formats() -> dict[str, str]:
@@ -489,8 +500,6 @@ def load_benchmark(name_or_path: PathLike, **kw: Any) -> BenchmarkData:
     of it, or a path to a file/folder whose format is recognised from its content. Other
     keyword arguments go to the format's loader (e.g. ``split=``, ``view=``).
     """
-    from ieqa.registry import BENCHMARKS
-
     _ensure_loaded()
     text = os.fspath(name_or_path)
     if text in BENCHMARKS.names():

@@ -161,4 +161,7 @@ def _sniff(path: Path) -> bool:
 
 
 register_format(NAME, "EBench-18K / LMM4Edit: JSON lines of query, response 'The quality score is XX.XX', "
-                "images [source, edited]; split files *_v/_e/_c", _sniff, lambda p, **kw: load_ebench(p, **kw), priority=50)
+                "images [source, edited]; split files *_v/_e/_c", _sniff, lambda p, **kw: load_ebench(p, **kw), priority=50,
+                summary="EBench-18K (LMM4Edit): 0-100 MOS for visual quality, editing alignment and "
+                "attribute preservation",
+                tags=("pointwise", "human", "public"), benchmark=load_ebench)

@@ -258,4 +258,6 @@ def _sniff(path: Path) -> bool:
 
 register_format(NAME, "EditReward-Bench (TIGER): comparison rows with candidate_1/2, ranking, "
                 "comparison_type (Parquet/JSON), or group records with paths_generated",
-                _sniff, lambda p, **kw: load_editreward_bench(p, **kw), priority=40)
+                _sniff, lambda p, **kw: load_editreward_bench(p, **kw), priority=40,
+                summary="EditReward-Bench (TIGER): multi-way rankings of K=2/3/4 candidate edits",
+                tags=("multiway", "pairwise", "human", "public"), benchmark=load_editreward_bench)

@@ -139,4 +139,7 @@ def _sniff(path: Path) -> bool:
 
 register_format(NAME, "EditScore's EditReward-Bench: key, input_image, output_images (preferred "
                 "first), task_type, dimension (Arrow/Parquet/JSON)",
-                _sniff, lambda p, **kw: load_editscore_bench(p, **kw), priority=41)
+                _sniff, lambda p, **kw: load_editscore_bench(p, **kw), priority=41,
+                summary="EditScore's EditReward-Bench: preferred-first pairs, 13 task types, "
+                "3 dimensions",
+                tags=("pairwise", "human", "public"), benchmark=load_editscore_bench)

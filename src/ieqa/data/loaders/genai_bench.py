@@ -173,6 +173,9 @@ def _refuse_judge_results(path: Path, **_: Any) -> BenchmarkData:
 
 
 register_format(NAME, "GenAI-Bench image-editing votes (vote_type, left/right_output_image); "
-                "JSON, JSONL or Parquet", _sniff_items, lambda p, **kw: load_genai_bench(p, **kw), priority=31)
+                "JSON, JSONL or Parquet", _sniff_items, lambda p, **kw: load_genai_bench(p, **kw), priority=31,
+                summary="GenAI-Bench image editing: 919 human pairwise votes (A>B, B>A, tie, both bad) "
+                "between two editors' outputs",
+                tags=("pairwise", "human", "public"), benchmark=load_genai_bench)
 register_format("genai-bench-judge-results", "GenAI-Bench judge results (idx, human_vote, model_vote); "
                 "use load_judge_results", is_judge_results, _refuse_judge_results, priority=30)

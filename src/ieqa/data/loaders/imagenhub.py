@@ -181,4 +181,6 @@ def _sniff(path: Path) -> bool:
 
 
 register_format(NAME, "ImagenHub human ratings: <Task>_rater<N>.tsv files of '[SC, PQ]' cells",
-                _sniff, lambda p, **kw: load_imagenhub(p, **kw), priority=20)
+                _sniff, lambda p, **kw: load_imagenhub(p, **kw), priority=20,
+                summary="ImagenHub human ratings: [SC, PQ] from 3 raters per edit, overall sqrt(SC*PQ)",
+                tags=("pointwise", "human", "public"), benchmark=load_imagenhub)

@@ -91,4 +91,6 @@ def _sniff(path: Path) -> bool:
 
 
 register_format(NAME, "ieqa manifest (.jsonl/.jsonl.gz/.parquet rows of EditSample) or preference "
-                "file (rows {a, b, label, ...})", _sniff, lambda p, **kw: load_manifest(p, **kw), priority=90)
+                "file (rows {a, b, label, ...})", _sniff, lambda p, **kw: load_manifest(p, **kw), priority=90,
+                summary="Any ieqa manifest (pointwise) or preference file (pairwise/multiway)",
+                tags=("pointwise", "pairwise", "multiway", "offline"), benchmark=load_manifest)

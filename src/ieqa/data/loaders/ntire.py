@@ -211,4 +211,7 @@ def _sniff(path: Path) -> bool:
 
 register_format(NAME, "NTIRE-style MOS table (CSV/TSV): edited/source image, instruction, one MOS column "
                 "per dimension, optional in/out-of-distribution split column",
-                _sniff, lambda p, **kw: load_ntire(p, **kw), priority=60)
+                _sniff, lambda p, **kw: load_ntire(p, **kw), priority=60,
+                summary="NTIRE X-AIGC track 2 style MOS table: per-dimension MOS, "
+                "in/out-of-distribution split",
+                tags=("pointwise", "human", "challenge"), benchmark=load_ntire)

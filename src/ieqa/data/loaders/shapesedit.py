@@ -82,4 +82,7 @@ def _sniff(path: Path) -> bool:
 
 
 register_format(NAME, "ShapesEdit folder (manifest + shapesedit.json); view= pointwise/pairwise/multiway",
-                _sniff, lambda p, **kw: load_shapesedit(p, **kw), priority=10)
+                _sniff, lambda p, **kw: load_shapesedit(p, **kw), priority=10,
+                summary="ShapesEdit folder: synthetic edits with exact 1-5 ground truth (view= "
+                "pointwise, pairwise or multiway)",
+                tags=("pointwise", "pairwise", "multiway", "synthetic", "offline"), benchmark=load_shapesedit)

@@ -17,21 +17,15 @@ from typing import Any
 
 from ieqa.data.schema import EditSample
 from ieqa.scorers.base import MAX_SAMPLE_THREADS, Scorer, ScorerError, ScoreResult
+from ieqa.scorers.table import SCORER_TABLE
 from ieqa.threads import thread_count
 
 __all__ = ["METRIC_FUNCTIONS", "MetricScorer"]
 
-#: metric name -> ("module:function", full_reference)
+#: metric name -> ("module:function", full_reference), from the scorer table's rows
 METRIC_FUNCTIONS: dict[str, tuple[str, bool]] = {
-    "psnr": ("ieqa.scorers.classic.fr:psnr", True),
-    "ssim": ("ieqa.scorers.classic.fr:ssim", True),
-    "ms_ssim": ("ieqa.scorers.classic.fr:ms_ssim", True),
-    "gmsd": ("ieqa.scorers.classic.fr:gmsd", True),
-    "vif": ("ieqa.scorers.classic.fr:vif", True),
-    "fsim": ("ieqa.scorers.classic.fr:fsim", True),
-    "niqe": ("ieqa.scorers.classic.niqe:niqe", False),
-    "piqe": ("ieqa.scorers.classic.piqe:piqe", False),
-}
+    info.name: (info.function, info.kind == "full-reference")
+    for info in SCORER_TABLE if info.function}
 
 
 def _function(metric: str) -> Callable[..., float]:
