@@ -66,197 +66,21 @@ every rater rated, Krippendorff's alpha (interval) on all).
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
-import numpy as np
 import typer
 from rich.console import Console
 from rich.markup import escape
 
-from ieqa.commands._mos_output import (
-    MosDim,
-    print_removed,
-    print_report,
-    write_manifest_scores,
-    write_removed,
-    write_table,
-)
+from ieqa.commands.mos_report import print_removed, print_report
 from ieqa.errors import IeqaError
-from ieqa.human import (
-    MIN_RATER_SRCC,
-    MIN_SHARED_ITEMS,
-    AllRatersRejectedError,
-    DuplicateRatingsError,
-    MosResult,
-    RatingTable,
-    agreement_screen,
-    csv_columns,
-    ecdf_probit_mos,
-    epaiqa_mos,
-    iqr_mos,
-    mean_opinion_score,
-    mos_without_raters,
-    zscore_mos,
-)
+from ieqa.human.mos_run import MosInputError, run_mos, write_mos
+from ieqa.human.screening import MIN_RATER_SRCC
 
 NAME = "mos"
 
-METHODS = ("zscore", "iqr", "mean", "ecdf-probit", "epaiqa")
-VOTE_TIES = ("lower", "higher", "median")
-CONFLICTS = ("drop", "keep")
-RULES = ("bt500", "corr")
-DUPLICATES = {"error": "raise", "mean": "mean", "first": "first"}
-_MANIFEST_SUFFIXES = (".jsonl", ".jsonl.gz", ".parquet")
-_TABLE_SUFFIXES = (".csv", ".tsv", ".tab", ".txt")
-
 console = Console()
 
-
-def _kind(path: Path, option: str, allowed: tuple[str, ...]) -> str:
-    name = path.name.lower()
-    if name.endswith(_MANIFEST_SUFFIXES) and "manifest" in allowed:
-        return "manifest"
-    if name.endswith(_TABLE_SUFFIXES) and "table" in allowed:
-        return "table"
-    kinds = [*(_MANIFEST_SUFFIXES if "manifest" in allowed else ()), *(_TABLE_SUFFIXES if "table" in allowed else ())]
-    raise typer.BadParameter(f"{path.name}: unsupported file type; use one of {', '.join(kinds)}", param_hint=option)
-
-
-def _read_table(ratings: Path, cols: dict[str, str], dimension_col: str | None, dimension: str) -> RatingTable:
-    header = csv_columns(ratings)
-    for option, col in cols.items():
-        if col not in header:
-            raise typer.BadParameter(f"column {col!r} not in {ratings.name} (columns: {', '.join(header)}); "
-                                     f"name the right one with {option}", param_hint=option)
-    if dimension_col is None:
-        dimension_col = "dimension" if "dimension" in header else None
-    elif dimension_col not in header:
-        raise typer.BadParameter(f"column {dimension_col!r} not in {ratings.name} (columns: {', '.join(header)}); "
-                                 "name the right one with --dimension-col", param_hint="--dimension-col")
-    return RatingTable.from_csv(ratings, cols["--item-col"], cols["--rater-col"], cols["--value-col"],
-                                dimension_col, dimension=dimension)
-
-
-# --------------------------------------------------------------------------- options
-
-def _parse_scale(text: str) -> tuple[float, float]:
-    try:
-        lo, hi = (float(x) for x in text.replace(" ", "").split(","))
-    except ValueError:
-        raise typer.BadParameter(f"{text!r}: write the lowest and highest possible rating as LO,HI, "
-                                 "e.g. --scale 1,5", param_hint="--scale") from None
-    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
-        raise typer.BadParameter(f"{text!r}: need finite LO < HI, e.g. --scale 1,5", param_hint="--scale")
-    return lo, hi
-
-
-def _parse_screen(text: str, method: str) -> frozenset[str]:
-    if text == "auto":
-        return frozenset(RULES) if method == "zscore" else frozenset() if method == "epaiqa" else frozenset({"corr"})
-    if text == "none":
-        return frozenset()
-    if method == "epaiqa":
-        raise typer.BadParameter(f"{text!r}: EPAIQA's cleaning screens no rater; leave --screen out (or give "
-                                 "none), or screen raters with --method iqr --screen corr", param_hint="--screen")
-    rules = [r.strip() for r in text.split(",")]
-    unknown = [r for r in rules if r not in RULES]
-    if unknown or not rules:
-        raise typer.BadParameter(f"{text!r}; choose auto, none, or rules joined by commas from: "
-                                 f"{', '.join(RULES)} (e.g. --screen bt500,corr)", param_hint="--screen")
-    if "bt500" in rules and method != "zscore":
-        raise typer.BadParameter(f"bt500 screening is part of --method zscore; with --method {method} "
-                                 "use --screen corr or --screen none", param_hint="--screen")
-    return frozenset(rules)
-
-
-def _manifest_rating_scale(samples: list) -> tuple[float, float] | None:
-    """The ``meta["rating_scale"]`` every rated sample states, or ``None``."""
-    stated = {tuple(s.meta["rating_scale"]) if isinstance(s.meta.get("rating_scale"), (list, tuple))
-              else None for s in samples if s.ratings}
-    if len(stated) != 1 or None in stated:
-        return None
-    lo, hi = (float(x) for x in stated.pop())
-    return (lo, hi) if lo < hi else None
-
-
-def _check_scale(table: RatingTable, scale: tuple[float, float], clip: bool) -> tuple[RatingTable, int]:
-    """``table`` with its ratings checked against ``scale`` (clipped with ``clip``)."""
-    bad = table.outside(*scale)
-    if bad.size and not clip:
-        named = ", ".join(f"item {str(table.item[r])!r} rater {str(table.rater[r])!r} ({table.dimension[r]}) = "
-                          f"{table.value[r]:g}" for r in bad[:5])
-        raise typer.BadParameter(
-            f"{bad.size} rating(s) lie outside the rating scale [{scale[0]:g}, {scale[1]:g}]: {named}"
-            f"{' ...' if bad.size > 5 else ''}; fix them, declare the right scale with --scale LO,HI, "
-            "or clip them into the scale with --clip", param_hint="RATINGS")
-    return (table.clipped(*scale) if bad.size else table), int(bad.size)
-
-
-# --------------------------------------------------------------------------- computing
-
-def _method(method: str, rules: frozenset[str], opts: dict):
-    def compute(matrix: np.ndarray) -> MosResult:
-        if method == "zscore":
-            return zscore_mos(matrix, screen="bt500" if "bt500" in rules else "none",
-                              outlier_sigma=opts["outlier_sigma"],
-                              max_outlier_fraction=opts["max_outlier_fraction"], rescale=opts["rescale"])
-        if method == "iqr":
-            return iqr_mos(matrix, k=opts["iqr_k"])
-        if method == "mean":
-            return mean_opinion_score(matrix)
-        return ecdf_probit_mos(matrix)
-    return compute
-
-
-def _all_rejected(dim: str, raters: np.ndarray, reasons: tuple[str | None, ...]) -> typer.BadParameter:
-    listed = "; ".join(f"{raters[j]}: {why}" for j, why in enumerate(reasons) if why)
-    return typer.BadParameter(
-        f"{dim}: every rater was rejected, so no MOS is left ({listed}); keep every rater with "
-        "--screen none",
-        param_hint="--screen")
-
-
-def _duplicates_error(exc: DuplicateRatingsError) -> typer.BadParameter:
-    return typer.BadParameter(
-        f"{exc.count} (item, rater) pair(s) rated more than once on {exc.dimension!r}, e.g. "
-        f"{exc.named()}; average them with --duplicates mean or keep the first with "
-        "--duplicates first", param_hint="--duplicates")
-
-
-def _compute(table: RatingTable, dim: str, method: str, rules: frozenset[str], opts: dict) -> MosDim:
-    try:
-        items, raters, matrix = table.to_matrix(dim, duplicates=DUPLICATES[opts["duplicates"]])
-    except DuplicateRatingsError as exc:
-        raise _duplicates_error(exc) from None
-    agreement = None
-    rejected, reasons = np.zeros(len(raters), dtype=bool), (None,) * len(raters)
-    if "corr" in rules:
-        agreement = agreement_screen(matrix, min_srcc=opts["min_rater_corr"], min_items=MIN_SHARED_ITEMS)
-        rejected, reasons = agreement.rejected, agreement.reasons
-        if rejected.all():
-            raise _all_rejected(dim, raters, reasons)
-    try:
-        result = mos_without_raters(matrix, rejected, reasons, _method(method, rules, opts))
-    except AllRatersRejectedError as exc:
-        raise _all_rejected(dim, raters, tuple(r or z for r, z in zip(reasons, exc.reasons, strict=True))) from None
-    return MosDim(items, raters, matrix, result, agreement)
-
-
-def _compute_epaiqa(table: RatingTable, opts: dict):
-    """EPAIQA's cleaning of every dimension at once: ``(results per dimension, EpaiqaResult)``."""
-    try:
-        cleaned = epaiqa_mos(table, k=opts["iqr_k"], conflicts=opts["conflicts"] == "drop",
-                             tie_break=opts["vote_tie"], duplicates=DUPLICATES[opts["duplicates"]])
-    except DuplicateRatingsError as exc:
-        raise _duplicates_error(exc) from None
-    return {dim: MosDim(c.items, c.raters, c.matrix, c.result, None) for dim, c in cleaned.dimensions.items()}, cleaned
-
-
-
-
-
-# --------------------------------------------------------------------------- command
 
 def command(
     ratings: Path = typer.Argument(..., help="Manifest with per-sample `ratings` (.jsonl/.jsonl.gz/.parquet) "
@@ -303,81 +127,26 @@ def command(
                                         "CSV (dimension, item, rater, value, reason)."),
 ) -> None:
     """Compute MOS per item and dimension from raw ratings and report who was screened out."""
-    if method not in METHODS:
-        raise typer.BadParameter(f"unknown method {method!r}; choose one of: {', '.join(METHODS)}",
-                                 param_hint="--method")
-    rules = _parse_screen(screen, method)
-    for value, option, allowed in ((rescale, "--rescale", ("100(z+3)/6", "minmax", "none")),
-                                   (duplicates, "--duplicates", tuple(DUPLICATES)),
-                                   (conflicts, "--conflicts", CONFLICTS), (vote_tie, "--vote-tie", VOTE_TIES)):
-        if value not in allowed:
-            raise typer.BadParameter(f"{value!r}; choose one of: {', '.join(allowed)}", param_hint=option)
-    for ok, option, rule in ((outlier_sigma > 0, "--outlier-sigma", "must be > 0"),
-                             (0 <= max_outlier_fraction <= 1, "--max-outlier-fraction", "must be in [0, 1]"),
-                             (-1 <= min_rater_corr <= 1, "--min-rater-corr", "must be in [-1, 1]"),
-                             (iqr_k >= 0, "--iqr-k", "must be >= 0")):
-        if not ok:
-            raise typer.BadParameter(rule, param_hint=option)
-    if removed is not None and method != "epaiqa":
-        raise typer.BadParameter("lists the ratings EPAIQA's cleaning removed: add --method epaiqa, or leave "
-                                 "--removed out (the report counts the dropped ratings of every method)",
-                                 param_hint="--removed")
-    rating_scale = _parse_scale(scale) if scale is not None else None
-    in_kind = _kind(ratings, "RATINGS", ("manifest", "table"))
-    out_kind = _kind(out, "--out", ("manifest", "table"))
-    if manifest is not None and in_kind == "manifest":
-        raise typer.BadParameter("only for CSV/TSV ratings (a manifest input already holds the samples)",
-                                 param_hint="--manifest")
-    if in_kind == "table" and out_kind == "manifest" and manifest is None:
-        raise typer.BadParameter("writing a manifest from CSV/TSV ratings needs --manifest (the samples to "
-                                 "attach scores to); or write a .csv table", param_hint="--out")
-    if not ratings.is_file():
-        raise typer.BadParameter(f"{ratings} does not exist", param_hint="RATINGS")
-    opts = {"outlier_sigma": outlier_sigma, "max_outlier_fraction": max_outlier_fraction,
-            "rescale": rescale, "iqr_k": iqr_k, "duplicates": duplicates, "min_rater_corr": min_rater_corr,
-            "conflicts": conflicts, "vote_tie": vote_tie}
     try:
-        from ieqa.data.manifest import iter_manifest
-
-        samples = None
-        if in_kind == "manifest":
-            samples = list(iter_manifest(ratings))
-            table = RatingTable.from_samples(samples)
-            rating_scale = rating_scale or _manifest_rating_scale(samples)
-        else:
-            cols = {"--item-col": item_col, "--rater-col": rater_col, "--value-col": value_col}
-            table = _read_table(ratings, cols, dimension_col, dimension)
-            if out_kind == "manifest":
-                samples = list(iter_manifest(manifest))
-        if len(table) == table.n_missing:
-            raise typer.BadParameter(f"{ratings.name} holds no rating; give a file with at least one "
-                                     "rating", param_hint="RATINGS")
-        if rating_scale is None:
-            lo, hi = np.nanmin(table.value), np.nanmax(table.value)
-            raise typer.BadParameter(
-                f"declare the rating scale: the lowest and highest rating a rater could give, e.g. "
-                f"--scale 1,5 (the ratings in {ratings.name} range from {lo:g} to {hi:g})", param_hint="--scale")
-        table, n_clipped = _check_scale(table, rating_scale, clip)
-        pre = [f"{n_clipped} rating(s) outside [{rating_scale[0]:g}, {rating_scale[1]:g}] clipped into it "
-               "(--clip)"] if n_clipped else []
-        if method == "epaiqa":
-            results, cleaned = _compute_epaiqa(table, opts)
-        else:
-            results = {dim: _compute(table, dim, method, rules, opts) for dim in table.dimensions}
-        print_report(console, table, results, method, rules, opts, pre)
-        if method == "epaiqa":
-            print_removed(console, cleaned, listed_in=removed)
-            if removed is not None:
-                write_removed(removed, cleaned)
-        if out_kind == "table":
-            write_table(out, results)
-            console.print(f"wrote [bold]{escape(str(out))}[/bold] "
-                          f"({sum(len(d.items) for d in results.values())} rows)")
-        else:
-            counts = write_manifest_scores(out, samples, results, rating_scale)
-            console.print(f"wrote [bold]{escape(str(out))}[/bold]: {counts['scored']} of {len(samples)} samples "
-                          "scored" + (f", {counts['replaced']} existing score(s) replaced" if counts["replaced"] else "")
-                          + (f", {counts['removed']} score(s) on other dimensions removed (they were on another "
-                             "scale than the MOS)" if counts["removed"] else ""))
+        run = run_mos(ratings, out=out, scale=scale, clip=clip, duplicates=duplicates,
+                      method=method, manifest=manifest, item_col=item_col, rater_col=rater_col,
+                      value_col=value_col, dimension_col=dimension_col, dimension=dimension,
+                      screen=screen, min_rater_corr=min_rater_corr, outlier_sigma=outlier_sigma,
+                      max_outlier_fraction=max_outlier_fraction, rescale=rescale, iqr_k=iqr_k,
+                      conflicts=conflicts, vote_tie=vote_tie, removed=removed)
+        print_report(console, run.table, run.results, run.method, run.rules, run.options, run.notes)
+        if run.cleaned is not None:
+            print_removed(console, run.cleaned, listed_in=removed)
+        counts = write_mos(run, out, removed=removed)
+    except MosInputError as exc:
+        raise typer.BadParameter(str(exc), param_hint=exc.option) from None
     except IeqaError as exc:
         raise typer.BadParameter(str(exc), param_hint="RATINGS") from None
+    if "rows" in counts:
+        console.print(f"wrote [bold]{escape(str(out))}[/bold] ({counts['rows']} rows)")
+    else:
+        console.print(f"wrote [bold]{escape(str(out))}[/bold]: {counts['scored']} of {len(run.samples)} "
+                      "samples scored"
+                      + (f", {counts['replaced']} existing score(s) replaced" if counts["replaced"] else "")
+                      + (f", {counts['removed']} score(s) on other dimensions removed (they were on "
+                         "another scale than the MOS)" if counts["removed"] else ""))

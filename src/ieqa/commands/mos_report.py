@@ -1,58 +1,32 @@
-"""Writing and reporting the results of ``ieqa mos`` (private to :mod:`ieqa.commands.mos`):
-the MOS table or manifest, the screening report printed with rich, and for
-``--method epaiqa`` the removed ratings (printed, and written with ``--removed``)."""
+"""The report of ``ieqa mos``, printed with rich: the screening and reliability of every
+dimension, and for ``--method epaiqa`` the removed ratings. Computing and writing the MOS
+is :mod:`ieqa.human.mos_run`."""
 
 from __future__ import annotations
 
-import csv
-import math
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from ieqa.errors import IeqaError
 from ieqa.human import (
-    AgreementScreen,
     EpaiqaResult,
-    MosResult,
     RatingTable,
     icc,
     krippendorff_alpha,
     min_flaggable_ratings,
 )
+from ieqa.human.mos_run import MosDim
 
-__all__ = ["MosDim", "mos_scale", "print_removed", "print_report", "write_manifest_scores", "write_removed",
-           "write_table"]
+__all__ = ["print_removed", "print_report"]
 #: How many removed ratings ``print_removed`` names before it points to ``--removed``.
 LISTED_REMOVALS = 20
 
 
-@dataclass
-class MosDim:
-    """One dimension's matrix (raw ratings), its agreement screen and its MOS result."""
-
-    items: np.ndarray
-    raters: np.ndarray
-    matrix: np.ndarray
-    result: MosResult
-    agreement: AgreementScreen | None
-
-
-def mos_scale(result: MosResult, rating_scale: tuple[float, float]) -> tuple[float, float] | None:
-    """The range the MOS values lie in: ``None`` for unbounded ones (z-scores, probits)."""
-    if result.method == "zscore":
-        return None if result.params.get("rescale") == "none" else (0.0, 100.0)
-    if result.method in ("mean", "iqr", "epaiqa", "epaiqa-vote"):
-        return rating_scale
-    return None
-
-
-# --------------------------------------------------------------------------- writing
+# --------------------------------------------------------------------------- report
 
 def _reliability(matrix: np.ndarray) -> tuple[list[str], list[str]]:
     """Report cells (ICC(2,1), items used, interval alpha) for the raw matrix, and the
@@ -68,75 +42,6 @@ def _reliability(matrix: np.ndarray) -> tuple[list[str], list[str]]:
     cells.insert(1, str(int((~np.isnan(matrix)).all(axis=1).sum())))
     return cells, notes
 
-
-def _fmt(x: float) -> str:
-    return "" if x is None or (isinstance(x, float) and math.isnan(x)) else repr(float(x))
-
-
-def write_table(out: Path, results: dict[str, MosDim]) -> None:
-    out.parent.mkdir(parents=True, exist_ok=True)
-    delimiter = "," if out.name.lower().endswith(".csv") else "\t"
-    with out.open("w", newline="", encoding="utf-8") as fh:
-        w = csv.writer(fh, delimiter=delimiter)
-        w.writerow(["item", "dimension", "mos", "std", "ci95", "n_ratings", "n_dropped"])
-        for dim, d in results.items():
-            items, res = d.items, d.result
-            dropped = res.present.sum(axis=1) - res.kept.sum(axis=1)
-            for i, item in enumerate(items.tolist()):
-                w.writerow([item, dim, _fmt(res.mos[i]), _fmt(res.std[i]), _fmt(res.ci95[i]),
-                            int(res.n_ratings[i]), int(dropped[i])])
-
-
-def _none_if_nan(x: float) -> float | None:
-    return None if math.isnan(x) else float(x)
-
-
-def write_manifest_scores(out: Path, samples: list, results: dict[str, MosDim],
-                    rating_scale: tuple[float, float]) -> dict[str, int]:
-    """Write the samples with their MOS; returns counts: scored, replaced (scores on a MOS
-    dimension overwritten) and removed (scores on other dimensions, on another scale)."""
-    from ieqa.data.manifest import write_manifest
-
-    by_id = {s.id: k for k, s in enumerate(samples)}
-    updates: dict[int, tuple[dict, dict]] = {}
-    counts = {"scored": 0, "replaced": 0, "removed": 0}
-    scales = {mos_scale(d.result, rating_scale) for d in results.values()}
-    new_scale = scales.pop()  # one method, one scale for every dimension
-    for dim, d in results.items():
-        items, res = d.items, d.result
-        unknown = [it for it in items.tolist() if it not in by_id]
-        if unknown:
-            raise typer.BadParameter(f"{len(unknown)} rated item(s) match no sample id, e.g. {unknown[:5]}; "
-                                     "pass the manifest that holds these items", param_hint="--manifest")
-        for i, item in enumerate(items.tolist()):
-            if math.isnan(res.mos[i]):
-                continue
-            k = by_id[item]
-            scores, meta = updates.setdefault(k, ({}, {}))
-            counts["replaced"] += dim in samples[k].scores
-            scores[dim] = float(res.mos[i])
-            meta[dim] = {"method": res.method, "scale": res.scale, "std": _none_if_nan(res.std[i]),
-                         "ci95": _none_if_nan(res.ci95[i]), "n_ratings": int(res.n_ratings[i])}
-    stated = None if new_scale is None else [new_scale[0], new_scale[1]]
-    for k, (scores, mos_meta) in updates.items():
-        s = samples[k]
-        old = s.meta.get("score_scale")
-        same = (old is None and stated is None) or (
-            isinstance(old, (list, tuple)) and stated is not None and [float(x) for x in old] == stated)
-        kept = {dim: v for dim, v in s.scores.items() if same or dim in scores}
-        counts["removed"] += len(s.scores) - len(kept)
-        meta = {**s.meta, "mos": {**s.meta.get("mos", {}), **mos_meta},
-                "rating_scale": [rating_scale[0], rating_scale[1]]}
-        meta.pop("score_scale", None)
-        if stated is not None:
-            meta["score_scale"] = stated
-        samples[k] = s.model_copy(update={"scores": {**kept, **scores}, "meta": meta})
-    counts["scored"] = len(updates)
-    write_manifest(samples, out)
-    return counts
-
-
-# --------------------------------------------------------------------------- report
 
 def _screen_notes(dim: str, d: MosDim, rules: frozenset[str], opts: dict) -> list[str]:
     """Warnings about what the screening could not do on this dimension."""
@@ -219,17 +124,6 @@ def print_report(console: Console, table: RatingTable, results: dict[str, MosDim
 
 
 # --------------------------------------------------------------------------- EPAIQA removals
-
-def write_removed(out: Path, cleaned: EpaiqaResult) -> None:
-    """Every rating EPAIQA's cleaning removed, one CSV row each:
-    ``dimension, item, rater, value, reason``."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with out.open("w", newline="", encoding="utf-8") as fh:
-        w = csv.writer(fh)
-        w.writerow(["dimension", "item", "rater", "value", "reason"])
-        for r in cleaned.removed:
-            w.writerow([r.dimension, r.item, r.rater, repr(r.value), r.reason])
-
 
 def _reason_text(reason: str, params: dict) -> str:
     if reason == "conflict":
