@@ -1,0 +1,56 @@
+"""``ieqa list``: what ieqa can build (scorers, benchmarks, recipes, datasets, templates,
+dimensions), each kind read from its registry (:mod:`ieqa.registry`)."""
+
+from __future__ import annotations
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from ieqa.data.dimensions import list_dimensions
+from ieqa.registry import BENCHMARKS, DATASETS, RECIPES, SCORERS, TEMPLATES
+
+NAME = "list"
+console = Console()
+
+_LISTS = {"scorers": SCORERS, "benchmarks": BENCHMARKS, "recipes": RECIPES, "datasets": DATASETS,
+          "templates": TEMPLATES}
+
+
+_LIST_KINDS = ("scorers", "benchmarks", "recipes", "datasets", "templates", "dimensions")
+
+
+def _list_entries(kind: str) -> list[tuple[str, str]]:
+    """``(name, description)`` of everything ieqa can build of one kind."""
+    if kind == "dimensions":
+        return list(list_dimensions().items())
+    return [(entry.name, entry.description) for entry in _LISTS[kind]]
+
+
+def command(
+    what: str | None = typer.Argument(None, help="scorers, benchmarks, recipes, datasets, templates or dimensions (default: a count of each)."),
+) -> None:
+    """List what ieqa can build: without an argument a count per kind, with one (e.g.
+    `ieqa list scorers`) every name and its description."""
+    if what is not None and what not in _LIST_KINDS:
+        raise typer.BadParameter(f"choose one of: {', '.join(_LIST_KINDS)}", param_hint="WHAT")
+    if what is None:
+        table = Table(title="what ieqa can build", title_justify="left")
+        for column in ("kind", "count", "details"):
+            table.add_column(column, justify="right" if column == "count" else "left")
+        for kind in _LIST_KINDS:
+            table.add_row(kind, str(len(_list_entries(kind))), f"ieqa list {kind}")
+        console.print(table)
+        return
+    table = Table(title=what, title_justify="left", show_header=True)
+    table.add_column("name", style="bold")
+    table.add_column("description")
+    entries = _list_entries(what)
+    for name, description in entries:
+        table.add_row(name, escape(description))
+    if not entries:
+        table.add_row("[dim](none yet)[/dim]", "")
+    console.print(table)
+
+
