@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ieqa.data.dimensions import canonical_dimension
 from ieqa.errors import IeqaError, LossInputError
@@ -24,7 +24,7 @@ from ieqa.errors import IeqaError, LossInputError
 if TYPE_CHECKING:
     from torch import Tensor
 
-__all__ = ["overall_score", "aggregate_gaussian", "AggregationRule", "SigmaAggregation",
+__all__ = ["overall_score", "combine_dimensions", "aggregate_gaussian", "COMBINE_RULES", "AggregationRule", "SigmaAggregation",
            "OVERALL_RULES", "REASONEDIT_WEIGHTS"]
 
 #: How dimension means combine (EditReward Eq. 3).
@@ -35,6 +35,8 @@ SigmaAggregation = Literal["independent", "elementwise"]
 REASONEDIT_WEIGHTS: dict[str, float] = {"visual_quality": 0.3, "instruction_alignment": 0.4,
                                         "content_preservation": 0.3}
 OVERALL_RULES: tuple[str, ...] = ("viescore", "reasonedit", "min", "mean", "sum")
+#: The rules that combine any set of dimensions (EditReward Eq. 3).
+COMBINE_RULES: tuple[str, ...] = ("mean", "sum", "min")
 
 
 def overall_score(scores: Mapping[str, float], rule: str) -> float:
@@ -56,12 +58,28 @@ def overall_score(scores: Mapping[str, float], rule: str) -> float:
     if rule == "reasonedit":
         _require(dims, tuple(REASONEDIT_WEIGHTS), rule)
         return sum(w * dims[d] for d, w in REASONEDIT_WEIGHTS.items())
-    if rule in ("min", "mean", "sum"):
+    if rule in COMBINE_RULES:
         if not dims:
             raise IeqaError("no dimension scores to aggregate")
-        values = list(dims.values())
-        return min(values) if rule == "min" else sum(values) / len(values) if rule == "mean" else sum(values)
+        import numpy as np
+
+        return float(combine_dimensions(np.array([list(dims.values())]), rule)[0])
     raise IeqaError(f"unknown overall rule {rule!r}; choose one of {', '.join(OVERALL_RULES)}")
+
+
+def combine_dimensions(values: Any, rule: str) -> Any:
+    """``[B, D]`` per-dimension scores to ``[B]``: their ``"mean"``, ``"sum"`` or ``"min"``
+    over axis 1 (EditReward Eq. 3), for a numpy array or a torch tensor alike; one dimension
+    passes through. The rule training aggregates head outputs and preference pairs with."""
+    if rule not in COMBINE_RULES:
+        raise IeqaError(f"unknown aggregation {rule!r}; choose one of {', '.join(COMBINE_RULES)}")
+    if values.shape[1] == 1:
+        return values[:, 0]
+    if hasattr(values, "detach"):  # a torch tensor
+        return values.sum(1) if rule == "sum" else values.min(1).values if rule == "min" else values.mean(1)
+    import numpy as np
+
+    return {"mean": np.mean, "sum": np.sum, "min": np.min}[rule](values, axis=1)
 
 
 def _require(dims: Mapping[str, float], need: tuple[str, ...], rule: str) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from ieqa.scorers.overall import combine_dimensions
 from ieqa.train import losses as L
 from ieqa.train.recipe import StageConfig
 
@@ -139,7 +140,7 @@ def compute_loss(model: Any, builder: Any, stage: StageConfig, samples: Sequence
             loss = L.uncertainty_ranking_loss(*args, weight=weight, generator=gen,
                                               **_loss_kwargs(stage))
         return loss, {stage.loss: float(loss.detach())}
-    scores = _aggregate(head, stage.aggregation)
+    scores = combine_dimensions(head, stage.aggregation)
     s_a, s_b = scores[:n], scores[n:]
     if stage.loss == "bt-ties":
         loss = L.bt_ties_loss(s_a, s_b, outcome, weight=weight, **_loss_kwargs(stage))
@@ -148,13 +149,3 @@ def compute_loss(model: Any, builder: Any, stage: StageConfig, samples: Sequence
         loss = L.bradley_terry_loss(torch.where(a_wins, s_a, s_b), torch.where(a_wins, s_b, s_a),
                                     weight=weight)
     return loss, {stage.loss: float(loss.detach())}
-
-
-def _aggregate(head: torch.Tensor, rule: str) -> torch.Tensor:
-    if head.shape[1] == 1:
-        return head[:, 0]
-    if rule == "sum":
-        return head.sum(1)
-    if rule == "min":
-        return head.min(1).values
-    return head.mean(1)

@@ -23,6 +23,7 @@ from ieqa.data.dimensions import canonical_dimension
 from ieqa.data.schema import EditSample
 from ieqa.errors import TrainDataError
 from ieqa.human.pairs import disentangle_ties, ranking_to_pairs
+from ieqa.scorers.overall import COMBINE_RULES, combine_dimensions
 
 __all__ = ["PairLabel", "TrainPair", "build_pairs"]
 
@@ -76,7 +77,6 @@ def _missing(samples: Sequence[EditSample], dim: str) -> list[str]:
     return [s.id for s in samples if dim not in s.scores]
 
 
-_AGGREGATE = {"mean": np.mean, "sum": np.sum, "min": np.min}
 
 
 def build_pairs(
@@ -115,7 +115,7 @@ def build_pairs(
     ``tie_eps`` / ``tie_weight``. Returns an empty list when no group has two samples.
     """
     samples = list(samples)
-    if aggregation not in _AGGREGATE:
+    if aggregation not in COMBINE_RULES:
         raise TrainDataError(f"aggregation must be mean, sum or min, got {aggregation!r}")
     ranking = [dimension] if isinstance(dimension, str) else list(dimension)
     if not ranking:
@@ -152,7 +152,7 @@ def build_pairs(
                                      f"{len(lacking)} sample(s) lack one, e.g. {lacking[:5]}")
 
     values = np.asarray([[s.scores[d] for d in ranking] for s in samples], dtype=np.float64)
-    score = values[:, 0] if len(ranking) == 1 else _AGGREGATE[aggregation](values, axis=1)
+    score = combine_dimensions(values, aggregation)
     ranked = ranking_to_pairs([s.group_id for s in samples], score.tolist(),
                               higher_better=True, tie_eps=float(tie_eps))
     if len(ranked.a) == 0:
