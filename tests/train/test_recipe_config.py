@@ -73,3 +73,13 @@ def test_loss_fidelity_options_and_their_defaults():
 def test_bad_loss_options_name_the_field(recipe, override, message):
     with pytest.raises(RecipeError, match=message):
         load_recipe(recipe, override)
+
+
+def test_every_objective_and_loss_a_recipe_may_name_has_a_loss_function():
+    from ieqa.train.objectives import OBJECTIVE_LOSSES
+    from ieqa.train.recipe import PAIRWISE_LOSSES, POINTWISE_LOSSES, TEXT_LOSSES
+
+    allowed = ({("text", loss) for loss in TEXT_LOSSES}
+               | {("pointwise", loss) for loss in POINTWISE_LOSSES}
+               | {("pairwise", loss) for loss in PAIRWISE_LOSSES} | {("dual", "ce+huber")})
+    assert set(OBJECTIVE_LOSSES) == allowed

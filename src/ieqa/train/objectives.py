@@ -8,7 +8,7 @@ checkpoints save so that a resumed run computes the same losses).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,7 +18,7 @@ from ieqa.scorers.overall import combine_dimensions
 from ieqa.train import losses as L
 from ieqa.train.recipe import StageConfig
 
-__all__ = ["LossState", "compute_loss", "new_loss_state"]
+__all__ = ["OBJECTIVE_LOSSES", "LossState", "compute_loss", "new_loss_state"]
 
 
 @dataclass
@@ -77,69 +77,95 @@ def _loss_kwargs(stage: StageConfig, drop: Sequence[str] = ()) -> dict[str, Any]
     return {k: v for k, v in stage.loss_args.items() if k not in drop}
 
 
-def compute_loss(model: Any, builder: Any, stage: StageConfig, samples: Sequence[Any],
-                 examples: Sequence[Any], state: LossState) -> tuple[torch.Tensor, dict[str, float]]:
-    """Loss of one micro-batch of ``examples`` (sample indices or pairs into ``samples``)."""
-    if stage.objective == "text":
-        batch = builder.text_batch([samples[i] for i in examples])
-        out = model(batch)
-        labels = batch["labels"].to(out["logits"].device)
-        if stage.loss == "tdrl":
-            total, parts = L.tdrl_loss(out["logits"], labels, batch["digit_positions"].to(labels.device),
-                                       builder.digit_ids, return_parts=True,
-                                       **_loss_kwargs(stage))
-            return total, parts
-        loss = L.token_ce_loss(out["logits"], labels)
-        return loss, {"ce": float(loss.detach())}
-    if stage.objective in ("pointwise", "dual"):
-        batch = builder.head_batch([samples[i] for i in examples],
-                                   with_text=stage.objective == "dual")
-        out = model(batch)
-        pred, target = out["head"], batch["targets"].to(out["head"].device)
-        if stage.objective == "dual":
-            delta = float(stage.loss_args.get("delta", 1.0))
-            huber = L.huber_loss(pred, target, delta=delta)
-            parts = {"huber": float(huber.detach())}
-            total = stage.head_weight * huber
-            if "logits" in out:
-                ce = L.token_ce_loss(out["logits"], batch["labels"].to(pred.device))
-                parts["ce"] = float(ce.detach())
-                total = total + stage.text_weight * ce
-            return total, parts
-        if stage.loss == "mse":
-            loss = L.mse_loss(pred, target)
-        elif stage.loss == "huber":
-            loss = L.huber_loss(pred, target, **_loss_kwargs(stage))
-        else:
-            return L.re_reward_loss(pred, target, rank_queue=state.rank_queue,
-                                    plcc_queue=state.plcc_queue, return_parts=True,
-                                    **_loss_kwargs(stage, drop=QUEUE_ARGS))
-        return loss, {stage.loss: float(loss.detach())}
-    # pairwise
-    batch = builder.pair_batch(samples, examples)
+# Each loss function of the table below: (model, builder, stage, samples, examples, state)
+# -> (loss, logged parts).
+LossFn = Callable[[Any, Any, StageConfig, Sequence[Any], Sequence[Any], LossState],
+                  tuple[torch.Tensor, dict[str, float]]]
+
+
+def _text(model: Any, builder: Any, stage: StageConfig, samples: Sequence[Any],
+          examples: Sequence[Any], state: LossState) -> tuple[torch.Tensor, dict[str, float]]:
+    batch = builder.text_batch([samples[i] for i in examples])
     out = model(batch)
+    labels = batch["labels"].to(out["logits"].device)
+    if stage.loss == "tdrl":
+        return L.tdrl_loss(out["logits"], labels, batch["digit_positions"].to(labels.device),
+                           builder.digit_ids, return_parts=True, **_loss_kwargs(stage))
+    loss = L.token_ce_loss(out["logits"], labels)
+    return loss, {"ce": float(loss.detach())}
+
+
+def _head(model: Any, builder: Any, stage: StageConfig, samples: Sequence[Any],
+          examples: Sequence[Any]) -> tuple[dict[str, Any], torch.Tensor, torch.Tensor, dict]:
+    batch = builder.head_batch([samples[i] for i in examples],
+                               with_text=stage.objective == "dual")
+    out = model(batch)
+    return out, out["head"], batch["targets"].to(out["head"].device), batch
+
+
+def _dual(model: Any, builder: Any, stage: StageConfig, samples: Sequence[Any],
+          examples: Sequence[Any], state: LossState) -> tuple[torch.Tensor, dict[str, float]]:
+    out, pred, target, batch = _head(model, builder, stage, samples, examples)
+    huber = L.huber_loss(pred, target, delta=float(stage.loss_args.get("delta", 1.0)))
+    parts = {"huber": float(huber.detach())}
+    total = stage.head_weight * huber
+    if "logits" in out:
+        ce = L.token_ce_loss(out["logits"], batch["labels"].to(pred.device))
+        parts["ce"] = float(ce.detach())
+        total = total + stage.text_weight * ce
+    return total, parts
+
+
+def _pointwise(model: Any, builder: Any, stage: StageConfig, samples: Sequence[Any],
+               examples: Sequence[Any], state: LossState) -> tuple[torch.Tensor, dict[str, float]]:
+    _, pred, target, _ = _head(model, builder, stage, samples, examples)
+    if stage.loss == "re-reward":
+        return L.re_reward_loss(pred, target, rank_queue=state.rank_queue,
+                                plcc_queue=state.plcc_queue, return_parts=True,
+                                **_loss_kwargs(stage, drop=QUEUE_ARGS))
+    if stage.loss == "mse":
+        loss = L.mse_loss(pred, target)
+    else:
+        loss = L.huber_loss(pred, target, **_loss_kwargs(stage))
+    return loss, {stage.loss: float(loss.detach())}
+
+
+def _pairs(model: Any, builder: Any, samples: Sequence[Any], examples: Sequence[Any]
+           ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    batch = builder.pair_batch(samples, examples)
+    head = model(batch)["head"]
+    return head, batch["outcome"].to(head.device), batch["weight"].to(head.device)
+
+
+def _pairwise_gaussian(model: Any, builder: Any, stage: StageConfig, samples: Sequence[Any],
+                       examples: Sequence[Any], state: LossState
+                       ) -> tuple[torch.Tensor, dict[str, float]]:
+    head, outcome, weight = _pairs(model, builder, samples, examples)
     n = len(examples)
-    head = out["head"]
-    outcome = batch["outcome"].to(head.device)
-    weight = batch["weight"].to(head.device)
-    if stage.loss in ("uncertainty", "probit"):
-        d = head.shape[1] // 2
-        mu, log_sigma = head.view(2 * n, d, 2).unbind(-1)
-        mu, log_sigma = L.aggregate_gaussian(mu, log_sigma, stage.aggregation,
-                                             stage.sigma_aggregation)
-        a_wins = outcome == 0
-        win = torch.where(a_wins, torch.arange(n, device=head.device),
-                          torch.arange(n, 2 * n, device=head.device))
-        lose = torch.where(a_wins, torch.arange(n, 2 * n, device=head.device),
-                           torch.arange(n, device=head.device))
-        args = (mu[win], log_sigma[win], mu[lose], log_sigma[lose])
-        if stage.loss == "probit":
-            loss = L.probit_ranking_loss(*args, weight=weight)
-        else:
-            gen = state.generator if head.device.type == "cpu" else None
-            loss = L.uncertainty_ranking_loss(*args, weight=weight, generator=gen,
-                                              **_loss_kwargs(stage))
-        return loss, {stage.loss: float(loss.detach())}
+    d = head.shape[1] // 2
+    mu, log_sigma = head.view(2 * n, d, 2).unbind(-1)
+    mu, log_sigma = L.aggregate_gaussian(mu, log_sigma, stage.aggregation,
+                                         stage.sigma_aggregation)
+    a_wins = outcome == 0
+    win = torch.where(a_wins, torch.arange(n, device=head.device),
+                      torch.arange(n, 2 * n, device=head.device))
+    lose = torch.where(a_wins, torch.arange(n, 2 * n, device=head.device),
+                       torch.arange(n, device=head.device))
+    args = (mu[win], log_sigma[win], mu[lose], log_sigma[lose])
+    if stage.loss == "probit":
+        loss = L.probit_ranking_loss(*args, weight=weight)
+    else:
+        gen = state.generator if head.device.type == "cpu" else None
+        loss = L.uncertainty_ranking_loss(*args, weight=weight, generator=gen,
+                                          **_loss_kwargs(stage))
+    return loss, {stage.loss: float(loss.detach())}
+
+
+def _pairwise_scores(model: Any, builder: Any, stage: StageConfig, samples: Sequence[Any],
+                     examples: Sequence[Any], state: LossState
+                     ) -> tuple[torch.Tensor, dict[str, float]]:
+    head, outcome, weight = _pairs(model, builder, samples, examples)
+    n = len(examples)
     scores = combine_dimensions(head, stage.aggregation)
     s_a, s_b = scores[:n], scores[n:]
     if stage.loss == "bt-ties":
@@ -149,3 +175,27 @@ def compute_loss(model: Any, builder: Any, stage: StageConfig, samples: Sequence
         loss = L.bradley_terry_loss(torch.where(a_wins, s_a, s_b), torch.where(a_wins, s_b, s_a),
                                     weight=weight)
     return loss, {stage.loss: float(loss.detach())}
+
+
+#: The objective x loss table: every (objective, loss) pair a recipe may name, and the
+#: function that computes it (``grpo`` stages run through :mod:`ieqa.train.grpo`).
+OBJECTIVE_LOSSES: dict[tuple[str, str], LossFn] = {
+    ("text", "ce"): _text, ("text", "tdrl"): _text,
+    ("dual", "ce+huber"): _dual,
+    ("pointwise", "mse"): _pointwise, ("pointwise", "huber"): _pointwise,
+    ("pointwise", "re-reward"): _pointwise,
+    ("pairwise", "bt"): _pairwise_scores, ("pairwise", "bt-ties"): _pairwise_scores,
+    ("pairwise", "uncertainty"): _pairwise_gaussian, ("pairwise", "probit"): _pairwise_gaussian,
+}
+
+
+def compute_loss(model: Any, builder: Any, stage: StageConfig, samples: Sequence[Any],
+                 examples: Sequence[Any], state: LossState) -> tuple[torch.Tensor, dict[str, float]]:
+    """Loss of one micro-batch of ``examples`` (sample indices or pairs into ``samples``),
+    by :data:`OBJECTIVE_LOSSES`."""
+    fn = OBJECTIVE_LOSSES.get((stage.objective, stage.loss))
+    if fn is None:
+        known = ", ".join(f"{o}/{loss}" for o, loss in OBJECTIVE_LOSSES)
+        raise ValueError(f"stage {stage.name!r}: no loss for objective {stage.objective!r} with "
+                         f"loss {stage.loss!r}; known: {known}")
+    return fn(model, builder, stage, samples, examples, state)
