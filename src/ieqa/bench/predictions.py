@@ -52,16 +52,6 @@ class Predictions(dict):
         self.failed: dict[str, str] = dict(failed or {})
 
 
-_SUFFIXES = (".jsonl", ".jsonl.gz", ".csv", ".parquet")
-
-
-def _kind(path: Path) -> str:
-    for suffix in _SUFFIXES:
-        if path.name.endswith(suffix):
-            return suffix.lstrip(".") if suffix in (".csv", ".parquet") else "jsonl"
-    raise PredictionsError(f"{path}: predictions must be .jsonl, .jsonl.gz, .csv or .parquet files")
-
-
 def is_predictions_file(path: str | os.PathLike[str]) -> bool:
     """True when ``path`` looks like a predictions file rather than a manifest.
 
@@ -92,7 +82,6 @@ def read_predictions(path: str | os.PathLike[str]) -> Predictions:
     for one whose every row failed.
     """
     p = Path(path)
-    _kind(p)
     out = Predictions()
     try:
         for row in iter_score_rows(p):

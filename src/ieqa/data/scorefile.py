@@ -56,7 +56,7 @@ __all__ = ["EXPLAIN_COLUMNS", "INPUT_COLUMNS", "JSON_COLUMNS", "NON_SCORE_COLUMN
            "ScoreRowChecker", "iter_score_rows", "looks_like_score_file"]
 
 #: suffixes a score file may have
-SCORE_FILE_SUFFIXES = (".parquet", ".jsonl", ".jsonl.gz", ".csv")
+SCORE_FILE_SUFFIXES = (".jsonl", ".jsonl.gz", ".csv", ".parquet")
 #: the input columns every ``ieqa score`` output carries next to the scores
 INPUT_COLUMNS = ("source", "edited", "instruction", "editor", "task", "group_id")
 #: what a scorer said of the edit besides the scores
@@ -216,8 +216,8 @@ def iter_score_rows(path: str | os.PathLike[str]) -> Iterator[ScoreRow]:
     """
     p = Path(path)
     if not p.name.endswith(SCORE_FILE_SUFFIXES):
-        raise ScoreFileError(f"{p}: a score file is {', '.join(SCORE_FILE_SUFFIXES)}; "
-                             "convert it to one of them")
+        raise ScoreFileError(f"{p}: a score file is {', '.join(SCORE_FILE_SUFFIXES[:-1])} or "
+                             f"{SCORE_FILE_SUFFIXES[-1]}; convert it to one of them")
     if not p.is_file():
         raise ScoreFileError(f"{p}: no such file")
     checker = ScoreRowChecker(p)
