@@ -4,39 +4,34 @@ path, and ``--option key=value`` scorer arguments."""
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import typer
 import yaml
 
-from ieqa.data.loaders import BenchmarkData, load_benchmark
-from ieqa.registry import BENCHMARKS
+from ieqa.data import resolve
+from ieqa.data.inputs import InputItem
+from ieqa.data.loaders import BenchmarkData
+from ieqa.data.resolve import InputError, open_benchmark
 
 
 def load_benchmark_arg(benchmark: str, root: Path | None, view: str | None = None) -> BenchmarkData:
-    """The benchmark from a registered name + ``--root``, or from a path."""
-    kw: dict[str, Any] = {} if view is None else {"view": view}
-    if benchmark in BENCHMARKS.names():
-        if root is None:
-            raise typer.BadParameter(
-                f"{benchmark!r} is a registered benchmark: pass --root <the folder or file of your "
-                "download> (or give its path to --benchmark)", param_hint="--root")
-        kw["root"] = root
-        target: str | Path = benchmark
-    else:
-        if root is not None:
-            raise typer.BadParameter("--root goes with a registered benchmark name; --benchmark "
-                                     "is already a path", param_hint="--root")
-        target = benchmark
+    """The benchmark from a registered name + ``--root``, or from a path
+    (:func:`ieqa.data.resolve.open_benchmark`; its option errors become usage errors)."""
     try:
-        return load_benchmark(target, **kw)
-    except TypeError as exc:
-        if view is not None:
-            raise typer.BadParameter(f"this benchmark's loader takes no view ({exc}); --view "
-                                     "is for ShapesEdit folders", param_hint="--view") from None
-        raise
+        return open_benchmark(benchmark, root, view)
+    except InputError as exc:
+        raise typer.BadParameter(str(exc), param_hint=exc.option) from None
 
+
+def resolve_input(target: str, root: Path | None) -> tuple[Iterable[InputItem], int, str]:
+    """:func:`ieqa.data.resolve.resolve_input`, its option errors as usage errors."""
+    try:
+        return resolve.resolve_input(target, root)
+    except InputError as exc:
+        raise typer.BadParameter(str(exc), param_hint=exc.option) from None
 
 def parse_options(options: list[str] | None) -> dict[str, Any]:
     """``["key=value", ...]`` -> ``{key: value}``; values are read as YAML scalars

@@ -26,15 +26,11 @@ error; 1 when the run could not be done (the message says why).
 from __future__ import annotations
 
 import functools
-import gzip
 import json
 import math
-from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import typer
 from rich.console import Console
 from rich.markup import escape
@@ -51,13 +47,10 @@ from ieqa.commands.options import (
     SCORER_HELP,
     STRICT_OPT,
     WORKERS_OPT,
-    load_benchmark_arg,
     make_scorer,
+    resolve_input,
 )
-from ieqa.data.inputs import BadRow, InputItem, is_edit_folder, iter_folder
-from ieqa.data.loaders.base import sniff_format
-from ieqa.data.manifest import first_row_keys, iter_manifest_items
-from ieqa.errors import IeqaError
+from ieqa.data.resolve import is_manifest_file, strict_check
 from ieqa.registry import BENCHMARKS
 from ieqa.scorers.base import Scorer, ScoreResult
 from ieqa.scorers.run import ScoreRunSummary, score_to_file
@@ -68,83 +61,6 @@ console = Console()
 EXIT_ROW_ERRORS = 3
 _MANIFEST_SUFFIXES = (".jsonl", ".jsonl.gz", ".parquet", ".csv")
 _MAX_LISTED = 20
-
-
-def _count_rows(path: Path) -> int:
-    if path.name.endswith(".parquet"):
-        return pq.ParquetFile(path).metadata.num_rows
-    opener = gzip.open if path.name.endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8-sig") as fh:
-        n = sum(1 for line in fh if line.strip())
-    return n - 1 if path.name.endswith(".csv") else n
-
-
-def _is_manifest_file(path: Path) -> bool:
-    return path.is_file() and path.name.lower().endswith(_MANIFEST_SUFFIXES)
-
-
-def _manifest_or_none(path: Path) -> tuple[Iterator[InputItem], int, str] | None:
-    """The rows of a manifest file, None when the file is a benchmark's own format; an
-    empty or unreadable file is an error of its own."""
-    if path.name.endswith(".parquet"):
-        try:
-            pq.read_schema(path)
-        except (OSError, pa.ArrowException) as exc:
-            raise IeqaError(f"{path} is not a readable Parquet file ({exc}); re-export it, or "
-                            "give a .jsonl or .csv manifest") from None
-    keys = first_row_keys(path)
-    if keys is None and _count_rows(path) <= 0:
-        raise IeqaError(f"{path} is empty: a manifest needs one row per edit (see the manifest "
-                        "spec in the docs, or write one with ieqa manifest FOLDER -o ...)")
-    if keys is None and not path.name.endswith(".csv"):
-        return None
-    if keys is not None and "input_key" in keys:
-        raise IeqaError(f"{path} is a score file written by ieqa score, not a manifest: give it to "
-                        "ieqa bench --predictions or ieqa rank-editors (or write a manifest with "
-                        "ieqa manifest FOLDER -o ...)")
-    if keys is not None and "edited" not in keys:
-        return None
-    return iter_manifest_items(path), _count_rows(path), f"manifest:{path.resolve()}"
-
-
-def resolve_input(target: str, root: Path | None) -> tuple[Iterable[InputItem], int, str]:
-    """``(items, total, description)`` of a FOLDER, MANIFEST or benchmark argument."""
-    path = Path(target)
-    if root is None and is_edit_folder(path):
-        items = list(iter_folder(path))
-        return items, len(items), f"folder:{path.resolve()}"
-    if root is None and _is_manifest_file(path):
-        found = _manifest_or_none(path)
-        if found is not None:
-            return found
-    if root is None and not path.exists() and target not in BENCHMARKS.names():
-        raise typer.BadParameter(
-            f"{target} does not exist; give a folder of edits, a manifest, a benchmark path or a "
-            "registered benchmark name (ieqa list benchmarks)", param_hint="INPUT...")
-    if root is None and path.is_dir() and not any(path.iterdir()):
-        raise IeqaError(f"{path} is an empty folder; a folder of edits has source/, edited/ and "
-                        "instructions.csv (see ieqa manifest --help)")
-    if root is None and sniff_format(path) is None:
-        raise IeqaError(
-            f"{path} is not an input ieqa score reads: give a folder of edits (source/, "
-            "edited/[<editor>/], instructions.csv), a manifest (.jsonl, .jsonl.gz, .parquet or "
-            ".csv rows with an 'edited' image), a benchmark download ieqa recognises (ieqa list "
-            "benchmarks; or its registered name with --root), or SOURCE EDITED \"instruction\"")
-    bench = load_benchmark_arg(target, root)
-    return bench.samples, len(bench.samples), f"benchmark:{bench.name}:{target}"
-
-
-def strict_check(items: Iterable[InputItem]) -> list[InputItem]:
-    """All items, or :class:`IeqaError` listing every bad row when there is any."""
-    items = list(items)
-    bad = [i for i in items if isinstance(i, BadRow)]
-    if bad:
-        lines = "\n".join(f"  {b.error}" for b in bad[:_MAX_LISTED])
-        more = f"\n  ... and {len(bad) - _MAX_LISTED} more" if len(bad) > _MAX_LISTED else ""
-        raise IeqaError(f"--strict: {len(bad)} of {len(items)} input rows are malformed; nothing "
-                        f"was scored:\n{lines}{more}\nfix them, or drop --strict to score the "
-                        "others and record these as error rows")
-    return items
 
 
 def _fmt(x: float) -> str:
@@ -279,7 +195,7 @@ def command(
     scorer = make_scorer(scorer_name, option, model, checkpoint)
     first = Path(inputs[0])
     single = len(inputs) in (2, 3) or (
-        len(inputs) == 1 and first.is_file() and not _is_manifest_file(first)
+        len(inputs) == 1 and first.is_file() and not is_manifest_file(first)
         and inputs[0] not in BENCHMARKS.names() and _looks_like_image(first))
     if len(inputs) > 3:
         raise typer.BadParameter("give one FOLDER/MANIFEST/benchmark, or SOURCE EDITED "
