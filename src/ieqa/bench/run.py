@@ -1,7 +1,8 @@
 """Evaluate predictions a user already has against a benchmark's own metric set.
 
 Examples:
-    >>> from ieqa.data.loaders import load_benchmark, load_judge_results
+    >>> from ieqa.data.loaders import load_benchmark
+    >>> from ieqa.bench.genai_judge import load_judge_results
     >>> from ieqa.bench.predictions import read_predictions
     >>> bench = load_benchmark("ebench", root="~/data/EBench")                   # doctest: +SKIP
     >>> result = evaluate_predictions(bench, read_predictions("preds.jsonl"))    # doctest: +SKIP
