@@ -32,7 +32,7 @@ def test_jitter_stays_between_half_and_the_full_wait() -> None:
 
 
 @pytest.mark.parametrize("bad", [{"max_retries": -1}, {"max_retries": 1.5}, {"backoff_s": -0.1},
-                                 {"max_backoff_s": float("inf")}])
+                                 {"max_backoff_s": float("nan")}, {"backoff_s": float("inf")}])
 def test_a_bad_schedule_is_refused(bad: dict) -> None:
     with pytest.raises(ValueError):
         Backoff(**bad)

@@ -15,6 +15,16 @@ class UnknownDimensionError(IeqaError, ValueError):
     """A dimension name is neither canonical nor a registered alias."""
 
 
+class OptionError(IeqaError, ValueError):
+    """An input or option of a command's Python function cannot be used as given; ``option``
+    names the command-line argument to change (``SCORES``, ``--scale``, ...), so that the
+    command reports it as a usage error on that argument."""
+
+    def __init__(self, message: str, *, option: str) -> None:
+        super().__init__(message)
+        self.option = option
+
+
 class TrainDataError(IeqaError, ValueError):
     """Training targets, pairs or sampling orders cannot be built from the given inputs."""
 

@@ -1,4 +1,5 @@
-"""Declarative registries of what ieqa can build: scorers, benchmarks, recipes, datasets.
+"""Declarative registries of what ieqa can build: scorers, prompt templates, benchmarks (each
+with its format detector), recipes and datasets — one :class:`Registry` class for all.
 
 Each registry maps a name to an :class:`Entry` (a one-line description plus the factory
 or data behind it). Modules add entries with ``REGISTRY.add(...)`` when imported; a

@@ -27,8 +27,8 @@ class Backoff:
     Attributes:
         max_retries: retries after the first attempt (an integer >= 0; 0: no retry).
         backoff_s: the first retry's wait in seconds (>= 0), doubled at each further retry.
-        max_backoff_s: the longest wait in seconds (>= 0), a server's ``Retry-After``
-            included.
+        max_backoff_s: the longest wait in seconds (>= 0; ``inf`` for no bound), a
+            server's ``Retry-After`` included.
         jitter: scale exponential waits by a random factor in [0.5, 1].
     """
 
@@ -43,8 +43,10 @@ class Backoff:
             raise ValueError(f"max_retries must be an integer >= 0, got {self.max_retries!r}")
         for name in ("backoff_s", "max_backoff_s"):
             value = getattr(self, name)
-            if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
-                raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+            if not (isinstance(value, (int, float)) and value >= 0):  # NaN fails too
+                raise ValueError(f"{name} must be a number >= 0, got {value!r}")
+        if not math.isfinite(self.backoff_s):
+            raise ValueError(f"backoff_s must be finite, got {self.backoff_s!r}")
 
     def delay(self, attempt: int, retry_after: float | None = None) -> float:
         """Seconds to wait before retry ``attempt + 1``; ``retry_after`` is the wait the

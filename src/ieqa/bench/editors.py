@@ -22,7 +22,7 @@ from ieqa.bench.leaderboard import (
     score_table,
 )
 from ieqa.bench.predictions import is_predictions_file, read_predictions
-from ieqa.errors import IeqaError
+from ieqa.errors import IeqaError, OptionError
 from ieqa.human.rankings import RankingWins, ranking_win_counts, read_rankings
 from ieqa.metrics import MetricInputError
 from ieqa.report import HtmlReport, bar_chart, scatter_plot, write_csv, write_json
@@ -31,12 +31,8 @@ __all__ = ["EditorRanking", "EditorRankingError", "leaderboard_display", "load_t
            "fmt_number", "overall_formula", "rank_editors", "rankings_table", "summary_line", "write_outputs"]
 
 
-class EditorRankingError(IeqaError, ValueError):
+class EditorRankingError(OptionError):
     """The inputs cannot be ranked as given; ``option`` names the argument to change."""
-
-    def __init__(self, message: str, *, option: str) -> None:
-        super().__init__(message)
-        self.option = option
 
 
 @dataclass
@@ -80,7 +76,7 @@ def rank_editors(scores: str | Path | None = None, *, human: str | Path | None =
     """
     scores, human, rankings = (None if p is None else Path(p) for p in (scores, human, rankings))
     try:
-        w = parse_weights(weights) if isinstance(weights, str) else weights
+        w = parse_weights(weights) if isinstance(weights, str) and weights else (weights or None)
     except IeqaError as exc:
         raise EditorRankingError(str(exc), option="--weights") from None
     if n_boot == 1:
@@ -292,6 +288,8 @@ def leaderboard_display(lb: Leaderboard, human_lb: Leaderboard | None = None) ->
 
 
 def summary_line(lb: Leaderboard) -> str:
+    """One line on what a leaderboard rests on: edits, editors, groups, the overall weights,
+    the confidence intervals and the tie rule."""
     parts = [f"{lb.n_samples} edits", f"{len(lb)} editors"]
     if lb.n_groups is not None:
         if lb.common_groups_only:

@@ -59,8 +59,6 @@ NAME = "score"
 console = Console()
 #: the exit status of a run whose output was written with some rows in error
 EXIT_ROW_ERRORS = 3
-_MANIFEST_SUFFIXES = (".jsonl", ".jsonl.gz", ".parquet", ".csv")
-_MAX_LISTED = 20
 
 
 def _fmt(x: float) -> str:

@@ -69,11 +69,14 @@ class Columns:
         self.first_error: str | None = None
 
     def code(self, kind: str, value: str | None) -> int:
+        """The integer code of ``value`` in the ``kind`` table (task or editor), new ones
+        numbered in order of appearance."""
         table = self.codes[kind]
         key = _NONE if value is None else str(value)
         return table.setdefault(key, len(table))
 
     def add(self, row: ScoredRow, status: int) -> None:
+        """Append one scored row (its reward, sigma, status, task, editor and scores)."""
         n = len(self.reward)
         rw = row.reward
         if rw.error is not None and self.first_error is None:
@@ -93,6 +96,7 @@ class Columns:
                 col.append(math.nan)
 
     def names(self, kind: str) -> list[str]:
+        """The values of the ``kind`` table, indexed by their code."""
         table = self.codes[kind]
         out = [""] * len(table)
         for name, code in table.items():

@@ -16,7 +16,7 @@ from ieqa.data.inputs import BadRow, InputItem, is_edit_folder, iter_folder
 from ieqa.data.loaders import BenchmarkData, load_benchmark
 from ieqa.data.loaders.base import sniff_format
 from ieqa.data.manifest import first_row_keys, iter_manifest_items
-from ieqa.errors import IeqaError
+from ieqa.errors import IeqaError, OptionError
 from ieqa.registry import BENCHMARKS
 
 __all__ = ["InputError", "is_manifest_file", "open_benchmark", "resolve_input", "strict_check"]
@@ -25,13 +25,9 @@ _MANIFEST_SUFFIXES = (".jsonl", ".jsonl.gz", ".parquet", ".csv")
 _MAX_LISTED = 20
 
 
-class InputError(IeqaError, ValueError):
+class InputError(OptionError):
     """An input argument names nothing ieqa can read as given; ``option`` names the argument
     to change (``INPUT...``, ``--root``, ``--view``)."""
-
-    def __init__(self, message: str, *, option: str) -> None:
-        super().__init__(message)
-        self.option = option
 
 
 def open_benchmark(benchmark: str, root: Path | None, view: str | None = None) -> BenchmarkData:

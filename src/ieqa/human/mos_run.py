@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ieqa.errors import IeqaError
+from ieqa.errors import OptionError
 from ieqa.human.ecdf_probit import ecdf_probit_mos
 from ieqa.human.epaiqa import EpaiqaResult, epaiqa_mos
 from ieqa.human.mos import (
@@ -49,17 +49,11 @@ DUPLICATES = {"error": "raise", "mean": "mean", "first": "first"}
 _MANIFEST_SUFFIXES = (".jsonl", ".jsonl.gz", ".parquet")
 _TABLE_SUFFIXES = (".csv", ".tsv", ".tab", ".txt")
 RESCALES = ("100(z+3)/6", "minmax", "none")
-_MANIFEST_SUFFIXES = (".jsonl", ".jsonl.gz", ".parquet")
-_TABLE_SUFFIXES = (".csv", ".tsv", ".tab", ".txt")
 
 
-class MosInputError(IeqaError, ValueError):
+class MosInputError(OptionError):
     """The ratings or options cannot give a MOS as asked; ``option`` names the argument to
     change (``RATINGS``, ``--scale``, ...)."""
-
-    def __init__(self, message: str, *, option: str) -> None:
-        super().__init__(message)
-        self.option = option
 
 
 @dataclass
@@ -298,8 +292,8 @@ def run_mos(ratings: str | Path, *, out: str | Path, scale: str | tuple[float, f
         raise MosInputError("lists the ratings EPAIQA's cleaning removed: add --method epaiqa, or leave "
                             "--removed out (the report counts the dropped ratings of every method)",
                             option="--removed")
-    rating_scale = (parse_scale(scale) if isinstance(scale, str)
-                    else None if scale is None else (float(scale[0]), float(scale[1])))
+    rating_scale = (None if scale is None else parse_scale(
+        scale if isinstance(scale, str) else ",".join(str(float(x)) for x in scale)))
     in_kind = rating_file_kind(ratings, "RATINGS", ("manifest", "table"))
     out_kind = rating_file_kind(out, "--out", ("manifest", "table"))
     if manifest is not None and in_kind == "manifest":
@@ -362,6 +356,8 @@ def _fmt(x: float) -> str:
 
 
 def write_table(out: Path, results: dict[str, MosDim]) -> None:
+    """The MOS as a .csv (comma) or .tsv (tab) table: item, dimension, mos, std, ci95,
+    n_ratings, n_dropped; an undefined value is an empty cell."""
     out.parent.mkdir(parents=True, exist_ok=True)
     delimiter = "," if out.name.lower().endswith(".csv") else "\t"
     with out.open("w", newline="", encoding="utf-8") as fh:

@@ -48,6 +48,7 @@ def check_same_length(arrays: dict[str, np.ndarray]) -> int:
 
 
 def check_nan_policy(nan_policy: str) -> None:
+    """Raise :class:`MetricInputError` unless ``nan_policy`` is ``raise`` or ``omit``."""
     if nan_policy not in ("raise", "omit"):
         raise MetricInputError(f"nan_policy must be 'raise' or 'omit', got {nan_policy!r}")
 
@@ -110,5 +111,6 @@ def check_not_constant(arr: np.ndarray, name: str, what: str) -> None:
 
 
 def check_choice(value: object, name: str, choices: tuple[object, ...]) -> None:
+    """Raise :class:`MetricInputError` naming ``name`` unless ``value`` is one of ``choices``."""
     if value not in choices:
         raise MetricInputError(f"{name} must be one of {choices}, got {value!r}")

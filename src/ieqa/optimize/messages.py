@@ -53,6 +53,8 @@ _TAGGED = re.compile(r"<definition>(.*?)(?:</definition>|$)", re.S | re.I)
 
 # ------------------------------------------------------------------------ prompts
 def check_prompt(prompt: str) -> None:
+    """Raise :class:`~ieqa.prompts.redefine.FDMPOError` for an optimiser prompt with an
+    unknown or malformed placeholder (the known ones are listed on :data:`OPTIMIZER_PROMPT`)."""
     try:
         names = {n for _, n, _, _ in string.Formatter().parse(prompt) if n is not None}
     except ValueError as exc:
@@ -121,4 +123,6 @@ def parse_definition(answer: str) -> str:
 
 
 def normalise_definition(definition: str) -> str:
+    """``definition`` lower-cased, whitespace collapsed, final period dropped: two
+    definitions that differ only so count as a repeat."""
     return " ".join(definition.lower().split()).rstrip(".")

@@ -57,12 +57,14 @@ def pending_proposal(path: Path, n_trials: int) -> dict[str, Any] | None:
 
 
 def append_line(path: Path, row: Mapping[str, Any]) -> None:
+    """Append ``row`` to the trajectory as one JSON line, flushed at once."""
     with path.open("a", encoding="utf-8") as fh:
         fh.write(json.dumps(row, ensure_ascii=False) + "\n")
         fh.flush()
 
 
 def add_usage(total: dict[str, int], usage: Mapping[str, int] | None) -> None:
+    """Add one optimiser call's token ``usage`` (or a call without one) to ``total``."""
     total["calls"] = total.get("calls", 0) + 1
     if usage is None:
         total["calls_without_usage"] = total.get("calls_without_usage", 0) + 1
@@ -72,4 +74,5 @@ def add_usage(total: dict[str, int], usage: Mapping[str, int] | None) -> None:
 
 
 def empty_usage() -> dict[str, int]:
+    """Token usage of a run before its first call."""
     return {"prompt_tokens": 0, "completion_tokens": 0, "calls": 0, "calls_without_usage": 0}

@@ -526,8 +526,9 @@ class RewardClient(_Base):
         max_retries: retries after the first attempt (>= 0) on connection errors, 429, 502,
             503 and 504.
         backoff_s: the first retry's wait in seconds (>= 0), doubled at each retry; a 429
-            or 503 with ``Retry-After`` waits what the server asks instead.
-        max_backoff_s: the longest exponential wait in seconds (>= 0).
+            or 503 with ``Retry-After`` waits what the server asks instead (capped too).
+        max_backoff_s: the longest wait in seconds (>= 0), the server's ``Retry-After``
+            included (:class:`ieqa.retry.Backoff`).
         max_items_per_request: items (for ``compare``: groups) per request (>= 1); larger
             lists are split and reassembled in order.
         transport: an httpx transport to use instead of the network (tests:

@@ -72,7 +72,8 @@ def combine_dimensions(values: Any, rule: str) -> Any:
     over axis 1 (EditReward Eq. 3), for a numpy array or a torch tensor alike; one dimension
     passes through. The rule training aggregates head outputs and preference pairs with."""
     if rule not in COMBINE_RULES:
-        raise IeqaError(f"unknown aggregation {rule!r}; choose one of {', '.join(COMBINE_RULES)}")
+        raise LossInputError(f"unknown aggregation {rule!r}; choose one of "
+                             f"{', '.join(COMBINE_RULES)}")
     if values.shape[1] == 1:
         return values[:, 0]
     if hasattr(values, "detach"):  # a torch tensor

@@ -14,6 +14,8 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
+from ieqa.data.dimensions import LEVEL_WORDS
+
 __all__ = ["build_tiny_vlm", "TINY_FAMILIES", "TinyFamily"]
 
 TinyFamily = Literal["qwen2-vl", "qwen2.5-vl", "qwen3-vl"]
@@ -37,9 +39,10 @@ _CHAT_TEMPLATE = (
 )
 
 
-# Words that real Qwen tokenizers keep as one token after a space; the tiny tokenizer merges
-# them too so that the level readout (one token per level word) works as on a real model.
-_WORDS = ("excellent", "good", "fair", "poor", "bad")
+# The level words (ieqa.data.dimensions.LEVEL_WORDS) are one token after a space in real Qwen
+# tokenizers; the tiny tokenizer merges them too so that the level readout (one token per
+# level word) works as on a real model.
+_WORDS = tuple(reversed(LEVEL_WORDS))  # best first, the order the merges were always added in
 
 
 def _tokenizer() -> Any:

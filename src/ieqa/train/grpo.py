@@ -164,6 +164,8 @@ def _dataset(template: Any, samples: Sequence[EditSample]) -> Any:
 
 @functools.cache
 def trainer_class() -> type:
+    """TRL's ``GRPOTrainer`` with ieqa's hook (the auxiliary Huber term on the head), built
+    once on first use so that TRL is imported only by a grpo stage."""
     from trl import GRPOTrainer
 
     class _Trainer(GRPOTrainer):  # type: ignore[misc]

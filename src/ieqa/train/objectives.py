@@ -16,7 +16,7 @@ import torch
 
 from ieqa.scorers.overall import combine_dimensions
 from ieqa.train import losses as L
-from ieqa.train.recipe import StageConfig
+from ieqa.train.recipe import RecipeError, StageConfig
 
 __all__ = ["OBJECTIVE_LOSSES", "LossState", "compute_loss", "new_loss_state"]
 
@@ -196,6 +196,6 @@ def compute_loss(model: Any, builder: Any, stage: StageConfig, samples: Sequence
     fn = OBJECTIVE_LOSSES.get((stage.objective, stage.loss))
     if fn is None:
         known = ", ".join(f"{o}/{loss}" for o, loss in OBJECTIVE_LOSSES)
-        raise ValueError(f"stage {stage.name!r}: no loss for objective {stage.objective!r} with "
+        raise RecipeError(f"stage {stage.name!r}: no loss for objective {stage.objective!r} with "
                          f"loss {stage.loss!r}; known: {known}")
     return fn(model, builder, stage, samples, examples, state)

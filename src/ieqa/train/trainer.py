@@ -19,7 +19,6 @@ Output folder::
 
 from __future__ import annotations
 
-import importlib
 import json
 import logging
 import math
@@ -45,6 +44,7 @@ from ieqa.train.data import (
 )
 from ieqa.train.evaluation import build_scorer, evaluate_stage, main_metric
 from ieqa.train.fit import fit_recipe_to_data
+from ieqa.train.grpo import run_grpo
 from ieqa.train.model import EvaluatorModel, build_model
 from ieqa.train.objectives import LossState, compute_loss, new_loss_state
 from ieqa.train.recipe import Recipe, StageConfig
@@ -59,10 +59,10 @@ CHECKPOINTS = "checkpoints"
 TRAINABLE_FILE = "trainable.safetensors"
 
 
-#: Stage runners other than the supervised loop of this module, by objective: a
-#: ``module:function`` called as ``fn(run, recipe, index, stage, model, vlm, data,
-#: global_step, resumed, result) -> (global_step, stopped)``.
-STAGE_RUNNERS: dict[str, str] = {"grpo": "ieqa.train.grpo:run_grpo"}
+#: Stage runners other than the supervised loop of this module, by objective, called as
+#: ``fn(run, recipe, index, stage, model, vlm, data, global_step, resumed, result)
+#: -> (global_step, stopped)``.
+STAGE_RUNNERS: dict[str, Callable[..., tuple[int, bool]]] = {"grpo": run_grpo}
 
 
 class TrainError(IeqaError):
@@ -362,9 +362,7 @@ def _run_stage(run: _Run, recipe: Recipe, index: int, stage: StageConfig, model:
 
     runner = STAGE_RUNNERS.get(stage.objective)
     if runner is not None:
-        module, _, name = runner.partition(":")
-        return getattr(importlib.import_module(module), name)(
-            run, recipe, index, stage, model, vlm, data, global_step, resumed, result)
+        return runner(run, recipe, index, stage, model, vlm, data, global_step, resumed, result)
     template = stage_template(stage)
     key = recipe.data.explanation_key
     builder = BatchBuilder(vlm, stage, template, data.scale, key,

@@ -24,6 +24,7 @@ from ieqa.backends import BackendError
 from ieqa.data.dimensions import canonical_dimension
 from ieqa.data.images import load_image
 from ieqa.data.schema import EditSample
+from ieqa.errors import TrainDataError
 from ieqa.prompts.answers import format_digits
 from ieqa.scorers.base import ScorerError, ScoreResult
 from ieqa.scorers.vlm.base import LoadedSample, VLMScorer
@@ -151,7 +152,10 @@ class DigitsScorer(VLMScorer):
                 for dim in self.score_dimensions:
                     if dim not in truth:
                         raise ScorerError(f"sample {sample.id!r} has no ground truth for {dim!r}")
-                    text = format_digits(truth[dim])
+                    try:
+                        text = format_digits(truth[dim])
+                    except TrainDataError as exc:
+                        raise ScorerError(f"sample {sample.id!r} {dim}: {exc}") from None
                     prompts.append(self.render(item, dim, template))
                     conts.append([self.digit_ids[int(text[0])], self.dot_id,
                                   self.digit_ids[int(text[2])], self.digit_ids[int(text[3])]])
