@@ -34,12 +34,15 @@ def local_ray():
                                       "make setup installs it)")
     import ray
 
-    ray.init(num_cpus=2, object_store_memory=80 * 2**20, include_dashboard=False,
-             log_to_driver=False)
-    try:
-        yield ray
-    finally:
-        ray.shutdown()
+    from ray_lock import ray_lock
+
+    with ray_lock():
+        ray.init(num_cpus=2, object_store_memory=80 * 2**20, include_dashboard=False,
+                 log_to_driver=False)
+        try:
+            yield ray
+        finally:
+            ray.shutdown()
 
 
 @pytest.fixture(autouse=True)

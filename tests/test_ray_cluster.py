@@ -58,6 +58,15 @@ def _ieqa(args: list[str], cwd: Path) -> tuple[subprocess.CompletedProcess, floa
     return proc, time.monotonic() - t0
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _one_ray_at_a_time():
+    """The commands below start (or try to join) Ray: one Ray at a time (tests/ray_lock.py)."""
+    from ray_lock import ray_lock
+
+    with ray_lock():
+        yield
+
+
 @pytest.fixture(scope="module")
 def shapes(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from ieqa.data.shapesedit import ShapesEditConfig, generate

@@ -61,6 +61,7 @@ import contextlib
 import functools
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -315,6 +316,12 @@ class BlockFailed(AssertionError):
     pass
 
 
+def _kill_group(pid: int) -> None:
+    """SIGKILL the process group of ``pid`` (gone already: nothing to do)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
 def run_block(block: Block, workdir: Path, env: dict[str, str], url: str | None = None,
               replace: dict[str, str] | None = None) -> Outcome:
     """Run one block in ``workdir``; raise :class:`BlockFailed` with its output on failure.
@@ -331,14 +338,19 @@ def run_block(block: Block, workdir: Path, env: dict[str, str], url: str | None 
     script.write_text(code, encoding="utf-8")
     cmd = (["bash", "-e", "-o", "pipefail", str(script)] if block.kind == "bash"
            else [sys.executable, str(script)])
+    # its own session, so that a block that runs over is stopped with everything it started
+    # (a local Ray's raylet and workers would otherwise outlive it and slow the rest down)
+    proc = subprocess.Popen(cmd, cwd=workdir, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
     try:
-        done = subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True,
-                              timeout=BLOCK_TIMEOUT_S)
-    except subprocess.TimeoutExpired as exc:
-        raise BlockFailed(f"{block.label} ran over {BLOCK_TIMEOUT_S} s:\n{code}") from exc
-    output = done.stdout + done.stderr
-    if done.returncode != 0:
-        raise BlockFailed(f"{block.label} exited with {done.returncode}\n--- code\n{code}"
+        output, _ = proc.communicate(timeout=BLOCK_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc.pid)
+        output, _ = proc.communicate()
+        raise BlockFailed(f"{block.label} ran over {BLOCK_TIMEOUT_S} s:\n{code}"
+                          f"--- output\n{(output or '')[-4000:]}") from None
+    if proc.returncode != 0:
+        raise BlockFailed(f"{block.label} exited with {proc.returncode}\n--- code\n{code}"
                           f"--- output\n{output[-6000:]}")
     return Outcome(block, time.perf_counter() - t0, output)
 

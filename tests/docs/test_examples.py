@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import time
 import traceback
 from collections.abc import Callable
@@ -21,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from ports import free_port
+from ray_lock import ray_lock
 
 from .judge_server import judge_server
 from .runner import (
@@ -38,6 +40,8 @@ from .runner import (
 pytestmark = pytest.mark.slow  # minutes of CPU time in all (see docs/development.md)
 
 PAGES = executed_pages()
+#: code that starts a local Ray (or Ray Serve)
+_STARTS_RAY = re.compile(r"import ray\b|--engine ray|--replicas|rayserve")
 BLOCKS = [(page, block) for page in PAGES for block in page.blocks]
 
 
@@ -78,10 +82,16 @@ def _run_page(page: Page, workdir: Path,
             else:
                 t0 = time.perf_counter()
                 try:
+                    # one Ray at a time (tests/ray_lock.py): for a block that starts Ray, until
+                    # it ends, or for a background one until the page ends
+                    starts_ray = _STARTS_RAY.search(block.code) is not None
                     if block.background is not None:
+                        if starts_ray:
+                            stack.enter_context(ray_lock())
                         stack.callback(start_background(block, workdir, env, replace))
                     else:
-                        run_block(block, workdir, env, url, replace)
+                        with ray_lock() if starts_ray else contextlib.nullcontext():
+                            run_block(block, workdir, env, url, replace)
                 except AssertionError as exc:
                     failed = block.label
                     results[block.label] = Result("failed", str(exc), time.perf_counter() - t0)

@@ -180,3 +180,29 @@ def test_a_port_held_by_another_program_fails_only_that_page(tmp_path: Path) -> 
     status, message = results["t.md:10-bash"]
     assert status == "failed" and "exited" in message, message
     assert results["t.md:20-python"] == ("skipped", "an earlier block failed: t.md:10-bash")
+
+
+def test_a_block_that_runs_over_is_stopped_with_what_it_started(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A block past its time limit is killed with its whole process group (a local Ray's
+    processes would otherwise outlive it), and its output so far is in the failure."""
+    import os
+    import time
+
+    monkeypatch.setattr(runner, "BLOCK_TIMEOUT_S", 3)
+    block = Block("howto/x.md", 1, "bash", "sleep 120 &\necho $! > child.pid\necho started\n"
+                  "sleep 120\n")
+    with pytest.raises(runner.BlockFailed, match=r"(?s)ran over 3 s.*started"):
+        runner.run_block(block, tmp_path, dict(os.environ), None, {})
+    child = int((tmp_path / "child.pid").read_text())
+    for _ in range(50):  # bounded: 5 s for the kernel to reap it
+        try:
+            os.kill(child, 0)
+            with open(f"/proc/{child}/stat") as fh:  # a zombie (reaped later by init) is gone too
+                if fh.read().split()[2] == "Z":
+                    break
+        except (ProcessLookupError, FileNotFoundError):
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail(f"the block's child {child} outlived it")
