@@ -319,7 +319,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=5, help="timed passes per configuration (median)")
     ap.add_argument("--warmup", type=int, default=1, help="untimed batches per configuration")
     ap.add_argument("--tol", type=float, default=None, help="max |logit diff| / max |logit| "
-                    "allowed (default 1e-4 in float32, 5e-2 in 16-bit)")
+                    "allowed (default 1e-4 in float32, with TF32 off on cuda; 1e-1 in 16-bit)")
     ap.add_argument("--threads", type=int, default=None,
                     help="torch CPU threads (default: 1 for --tiny on cpu, whose tiny ops gain "
                          "nothing from more and suffer from any other load; torch's otherwise)")
@@ -353,7 +353,17 @@ def main() -> None:
     n_edits = groups * args.k
     if n_edits < largest:
         ap.error(f"{n_edits} edits cannot fill a batch of {largest}; raise --groups")
-    tol = args.tol if args.tol is not None else (1e-4 if dtype == "float32" else 5e-2)
+    # 16-bit: rounding alone moves the next-token logits of random 7B weights by 3.4-6.0 % of
+    # the largest logit between batch sizes (H200, 2026-11-26: qwen2.5-vl-7b 5.2-6.0e-2,
+    # qwen2-vl-7b and qwen3-vl-8b 3.4-3.8e-2), so 1e-1 there; the strict check is float32,
+    # where the same runs agree to 1.6e-5 once TF32 is off (below).
+    tol = args.tol if args.tol is not None else (1e-4 if dtype == "float32" else 1e-1)
+    if dtype == "float32" and device.startswith("cuda"):
+        # cuDNN convolutions (the vision patch embedding) default to TF32, whose 10-bit
+        # mantissa alone gave 1.5e-3 between batch 32 and batch 1 in float32: off, so the
+        # float32 check tests the code, not the kernels' precision.
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_tf32 = False
 
     t_start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="ieqa-vlm-bench-") as tmp:
