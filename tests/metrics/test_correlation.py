@@ -105,6 +105,45 @@ def test_error_type_is_ieqa_and_value_error():
         srcc([1, 1], [1, 2])
 
 
+def test_logistic4_values_by_hand():
+    """(b1 - b2) / (1 + exp(-(x - b3) / |b4|)) + b2, worked out by hand; |b4| = 0 is the
+    step at b3 (NaN at b3 itself, as the division gives), with no warning."""
+    import math
+    import warnings
+
+    x = np.array([0.0, 4.0, 6.0])
+    expected = [1.0 + 4.0 / (1.0 + math.exp(-(v - 4.0) / 2.0)) for v in x]
+    np.testing.assert_allclose(logistic4(x, 5.0, 1.0, 4.0, -2.0), expected, rtol=1e-15)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        step = logistic4(x, 5.0, 1.0, 4.0, 0.0)
+    assert step[0] == 1.0 and np.isnan(step[1]) and step[2] == 5.0
+
+
+def test_a_repeated_fit_returns_the_same_result_without_refitting(monkeypatch):
+    """PLCC and RMSE of one bootstrap resample fit the same data once; each call gets its
+    own arrays; an error is raised again for the same data."""
+    from ieqa.metrics import correlation
+
+    calls = []
+    real = correlation._fit_logistic
+    monkeypatch.setattr(correlation, "_fit_logistic",
+                        lambda *a: calls.append(1) or real(*a))
+    rng = np.random.default_rng(5)
+    x = rng.uniform(0, 10, 50)
+    y = logistic4(x, 5.0, 1.0, 4.0, 1.2) + rng.normal(0, 0.05, x.size)
+    first = fit_logistic(x, y)
+    first[0][:] = 0.0  # a caller changing its copy changes nothing cached
+    again = fit_logistic(x.copy(), y.copy())
+    assert len(calls) == 1 and np.all(again[0] != 0.0)
+    np.testing.assert_array_equal(again[1], real(x, y, 4, 10_000)[1])
+    assert fit_logistic(x, y, params=5) is not None and len(calls) == 2
+    for _ in range(2):
+        with pytest.raises(MetricInputError, match="constant"):
+            fit_logistic(np.ones(5), np.arange(5.0))
+    assert len(calls) == 3
+
+
 def test_logistic4_fit_recovers_parameters():
     rng = np.random.default_rng(0)
     x = rng.uniform(0, 10, 400)

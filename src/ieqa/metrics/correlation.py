@@ -18,6 +18,7 @@ Conventions shared by every function here:
 
 from __future__ import annotations
 
+import threading
 import warnings
 from collections.abc import Callable
 from typing import Literal
@@ -136,8 +137,12 @@ def logistic4(x: np.ndarray, b1: float, b2: float, b3: float, b4: float) -> np.n
     the midpoint, ``|b4|`` the slope scale in ``x``'s units.
     """
     x = np.asarray(x, dtype=np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return b2 + (b1 - b2) * special.expit((x - b3) / np.abs(b4))
+    scale = abs(float(b4))
+    if scale > 0.0:
+        z = (x - b3) / scale
+    else:  # a step at b3: what the division by zero gives (+-inf, NaN at b3), without errstate
+        z = np.where(x > b3, np.inf, np.where(x < b3, -np.inf, np.nan))
+    return b2 + (b1 - b2) * special.expit(z)
 
 
 def logistic5(x: np.ndarray, b1: float, b2: float, b3: float, b4: float, b5: float) -> np.ndarray:
@@ -191,6 +196,33 @@ def fit_logistic(
     y = as_1d_float(target, "target")
     if len(x) != len(y):
         raise MetricInputError(f"length mismatch: pred={len(x)}, target={len(y)}")
+    # the same data fitted again (PLCC and RMSE of one bootstrap resample): the same result
+    key = (x.tobytes(), y.tobytes(), params, maxfev)
+    with _FIT_LOCK:
+        cached = _FIT_CACHE.get(key)
+    if cached is None:
+        try:
+            cached = _fit_logistic(x, y, params, maxfev)
+        except MetricInputError as exc:
+            cached = str(exc)
+        with _FIT_LOCK:
+            if len(_FIT_CACHE) >= _FIT_CACHE_SIZE:
+                _FIT_CACHE.pop(next(iter(_FIT_CACHE)))
+            _FIT_CACHE[key] = cached
+    if isinstance(cached, str):
+        raise MetricInputError(cached)
+    return cached[0].copy(), cached[1].copy()
+
+
+#: recent fits (or their error messages) by their inputs, oldest first, at most
+#: ``_FIT_CACHE_SIZE``: a fit is deterministic, so a repeat returns what it returned
+_FIT_CACHE: dict[tuple[bytes, bytes, int, int], tuple[np.ndarray, np.ndarray] | str] = {}
+_FIT_CACHE_SIZE = 64
+_FIT_LOCK = threading.Lock()
+
+
+def _fit_logistic(x: np.ndarray, y: np.ndarray, params: int,
+                  maxfev: int) -> tuple[np.ndarray, np.ndarray]:
     if not (np.isfinite(x).all() and np.isfinite(y).all()):
         raise MetricInputError("fit_logistic needs finite pred and target (drop NaNs first)")
     if len(x) < params:
