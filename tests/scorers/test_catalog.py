@@ -7,11 +7,12 @@ import pytest
 import ieqa
 from ieqa.registry import SCORERS
 from ieqa.scorers import ScorerError, create_scorer, list_scorers, scorer_info
-from ieqa.scorers.catalog import SCORER_TABLE, VLM_TABLE
+from ieqa.scorers.catalog import PUBLISHED_TABLE, SCORER_TABLE, VLM_TABLE
 
 
 def test_every_table_row_is_registered_and_builds() -> None:
-    assert list_scorers() == sorted(info.name for info in (*SCORER_TABLE, *VLM_TABLE))
+    assert list_scorers() == sorted(info.name for info in (*SCORER_TABLE, *VLM_TABLE,
+                                                           *PUBLISHED_TABLE))
     for name in (info.name for info in SCORER_TABLE):  # VLM rows need a model (test_vlm_*)
         scorer = create_scorer(name)
         assert scorer.info is scorer_info(name)
@@ -26,7 +27,8 @@ def test_filters() -> None:
     assert "psnr" not in list_scorers(dimension="visual_quality")
     assert list_scorers(needs_source=False) == ["ensemble", "niqe", "piqe", "shapesedit-judge"]
     assert set(list_scorers(kind="vlm")) == {"vlm-judge", "vlm-levels", "vlm-digits", "vlm-head",
-                                             "vlm-gaussian", "vlm-dual", "vlm-pairwise", "critique"}
+                                             "vlm-gaussian", "vlm-dual", "vlm-pairwise", "critique",
+                                             "editreward"}
     assert ieqa.list_scorers() == list_scorers()
 
 

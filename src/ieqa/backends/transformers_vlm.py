@@ -35,11 +35,24 @@ import numpy as np
 from ieqa.backends.base import Generation, Prompt
 from ieqa.backends.processor import BackendError, PromptTooLongError, load_processor
 
-__all__ = ["TransformersVLM", "ForwardOutput", "resolve_device"]
+__all__ = ["TransformersVLM", "ForwardOutput", "resolve_device", "POSITION_MODES",
+           "sequential_positions"]
 
 log = logging.getLogger(__name__)
 
 _SEQUENCE_KEYS = ("input_ids", "attention_mask", "mm_token_type_ids", "token_type_ids")
+
+#: the position-id modes of :class:`TransformersVLM` (``positions=``)
+POSITION_MODES = ("model", "1d")
+
+
+def sequential_positions(attention_mask: Any) -> Any:
+    """1-D position ids on every M-RoPE axis: ``[3, B, T]``, the index of each real token
+    counted from the row's first real token (padding gets 1), as transformers computes
+    them for a Qwen-VL forward that has no image grid."""
+    pos = attention_mask.long().cumsum(-1) - 1
+    pos = pos.masked_fill(attention_mask == 0, 1)
+    return pos.unsqueeze(0).expand(3, -1, -1)
 
 
 def resolve_device(device: str | None) -> str:
@@ -89,6 +102,12 @@ class TransformersVLM:
             fit, which sets the number of image tokens.
         adapter: folder of a PEFT (LoRA) adapter to apply and merge.
         share_prefix: encode the shared source+instruction prefix once per group.
+        positions: ``"model"`` (default): the model's own position ids (3-D M-RoPE for
+            Qwen-VL: image tokens get their grid row and column); ``"1d"``: every M-RoPE
+            axis gets the plain token index, as a forward that passes no ``position_ids``
+            and no ``image_grid_thw`` to the language model computes them (EditReward's
+            released reward models were trained and run so). Used in the plain and the
+            prefix-sharing path; generation refuses ``"1d"``.
         revision, trust_remote_code: passed to ``from_pretrained``.
     """
 
@@ -97,7 +116,8 @@ class TransformersVLM:
                  attn_implementation: str | None = None, load_in_4bit: bool = False,
                  min_pixels: int | None = None, max_pixels: int | None = None,
                  adapter: str | Path | None = None, share_prefix: bool = True,
-                 revision: str | None = None, trust_remote_code: bool = False) -> None:
+                 positions: str = "model", revision: str | None = None,
+                 trust_remote_code: bool = False) -> None:
         from transformers import AutoModelForImageTextToText
 
         self.model_id = str(model)
@@ -129,14 +149,17 @@ class TransformersVLM:
         self._finish({"model": self.model_id, "dtype": dtype,
                       "attn_implementation": attn_implementation, "load_in_4bit": load_in_4bit,
                       "min_pixels": min_pixels, "max_pixels": max_pixels, "revision": revision,
-                      "adapter": str(adapter) if adapter is not None else None}, share_prefix)
+                      "adapter": str(adapter) if adapter is not None else None},
+                     share_prefix, positions)
 
     @classmethod
     def from_model(cls, model: Any, processor: Any, *, name: str = "in-memory",
-                   share_prefix: bool = True) -> TransformersVLM:
+                   share_prefix: bool = True, positions: str = "model",
+                   settings: dict[str, Any] | None = None) -> TransformersVLM:
         """Wrap a model and processor already in memory (a model being trained, a model
-        built from a config for benchmarks). ``name`` is what :meth:`config` records as
-        the model; nothing is moved or converted."""
+        built from a config for benchmarks, a released checkpoint assembled by a loader).
+        ``name`` is what :meth:`config` records as the model, ``settings`` adds to what it
+        records; nothing is moved or converted."""
         vlm = cls.__new__(cls)
         vlm.model_id = name
         vlm.device = None
@@ -147,13 +170,23 @@ class TransformersVLM:
         vlm._finish({"model": name, "dtype": dtype,
                      "attn_implementation": getattr(model.config, "_attn_implementation", None),
                      "load_in_4bit": False, "min_pixels": None, "max_pixels": None,
-                     "revision": None, "adapter": None}, share_prefix)
+                     "revision": None, "adapter": None, **(settings or {})},
+                    share_prefix, positions)
         return vlm
 
-    def _finish(self, settings: dict[str, Any], share_prefix: bool) -> None:
+    def _finish(self, settings: dict[str, Any], share_prefix: bool, positions: str) -> None:
+        if positions not in POSITION_MODES:
+            raise BackendError(f"positions must be one of {', '.join(POSITION_MODES)}, got "
+                               f"{positions!r}")
         self.model.eval()
-        self._settings = settings
+        self.positions = positions
+        # recorded only when not the default, so that earlier score files resume unchanged
+        self._settings = {**settings, **({"positions": positions} if positions != "model" else {})}
         self._init_tokens(share_prefix)
+        if positions == "1d" and not self._mrope:
+            raise BackendError(f"{self.model_id}: positions='1d' applies to M-RoPE models "
+                               "(Qwen2-VL, Qwen2.5-VL, Qwen3-VL); this model has its own 1-D "
+                               "positions already, leave positions='model'")
 
     # ----------------------------------------------------------------- loading helpers
     @staticmethod
@@ -405,6 +438,8 @@ class TransformersVLM:
                         logits: bool, anchor: str | None) -> list[tuple[Any, Any]]:
         batch = self.collate(encoded, conts)
         width = batch["input_ids"].shape[1]
+        if self.positions == "1d":
+            batch["position_ids"] = sequential_positions(batch["attention_mask"])
         out = self._base(**self._to_device(batch), use_cache=False)
         hidden = out.last_hidden_state
         results = []
@@ -447,10 +482,13 @@ class TransformersVLM:
         cut = min(cut, min(len(i) for i in ids) - 1)  # every member keeps a suffix token
         grid = grids[0]
         n_shared_rows = int(offsets[0][shared])
-        positions = [self._base.get_rope_index(
-            enc["input_ids"], mm_token_type_ids=enc["mm_token_type_ids"],
-            image_grid_thw=enc["image_grid_thw"], attention_mask=enc["attention_mask"])[0]
-            for enc in encoded]
+        if self.positions == "1d":
+            positions = [sequential_positions(enc["attention_mask"]) for enc in encoded]
+        else:
+            positions = [self._base.get_rope_index(
+                enc["input_ids"], mm_token_type_ids=enc["mm_token_type_ids"],
+                image_grid_thw=enc["image_grid_thw"], attention_mask=enc["attention_mask"])[0]
+                for enc in encoded]
         first = encoded[0]
         prefix = {"input_ids": first["input_ids"][:, :cut],
                   "attention_mask": first["attention_mask"][:, :cut],
@@ -528,6 +566,10 @@ class TransformersVLM:
 
         if num_samples < 1:
             raise ValueError("num_samples must be at least 1")
+        if self.positions != "model":
+            raise BackendError(f"generation runs with the model's own positions; this backend "
+                               f"was built with positions={self.positions!r} (a reward model's "
+                               "forward), build another with positions='model' to generate")
         if not prompts:
             return []
         batch = self._to_device(self.collate([self.encode_one(p) for p in prompts]))

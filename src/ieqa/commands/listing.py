@@ -25,7 +25,18 @@ def _list_entries(kind: str) -> list[tuple[str, str]]:
     """``(name, description)`` of everything ieqa can build of one kind."""
     if kind == "dimensions":
         return list(list_dimensions().items())
-    return [(entry.name, entry.description) for entry in _LISTS[kind]]
+    return [(entry.name, entry.description + _release_line(entry)) for entry in _LISTS[kind]]
+
+
+def _release_line(entry: object) -> str:
+    """For a published evaluator: its hub id, base model, size, dimensions and paper."""
+    info = getattr(entry, "info", None)
+    release = getattr(info, "release", None)
+    if not release:
+        return ""
+    return (f"\n  released: {release['hub_id']} (base {release['base_model']}, "
+            f"{release['parameters']} parameters; {', '.join(info.dimensions)}; "
+            f"{release['paper']})")
 
 
 def command(

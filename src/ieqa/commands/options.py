@@ -56,6 +56,17 @@ MODEL_OPT = typer.Option(None, "--model", "-m",
                               "model's name with -O base_url=...)")
 CHECKPOINT_OPT = typer.Option(None, "--checkpoint", exists=True, file_okay=False,
                               help="a trained ieqa evaluator folder")
+#: published evaluators (ieqa list scorers): where the released files come from
+BASE_MODEL_OPT = typer.Option(None, "--base-model",
+                              help="published evaluators: the base VLM of the release (hub id "
+                                   "or local folder); default: the one the release names")
+REVISION_OPT = typer.Option(None, "--revision",
+                            help="published evaluators: hub revision (branch, tag or commit) "
+                                 "of --model")
+PROMPTS_OPT = typer.Option(None, "--prompts", exists=True, file_okay=False,
+                           help="published evaluators: a local copy of the authors' repository "
+                                "(same relative paths) to read the prompt files from instead "
+                                "of fetching them")
 
 
 #: the run options shared by ``ieqa score`` and ``ieqa explain`` (both write a resumable
@@ -83,8 +94,10 @@ SCORER_HELP = (f"registered scorer (ieqa list scorers); default: the scorer a --
 
 
 def make_scorer(name: str | None, options: list[str] | None, model: str | None = None,
-                checkpoint: Path | None = None) -> Any:
-    """The scorer of ``--scorer NAME -O key=value --model M --checkpoint DIR``.
+                checkpoint: Path | None = None, *, base_model: str | None = None,
+                revision: str | None = None, prompts: Path | None = None) -> Any:
+    """The scorer of ``--scorer NAME -O key=value --model M --checkpoint DIR`` (and, for
+    published evaluators, ``--base-model``, ``--revision``, ``--prompts``).
 
     Without ``--scorer`` (``name=None``) the scorer is the one the checkpoint holds, or
     :data:`DEFAULT_SCORER` without a checkpoint; an explicit ``--scorer`` that differs
@@ -95,10 +108,12 @@ def make_scorer(name: str | None, options: list[str] | None, model: str | None =
     from ieqa.scorers.checkpoint import read_evaluator_config
 
     kwargs = parse_options(options)
-    for key, value in (("model", model), ("checkpoint", checkpoint)):
+    for key, value in (("model", model), ("checkpoint", checkpoint), ("base_model", base_model),
+                       ("revision", revision), ("prompts", prompts)):
         if value is not None:
             if key in kwargs:
-                raise typer.BadParameter(f"--{key} and -O {key}=... both given; use one")
+                flag = "--" + key.replace("_", "-")
+                raise typer.BadParameter(f"{flag} and -O {key}=... both given; use one")
             kwargs[key] = str(value)
     if kwargs.get("checkpoint") is not None:
         try:

@@ -38,11 +38,14 @@ from rich.table import Table
 
 from ieqa.commands.options import (
     ALLOW_ERRORS_OPT,
+    BASE_MODEL_OPT,
     CHECKPOINT_OPT,
     MODEL_OPT,
     NO_RETRY_OPT,
     OPTION_OPT,
     OUT_OPT,
+    PROMPTS_OPT,
+    REVISION_OPT,
     ROOT_OPT,
     SCORER_HELP,
     STRICT_OPT,
@@ -131,6 +134,9 @@ def command(
     option: list[str] | None = OPTION_OPT,
     model: str | None = MODEL_OPT,
     checkpoint: Path | None = CHECKPOINT_OPT,
+    base_model: str | None = BASE_MODEL_OPT,
+    revision: str | None = REVISION_OPT,
+    prompts: Path | None = PROMPTS_OPT,
     template: str | None = typer.Option(
         None, "--template", help="VLM scorers: prompt template name (ieqa list templates) or "
                                  "YAML/JSON file, e.g. ieqa optimize-prompt's "
@@ -181,16 +187,17 @@ def command(
     if engine == "local" and given:
         raise typer.BadParameter(f"{', '.join(given)} go with --engine ray; add --engine ray "
                                  "(or drop them)", param_hint="--engine")
+    published = {"base_model": base_model, "revision": revision, "prompts": prompts}
     if engine == "ray":
         return _score_on_ray(inputs, out, root, strict=strict, allow_errors=allow_errors,
                              build=functools.partial(make_scorer, scorer_name, option, model,
-                                                     checkpoint),
+                                                     checkpoint, **published),
                              scaling=dict(replicas=replicas or 1, gpus_per_replica=gpus_per_replica or 0.0,
                                           cpus_per_replica=1.0 if cpus_per_replica is None
                                           else cpus_per_replica, address=address),
                              run=dict(batch_size=batch_size, workers=workers, overwrite=overwrite,
                                       retry_errors=not no_retry, fail_fast=fail_fast))
-    scorer = make_scorer(scorer_name, option, model, checkpoint)
+    scorer = make_scorer(scorer_name, option, model, checkpoint, **published)
     first = Path(inputs[0])
     single = len(inputs) in (2, 3) or (
         len(inputs) == 1 and first.is_file() and not is_manifest_file(first)

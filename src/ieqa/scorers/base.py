@@ -79,6 +79,9 @@ class ScorerInfo:
         defaults: keyword arguments the factory gets unless overridden.
         extras: pip extras the scorer needs (``pip install ieqa[...]``).
         function: for a metric scorer, the ``"module:function"`` it wraps (else ``""``).
+        release: for a published evaluator, what its authors released: ``hub_id`` (the
+            default weights), ``base_model``, ``parameters`` and ``paper`` (empty for
+            ieqa's own scorers).
     """
 
     name: str
@@ -94,6 +97,7 @@ class ScorerInfo:
     defaults: Mapping[str, Any] = field(default_factory=dict)
     extras: tuple[str, ...] = ()
     function: str = ""
+    release: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "dimensions", tuple(canonical_dimension(d) for d in self.dimensions))
@@ -104,7 +108,8 @@ class ScorerInfo:
                 "dimensions": list(self.dimensions), "higher_better": self.higher_better,
                 "needs_source": self.needs_source, "needs_instruction": self.needs_instruction,
                 "score_range": list(self.score_range), "units": self.units,
-                "defaults": dict(self.defaults), "extras": list(self.extras)}
+                "defaults": dict(self.defaults), "extras": list(self.extras),
+                **({"release": dict(self.release)} if self.release else {})}
 
 
 @dataclass

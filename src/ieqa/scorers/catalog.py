@@ -10,9 +10,9 @@ from typing import Any
 
 from ieqa.scorers.base import Scorer
 from ieqa.scorers.build import build_scorer, wraps_checkpoint
-from ieqa.scorers.table import SCORER_TABLE, VLM_TABLE, list_scorers, scorer_info
+from ieqa.scorers.table import PUBLISHED_TABLE, SCORER_TABLE, VLM_TABLE, list_scorers, scorer_info
 
-__all__ = ["SCORER_TABLE", "VLM_TABLE", "create_scorer", "list_scorers", "scorer_info",
+__all__ = ["SCORER_TABLE", "VLM_TABLE", "PUBLISHED_TABLE", "create_scorer", "list_scorers", "scorer_info",
            "wraps_checkpoint"]
 
 

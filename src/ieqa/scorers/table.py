@@ -13,7 +13,7 @@ from ieqa.data.dimensions import canonical_dimension
 from ieqa.registry import SCORERS
 from ieqa.scorers.base import ScorerInfo
 
-__all__ = ["SCORER_TABLE", "VLM_TABLE", "list_scorers", "scorer_info"]
+__all__ = ["SCORER_TABLE", "VLM_TABLE", "PUBLISHED_TABLE", "list_scorers", "scorer_info"]
 
 _METRIC = "ieqa.scorers.classic.metric:MetricScorer"
 _PRESERVATION = ("content_preservation",)
@@ -118,8 +118,23 @@ VLM_TABLE: tuple[ScorerInfo, ...] = (
 )
 
 
+#: the field's released evaluators, run as their authors run them (weights from the hub)
+PUBLISHED_TABLE: tuple[ScorerInfo, ...] = (
+    ScorerInfo("editreward", "EditReward as released: two prompts, two (mu, sigma) heads at "
+               "<|Reward|>, 1-D positions, heads fused by the mean of [mu, log sigma]; "
+               "-O variant=mimo-vl-7b for the MiMo-VL release", "vlm",
+               ("instruction_alignment", "visual_quality", "overall"), higher_better=True,
+               needs_source=True, needs_instruction=True,
+               factory="ieqa.scorers.vlm.editreward:EditRewardScorer",
+               units="reward (unbounded)",
+               release={"hub_id": "TIGER-Lab/EditReward-Qwen2.5-7B-VL",
+                        "base_model": "Qwen/Qwen2.5-VL-7B-Instruct", "parameters": "8.3 B",
+                        "paper": "EditReward (Wu et al. 2025)"}),
+)
+
+
 def _register() -> None:
-    for info in (*SCORER_TABLE, *VLM_TABLE):
+    for info in (*SCORER_TABLE, *VLM_TABLE, *PUBLISHED_TABLE):
         SCORERS.add(info.name, info.description, tags=(info.kind, *info.dimensions), info=info)
 
 

@@ -1,0 +1,266 @@
+"""The prompts of published evaluators, read from their authors' own files.
+
+A released evaluator (EditReward, EditScore, VIEScore, ...) was trained or tuned with its
+authors' prompt text, and scores as published only with that text. ieqa does not carry
+those texts: each published evaluator names the authors' source files that hold them
+(:class:`SourceFile`: repository, pinned commit, path and SHA-256) and the string
+constants to take from each (:class:`PublishedText`). :func:`load_texts` fetches each file
+once into ieqa's cache (:func:`cache_dir`), checks its SHA-256 and reads the constants by
+parsing the file, never by executing it.
+
+Offline, ``prompts_dir`` (``--prompts DIR`` on the command line) points at a local copy
+laid out as the authors' repository (the same relative paths); it is used instead of the
+cache and the network, and its files must have the pinned hashes too unless
+``verify=False`` or the folder holds stand-ins written by
+:func:`ieqa.testing.releases.write_prompt_standins` (marked so; a warning says the scores
+are then not the published evaluator's).
+
+Examples:
+    >>> import tempfile, pathlib
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (folder / "prompts.py").write_text("GREETING = 'Rate: {text}'\\n")
+    >>> source = SourceFile("owner/repo", "0" * 40, "prompts.py", sha256="0" * 64)
+    >>> load_texts([PublishedText("greeting", source, "GREETING", ("text",))],
+    ...            prompts_dir=folder, verify=False)
+    {'greeting': 'Rate: {text}'}
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import logging
+import os
+import re
+import tempfile
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ieqa.errors import IeqaError
+from ieqa.testing.releases import STANDIN_MARKER
+
+__all__ = ["SourceFile", "PublishedText", "PublishedPromptError", "cache_dir", "fetch_source",
+           "read_constants", "load_texts", "is_standin", "RAW_URL"]
+
+log = logging.getLogger(__name__)
+
+#: where a pinned file is downloaded from: ``{repo}``, ``{revision}`` and ``{path}`` are
+#: filled in (``IEQA_PUBLISHED_URL`` overrides it, e.g. for a mirror)
+RAW_URL = "https://raw.githubusercontent.com/{repo}/{revision}/{path}"
+
+#: seconds a download may take
+FETCH_TIMEOUT_S = 30.0
+
+
+class PublishedPromptError(IeqaError, ValueError):
+    """A published evaluator's prompt file is missing, cannot be fetched, has another
+    SHA-256 than the pinned one, or lacks a named constant."""
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """One file of an evaluator's published source, pinned.
+
+    Attributes:
+        repo: GitHub ``owner/name`` of the authors' repository.
+        revision: the commit (40 hex digits) the file is read at.
+        path: the file's path inside the repository (``/``-separated).
+        sha256: hex SHA-256 of the file's bytes at that commit.
+    """
+
+    repo: str
+    revision: str
+    path: str
+    sha256: str
+
+    def __post_init__(self) -> None:
+        if not re.fullmatch(r"[0-9a-f]{40}", self.revision):
+            raise ValueError(f"revision must be a 40-digit commit hash, got {self.revision!r}")
+        if not re.fullmatch(r"[0-9a-f]{64}", self.sha256):
+            raise ValueError(f"sha256 must be 64 hex digits, got {self.sha256!r}")
+        if self.path.startswith("/") or ".." in Path(self.path).parts:
+            raise ValueError(f"path must be relative inside the repository, got {self.path!r}")
+
+    @property
+    def url(self) -> str:
+        """The download address (:data:`RAW_URL`, or ``IEQA_PUBLISHED_URL`` when set)."""
+        template = os.environ.get("IEQA_PUBLISHED_URL") or RAW_URL
+        return template.format(repo=self.repo, revision=self.revision, path=self.path)
+
+    def describe(self) -> str:
+        """``owner/name@commit:path`` (commit shortened to 12 digits)."""
+        return f"{self.repo}@{self.revision[:12]}:{self.path}"
+
+    def to_dict(self) -> dict[str, str]:
+        """JSON-serialisable form (recorded in score files)."""
+        return {"repo": self.repo, "revision": self.revision, "path": self.path,
+                "sha256": self.sha256}
+
+
+@dataclass(frozen=True)
+class PublishedText:
+    """A string constant of a published source file, used as (part of) a prompt.
+
+    Attributes:
+        name: what ieqa calls the text (a key of :func:`load_texts`' result).
+        source: the file that holds it.
+        constant: the module-level name it is assigned to (``NAME = "..."``).
+        placeholders: the ``{field}`` names the text must contain (checked on load, so
+            that a changed file cannot silently drop the instruction).
+        markers: literal strings the text must contain (a special token, say).
+    """
+
+    name: str
+    source: SourceFile
+    constant: str
+    placeholders: tuple[str, ...] = ()
+    markers: tuple[str, ...] = ()
+
+
+def cache_dir() -> Path:
+    """ieqa's download cache: ``IEQA_CACHE_DIR``, else ``$XDG_CACHE_HOME/ieqa``, else
+    ``~/.cache/ieqa``."""
+    if os.environ.get("IEQA_CACHE_DIR"):
+        return Path(os.environ["IEQA_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "ieqa"
+
+
+def is_standin(prompts_dir: str | Path | None) -> bool:
+    """True when ``prompts_dir`` holds stand-ins written by
+    :func:`ieqa.testing.releases.write_prompt_standins` (not the authors' text)."""
+    return prompts_dir is not None and (Path(prompts_dir) / STANDIN_MARKER).is_file()
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _mismatch(source: SourceFile, where: str, got: str) -> PublishedPromptError:
+    return PublishedPromptError(
+        f"{where} has SHA-256 {got}, but {source.describe()} is pinned at {source.sha256}. "
+        "Point --prompts at a copy of the authors' repository at that commit, or delete the "
+        "file so that it is fetched again")
+
+
+def fetch_source(source: SourceFile, *, prompts_dir: str | Path | None = None,
+                 verify: bool = True) -> Path:
+    """The local path of ``source``, checked against its SHA-256.
+
+    With ``prompts_dir``, the file is ``prompts_dir / source.path`` (never downloaded).
+    Without, it is read from the cache, or downloaded into it first.
+
+    Args:
+        source: the pinned file.
+        prompts_dir: a local copy laid out as the authors' repository (``--prompts``).
+        verify: check the SHA-256 (only a ``prompts_dir`` copy may skip it).
+
+    Raises:
+        PublishedPromptError: the file is missing, cannot be downloaded, or has another hash.
+    """
+    if prompts_dir is not None:
+        path = Path(prompts_dir) / source.path
+        if not path.is_file():
+            raise PublishedPromptError(
+                f"{path} not found: --prompts {prompts_dir} must hold the authors' repository "
+                f"{source.repo} at {source.revision} laid out as published (this file is "
+                f"{source.path}, SHA-256 {source.sha256})")
+        if verify and is_standin(prompts_dir):
+            log.warning("%s: stand-in prompt files (ieqa.testing.write_prompt_standins), not "
+                        "the authors' text: the scores are not the published evaluator's",
+                        prompts_dir)
+        elif verify:
+            got = _sha256(path.read_bytes())
+            if got != source.sha256:
+                raise _mismatch(source, str(path), got)
+        return path
+    if not verify:
+        raise ValueError("verify=False needs prompts_dir: downloaded files are always checked")
+    path = cache_dir() / "published" / source.repo.replace("/", "+") / source.revision / source.path
+    if path.is_file():
+        got = _sha256(path.read_bytes())
+        if got != source.sha256:
+            raise _mismatch(source, f"the cached {path}", got)
+        return path
+    url = source.url
+    try:
+        with urllib.request.urlopen(url, timeout=FETCH_TIMEOUT_S) as response:  # noqa: S310
+            data = response.read()
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        raise PublishedPromptError(
+            f"cannot download {url} ({exc}). Without network, pass --prompts DIR: a copy of "
+            f"{source.repo} at {source.revision} (this file is {source.path})") from exc
+    got = _sha256(data)
+    if got != source.sha256:
+        raise _mismatch(source, url, got)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=path.parent, delete=False) as tmp:
+        tmp.write(data)
+    os.replace(tmp.name, path)  # atomic: a concurrent reader never sees half a file
+    return path
+
+
+def read_constants(path: str | Path, names: Sequence[str]) -> dict[str, str]:
+    """Module-level string constants of a Python file, by parsing it (never executed).
+
+    ``NAME = "..."`` (any quoting, implicit concatenation of literals included) is read; a
+    name assigned twice takes its last value, as the module would.
+
+    Raises:
+        PublishedPromptError: the file does not parse, or a name is missing or not a string
+            literal.
+    """
+    path = Path(path)
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    except (SyntaxError, UnicodeDecodeError) as exc:
+        raise PublishedPromptError(f"{path} is not a Python file ieqa can parse: {exc}") from exc
+    found: dict[str, object] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, value = [node.target], node.value
+        else:
+            continue
+        for target in targets:
+            if isinstance(target, ast.Name) and target.id in names:
+                found[target.id] = value.value if isinstance(value, ast.Constant) else None
+    out = {}
+    for name in names:
+        if name not in found:
+            raise PublishedPromptError(f"{path} assigns no module-level {name}")
+        if not isinstance(found[name], str):
+            raise PublishedPromptError(f"{path}: {name} is not a plain string literal")
+        out[name] = str(found[name])
+    return out
+
+
+def load_texts(texts: Sequence[PublishedText], *, prompts_dir: str | Path | None = None,
+               verify: bool = True) -> dict[str, str]:
+    """The texts, by :attr:`PublishedText.name` (each file fetched and parsed once).
+
+    Raises:
+        PublishedPromptError: a file cannot be had (see :func:`fetch_source`), a constant is
+            missing, or a text lacks one of its placeholders.
+    """
+    by_file: dict[SourceFile, list[PublishedText]] = {}
+    for text in texts:
+        by_file.setdefault(text.source, []).append(text)
+    out: dict[str, str] = {}
+    for source, wanted in by_file.items():
+        path = fetch_source(source, prompts_dir=prompts_dir, verify=verify)
+        values = read_constants(path, [t.constant for t in wanted])
+        for text in wanted:
+            value = values[text.constant]
+            needed = [*("{" + p + "}" for p in text.placeholders), *text.markers]
+            missing = [m for m in needed if m not in value]
+            if missing:
+                raise PublishedPromptError(
+                    f"{path}: {text.constant} lacks {', '.join(missing)}, which ieqa needs "
+                    "in it; is this the file at the pinned commit?")
+            out[text.name] = value
+    return out

@@ -1,0 +1,126 @@
+"""Tiny replicas of released evaluators in their authors' on-disk formats.
+
+:func:`build_reward_release` writes what a reward model released as one state dict ships
+(EditReward's ``TIGER-Lab/EditReward-*`` repositories): a single ``model.safetensors`` and
+nothing else. It holds a tiny base VLM (:func:`ieqa.testing.build_tiny_vlm`) with the
+special token added and the embeddings resized to the new vocabulary, plus random reward
+heads ``rm_heads.head_<i>`` shaped as released: ``Linear(H, 1024) - ReLU - Dropout -
+Linear(1024, 16) - ReLU - Linear(16, 2)`` (the tensors ``0``, ``3`` and ``5``). Random
+weights: for tests of the loading and scoring code, never for scores.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+__all__ = ["build_reward_release", "write_prompt_standins", "RELEASE_HEAD_WIDTHS",
+           "STANDIN_MARKER"]
+
+#: the file :func:`write_prompt_standins` leaves in its folder
+STANDIN_MARKER = "IEQA_STANDIN"
+
+#: hidden widths of each released EditReward head (after the VLM's hidden size)
+RELEASE_HEAD_WIDTHS: tuple[int, ...] = (1024, 16)
+
+
+def build_reward_release(path: str | Path, base_model: str | Path, *, seed: int = 0,
+                         num_heads: int = 2, outputs: int = 2,
+                         widths: tuple[int, ...] = RELEASE_HEAD_WIDTHS,
+                         special_token: str = "<|Reward|>",
+                         layout: Literal["current", "legacy"] = "current",
+                         head_std: float = 0.5) -> Path:
+    """Write ``path/model.safetensors``: ``base_model`` (a local checkpoint folder) with
+    ``special_token`` added, plus ``num_heads`` random heads; returns the file.
+
+    Args:
+        path: output folder (created; only the weights file is written).
+        base_model: a local VLM folder, e.g. from :func:`ieqa.testing.build_tiny_vlm`.
+        seed: seed of the heads and of the new token's embedding rows.
+        num_heads: heads ``rm_heads.head_0`` ... (EditReward: 2).
+        outputs: outputs per head (2: mu and log sigma).
+        widths: hidden widths of a head.
+        special_token: the token the tokenizer gains.
+        layout: key names: ``"current"`` (``model.language_model.*``, ``model.visual.*``)
+            or ``"legacy"`` (``model.layers.*``, ``visual.*``).
+        head_std: standard deviation of the heads' random weights (large enough that the
+            rewards of different edits differ visibly).
+    """
+    import torch
+    from safetensors.torch import save_file
+    from torch import nn
+    from transformers import AutoModelForImageTextToText, AutoTokenizer
+
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    tokenizer = AutoTokenizer.from_pretrained(base_model)
+    tokenizer.add_special_tokens({"additional_special_tokens": [special_token]})
+    model = AutoModelForImageTextToText.from_pretrained(base_model, dtype=torch.float32)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model.resize_token_embeddings(len(tokenizer), mean_resizing=False)
+        # a distinct, visible embedding for the new token (resizing may leave it near zero)
+        model.get_input_embeddings().weight.data[-1].normal_(0.0, 0.1)
+        state = {k: v.detach().contiguous() for k, v in model.state_dict().items()}
+        hidden = model.get_input_embeddings().weight.shape[1]
+        for h in range(num_heads):
+            layers: list[nn.Module] = []
+            width = hidden
+            for w in widths:
+                layers += [nn.Linear(width, w), nn.ReLU(), nn.Dropout(0.05)]
+                width = w
+            layers = layers[:-1]  # released: no dropout after the last hidden ReLU
+            layers.append(nn.Linear(width, outputs))
+            head = nn.Sequential(*layers)
+            for p in head.parameters():
+                p.data.normal_(0.0, head_std / max(1.0, p.shape[-1] ** 0.5))
+            for k, v in head.state_dict().items():
+                state[f"rm_heads.head_{h}.{k}"] = v.contiguous()
+    if layout == "legacy":
+        renamed = {}
+        for key, value in state.items():
+            if key.startswith("model.visual."):
+                key = key[len("model."):]
+            elif key.startswith("model.language_model."):
+                key = "model." + key[len("model.language_model."):]
+            renamed[key] = value
+        state = renamed
+    elif layout != "current":
+        raise ValueError(f"layout must be current or legacy, got {layout!r}")
+    if "lm_head.weight" not in state:  # tied embeddings: the released files hold both
+        state["lm_head.weight"] = state["model.language_model.embed_tokens.weight"
+                                        if layout == "current" else "model.embed_tokens.weight"]
+    out = path / "model.safetensors"
+    save_file({k: v.clone() for k, v in state.items()}, str(out))
+    return out
+
+
+def write_prompt_standins(folder: str | Path, texts: object) -> Path:
+    """Write stand-ins for published prompt files under ``folder``, laid out as the authors'
+    repository: for each text of ``texts`` (:class:`ieqa.prompts.published.PublishedText`
+    objects, e.g. a published scorer's ``PROMPT_SOURCES``), its constant at its file's path,
+    holding its placeholders and markers in ieqa's own stand-in wording. Each file starts with a
+    statement that stops a run, so a test also shows that the files are parsed, never
+    executed. Use with ``--prompts FOLDER`` (the hashes are not the authors': load with
+    ``verify=False``; a folder written here is marked by the file :data:`STANDIN_MARKER`,
+    and :func:`ieqa.prompts.published.fetch_source` skips the check for it, saying so).
+    Returns ``folder``.
+    """
+    folder = Path(folder)
+    by_file: dict[str, list[object]] = {}
+    for text in texts:  # type: ignore[attr-defined]
+        by_file.setdefault(text.source.path, []).append(text)  # type: ignore[attr-defined]
+    for rel, items in by_file.items():
+        lines = ["# ieqa stand-in for the authors' file of this path (ieqa.testing)",
+                 'raise SystemExit("a prompt file is parsed, never executed")', ""]
+        for text in items:
+            needed = [*("{" + p + "}" for p in text.placeholders),  # type: ignore[attr-defined]
+                      *text.markers]  # type: ignore[attr-defined]
+            body = f"\nStand-in text for {text.name}: {' '.join(needed)}\n"  # type: ignore[attr-defined]
+            lines.append(f"{text.constant} = {body!r}")  # type: ignore[attr-defined]
+        path = folder / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("\n".join(lines) + "\n")
+    (folder / STANDIN_MARKER).write_text("stand-in prompt files written by ieqa.testing; not "
+                                         "the authors' text\n")
+    return folder

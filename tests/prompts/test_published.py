@@ -1,0 +1,126 @@
+"""Published prompt files: fetched once at a pinned revision, checked by SHA-256, parsed
+(never executed); ``--prompts`` copies used instead of the network."""
+
+from __future__ import annotations
+
+import hashlib
+import http.server
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ieqa.prompts.published import (
+    PublishedPromptError,
+    PublishedText,
+    SourceFile,
+    fetch_source,
+    load_texts,
+    read_constants,
+)
+
+BODY = (b'raise SystemExit("never executed")\n'
+        b'FIRST = """Rate the edit for: {text_prompt}"""\n'
+        b"SECOND = ('implicit ' 'concatenation <|Reward|>')\n"
+        b"NOT_TEXT = 3\n"
+        b'FIRST = """Later wins: {text_prompt}"""\n')
+REV = "a" * 40
+
+
+def _source(body: bytes = BODY, path: str = "pkg/prompts.py") -> SourceFile:
+    return SourceFile("owner/repo", REV, path, hashlib.sha256(body).hexdigest())
+
+
+@pytest.fixture
+def server(tmp_path, monkeypatch) -> Iterator[dict]:
+    """A 127.0.0.1 file server laid out as raw.githubusercontent.com, counting requests."""
+    root = tmp_path / "www"
+    (root / "owner/repo" / REV / "pkg").mkdir(parents=True)
+    (root / "owner/repo" / REV / "pkg/prompts.py").write_bytes(BODY)
+    hits: list[str] = []
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, directory=str(root), **kwargs)
+
+        def log_message(self, *args) -> None:
+            hits.append(self.path)
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    monkeypatch.setenv("IEQA_PUBLISHED_URL",
+                       f"http://127.0.0.1:{httpd.server_port}/{{repo}}/{{revision}}/{{path}}")
+    monkeypatch.setenv("IEQA_CACHE_DIR", str(tmp_path / "cache"))
+    try:
+        yield {"root": root, "hits": hits}
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_fetched_once_checked_and_cached(server, tmp_path) -> None:
+    source = _source()
+    path = fetch_source(source)
+    assert path.read_bytes() == BODY and str(tmp_path / "cache") in str(path)
+    assert fetch_source(source) == path
+    assert len(server["hits"]) == 1  # the second call read the cache
+    texts = load_texts([PublishedText("first", source, "FIRST", ("text_prompt",)),
+                        PublishedText("second", source, "SECOND", markers=("<|Reward|>",))])
+    assert texts == {"first": "Later wins: {text_prompt}",
+                     "second": "implicit concatenation <|Reward|>"}
+    # a cached file that changed is refused, not used
+    path.write_bytes(BODY + b"# edited\n")
+    with pytest.raises(PublishedPromptError, match="cached"):
+        fetch_source(source)
+
+
+def test_a_download_with_another_hash_is_refused_and_not_cached(server, tmp_path) -> None:
+    wrong = SourceFile("owner/repo", REV, "pkg/prompts.py", "0" * 64)
+    with pytest.raises(PublishedPromptError) as info:
+        fetch_source(wrong)
+    assert "0" * 64 in str(info.value) and "--prompts" in str(info.value)
+    assert not list((tmp_path / "cache").rglob("prompts.py"))
+
+
+def test_no_network_says_to_use_prompts(monkeypatch, tmp_path) -> None:
+    monkeypatch.setenv("IEQA_PUBLISHED_URL", "http://127.0.0.1:9/{repo}/{revision}/{path}")
+    monkeypatch.setenv("IEQA_CACHE_DIR", str(tmp_path / "cache"))
+    with pytest.raises(PublishedPromptError, match="pass --prompts DIR"):
+        fetch_source(_source())
+
+
+def test_a_local_copy_is_used_and_checked(tmp_path) -> None:
+    copy = tmp_path / "repo"
+    (copy / "pkg").mkdir(parents=True)
+    (copy / "pkg/prompts.py").write_bytes(BODY)
+    assert fetch_source(_source(), prompts_dir=copy) == copy / "pkg/prompts.py"
+    (copy / "pkg/prompts.py").write_bytes(BODY.replace(b"edit", b"EDIT"))
+    with pytest.raises(PublishedPromptError, match="SHA-256"):
+        fetch_source(_source(), prompts_dir=copy)
+    assert fetch_source(_source(), prompts_dir=copy, verify=False).is_file()
+
+
+def test_constants_are_parsed_and_checked(tmp_path) -> None:
+    path = tmp_path / "p.py"
+    path.write_bytes(BODY)
+    assert read_constants(path, ["SECOND"]) == {"SECOND": "implicit concatenation <|Reward|>"}
+    with pytest.raises(PublishedPromptError, match="no module-level MISSING"):
+        read_constants(path, ["MISSING"])
+    with pytest.raises(PublishedPromptError, match="not a plain string"):
+        read_constants(path, ["NOT_TEXT"])
+    source = SourceFile("owner/repo", REV, "p.py", hashlib.sha256(BODY).hexdigest())
+    with pytest.raises(PublishedPromptError, match=r"lacks \{instruction\}"):
+        load_texts([PublishedText("x", source, "FIRST", ("instruction",))], prompts_dir=tmp_path)
+    with pytest.raises(PublishedPromptError, match="lacks <|Other|>"):
+        load_texts([PublishedText("x", source, "SECOND", markers=("<|Other|>",))],
+                   prompts_dir=tmp_path)
+
+
+def test_pins_are_validated() -> None:
+    with pytest.raises(ValueError, match="40-digit"):
+        SourceFile("owner/repo", "main", "a.py", "0" * 64)
+    with pytest.raises(ValueError, match="relative"):
+        SourceFile("owner/repo", REV, "../a.py", "0" * 64)
+    assert Path(SourceFile("o/r", REV, "a/b.py", "0" * 64).path).name == "b.py"
