@@ -2,13 +2,42 @@
 
 from __future__ import annotations
 
+import importlib
+from typing import Any
+
+import click
 import typer
 from rich.console import Console
 from rich.markup import escape
+from typer.core import TyperGroup
 
-import ieqa
+from ieqa.commands import COMMANDS
+from ieqa.errors import IeqaError
+from ieqa.version import __version__
+
+
+class _LazyCommands(TyperGroup):
+    """The ``ieqa`` group: a command's module (and what it imports: torch, scipy, ...) is
+    imported when that command runs, not when any command does."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in COMMANDS:
+            return None
+        if cmd_name not in _LOADED:
+            module = importlib.import_module(f"ieqa.commands.{COMMANDS[cmd_name]}")
+            single = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+            single.command(module.NAME)(module.command)
+            _LOADED[cmd_name] = typer.main.get_command(single)
+        return _LOADED[cmd_name]
+
+
+_LOADED: dict[str, Any] = {}
 
 app = typer.Typer(
+    cls=_LazyCommands,
     name="ieqa",
     help="Image Editing Quality Assessment: score, benchmark and train evaluators of image edits.",
     no_args_is_help=True,
@@ -20,7 +49,7 @@ err_console = Console(stderr=True)
 
 def _version(value: bool) -> None:
     if value:
-        console.print(f"ieqa {ieqa.__version__}")
+        console.print(f"ieqa {__version__}")
         raise typer.Exit()
 
 
@@ -37,24 +66,11 @@ def _root(
     configure_threads(threads)
 
 
-def _register_commands() -> None:
-    import importlib
-
-    from ieqa.commands import COMMAND_MODULES
-
-    for name in COMMAND_MODULES:
-        module = importlib.import_module(f"ieqa.commands.{name}")
-        app.command(module.NAME)(module.command)
-
-
-_register_commands()
-
-
 def main() -> None:
     """Entry point of the ``ieqa`` console script."""
     try:
         app()
-    except ieqa.IeqaError as exc:  # a run that could not be done: exit 1 (2 is a usage error)
+    except IeqaError as exc:  # a run that could not be done: exit 1 (2 is a usage error)
         err_console.print(f"[red]error:[/red] {escape(str(exc))}")
         raise SystemExit(1) from None
 

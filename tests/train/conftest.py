@@ -3,6 +3,7 @@ training, and the tiny-scale settings of :mod:`ieqa.train.tiny`."""
 
 from __future__ import annotations
 
+import os
 import time
 
 import pytest
@@ -25,6 +26,8 @@ ARTIFACT_DATA = {"train": artifacts_world(400), "max_eval_samples": 80}
 PERCEPTION_STEPS, PERCEPTION_SEED = 600, 7
 #: torch threads of the perception training (see :func:`seeing_vlm`)
 PERCEPTION_THREADS = 1
+#: longest wait for another xdist worker's perception training, seconds
+PERCEPTION_WAIT_S = 1200
 
 
 @pytest.fixture(scope="session")
@@ -48,21 +51,37 @@ def seeing_vlm(tiny_train_vlm: str, tmp_path_factory: pytest.TempPathFactory) ->
     from two such backbones differ far more than their seeds do (EPAIQA harmony 0.80
     from one, 0.03 from another). With one thread count the backbone is the same on
     every run of a machine, so the tests downstream are deterministic too.
-    """
-    import torch
 
-    t0 = time.perf_counter()
-    before = torch.get_num_threads()
-    torch.set_num_threads(PERCEPTION_THREADS)
-    try:
-        backbone, after = perception_backbone(
-            tiny_train_vlm, tmp_path_factory.mktemp("perception"), steps=PERCEPTION_STEPS,
-            seed=PERCEPTION_SEED)
-    finally:
-        torch.set_num_threads(before)
-    print(f"perception training: {time.perf_counter() - t0:.1f} s, held-out SRCC {after:.3f}")
+    Under pytest-xdist the workers share one training: the first to need it trains into
+    the session's common temp folder under a file lock, the others wait for it and read
+    the result (the same backbone they would train: one seed, one thread count).
+    """
+    import json
+
+    import torch
+    from filelock import FileLock
+
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent  # common to the workers of this session
+    folder, record = shared / "seeing-vlm", shared / "seeing-vlm.json"
+    with FileLock(str(shared / "seeing-vlm.lock"), timeout=PERCEPTION_WAIT_S):
+        if not record.exists():
+            t0 = time.perf_counter()
+            before = torch.get_num_threads()
+            torch.set_num_threads(PERCEPTION_THREADS)
+            try:
+                backbone, after = perception_backbone(
+                    tiny_train_vlm, folder, steps=PERCEPTION_STEPS, seed=PERCEPTION_SEED)
+            finally:
+                torch.set_num_threads(before)
+            record.write_text(json.dumps({"backbone": str(backbone), "srcc": after}))
+            print(f"perception training: {time.perf_counter() - t0:.1f} s, held-out SRCC "
+                  f"{after:.3f}")
+    done = json.loads(record.read_text())
+    after = done["srcc"]
     assert after > 0.6, f"perception training reached SRCC {after:.3f} only"
-    return backbone
+    return done["backbone"]
 
 
 def tiny_overrides(model: str, **extra: object) -> dict[str, object]:

@@ -1,8 +1,17 @@
 """CLI commands, one module each. Every module defines ``command`` (a Typer-compatible
 function whose parameters use ``typer.Option`` / ``typer.Argument``) and ``NAME`` (the
-command's name); :mod:`ieqa.cli` registers the modules listed in ``COMMAND_MODULES``."""
+command's name); :mod:`ieqa.cli` loads a command's module only when that command runs (or
+when the help lists them all), from :data:`COMMANDS`."""
 
-COMMAND_MODULES: tuple[str, ...] = ("listing", "synth", "demo", "score", "manifest", "bench", "mos", "rank_editors", "tiny_vlm",
-                                     "train", "serve", "curate", "best_of_n", "dpo_pairs",
-                                     "bench_explanations", "baseline", "explain", "studio",
-                                     "optimize_prompt")
+#: command name -> its module in this package, in the order ``ieqa --help`` lists them
+COMMANDS: dict[str, str] = {
+    "list": "listing", "synth": "synth", "demo": "demo", "score": "score",
+    "manifest": "manifest", "bench": "bench", "mos": "mos", "rank-editors": "rank_editors",
+    "tiny-vlm": "tiny_vlm", "train": "train", "serve": "serve", "curate": "curate",
+    "best-of-n": "best_of_n", "dpo-pairs": "dpo_pairs",
+    "bench-explanations": "bench_explanations", "baseline": "baseline", "explain": "explain",
+    "studio": "studio", "optimize-prompt": "optimize_prompt",
+}
+
+#: the command modules (kept for scripts that listed them)
+COMMAND_MODULES: tuple[str, ...] = tuple(COMMANDS.values())

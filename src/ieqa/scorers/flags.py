@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import numpy as np
 from PIL import Image
-from scipy import ndimage as ndi
 
 from ieqa.data.images import TRANSPARENT_INFO_KEY
 
@@ -108,6 +107,8 @@ def detect_flags(source: Image.Image | None, edited: Image.Image) -> list[str]:
     if _is_blank(edited):
         found.add("blank")
     if source is not None and not found & {"tiny", "blank"}:
+        from scipy import ndimage as ndi  # here: scipy.ndimage costs 0.2 s to import
+
         diff = ndi.median_filter(np.abs(_thumb(source, 128) - _thumb(edited, 128)).max(axis=-1), 3)
         if float((diff > NO_OP_LEVELS).mean()) <= NO_OP_FRACTION:
             found.add("no_op")
