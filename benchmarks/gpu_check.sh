@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # The GPU check of a session lent a device: ieqa's transformers scoring path on the published
 # 7-8B architectures with RANDOM weights (nothing downloaded; throughput does not depend on
-# the weights' values), one table per architecture from benchmarks/vlm_throughput.py
-# (edits/s at batch 1/8/32, prefix sharing, and the logits checks that fail the run).
+# the weights' values):
+#   1. benchmarks/vlm_throughput.py per architecture (edits/s at batch 1/8/32, prefix sharing,
+#      and the logits checks that fail the run), then a strict float32 check;
+#   2. benchmarks/editreward_throughput.py: the editreward scorer (two forward passes per
+#      edit, 1-D positions, reward heads) on qwen2.5-vl-7b, batch 1/8 and prefix sharing.
 #
-#   bash benchmarks/gpu_check.sh                 # all three architectures, bf16, cuda
+#   bash benchmarks/gpu_check.sh                 # everything, bf16, cuda
+#   bash benchmarks/gpu_check.sh --smoke         # the same scripts on tiny models on the CPU
 #   ARCHS="qwen2.5-vl-7b" REPEATS=3 bash benchmarks/gpu_check.sh
 #   DTYPE=float32 ARCHS="qwen2.5-vl-7b" REPEATS=1 bash benchmarks/gpu_check.sh   # strict logits
 #
@@ -14,21 +18,33 @@ cd "$(dirname "$0")/.."
 if [[ -z "${PY:-}" ]]; then
   if [[ -x .venv/bin/python ]]; then PY=.venv/bin/python; else PY=python3; fi
 fi
-"$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 'no CUDA device: this check needs a GPU')"
-"$PY" -c "import torch; p = torch.cuda.get_device_properties(0); print(f'device: {p.name}, {p.total_memory / 2**30:.0f} GiB, torch {torch.__version__}')"
-# Every architecture runs even when one fails its logits checks; the exit status says
-# which failed. DTYPE=float32 gives the strict check (tolerance 1e-4 instead of 5e-2).
+export HF_HUB_OFFLINE=1
 failed=()
-for arch in ${ARCHS:-qwen2.5-vl-7b qwen2-vl-7b qwen3-vl-8b}; do
-  echo "== $arch (${DTYPE:-bfloat16})"
-  HF_HUB_OFFLINE=1 "$PY" benchmarks/vlm_throughput.py --arch "$arch" --device cuda \
-    --dtype "${DTYPE:-bfloat16}" --repeats "${REPEATS:-5}" || failed+=("$arch")
-done
-# The strict check: one architecture in float32 (TF32 off), batch 32 against batch 1.
-if [[ -z "${DTYPE:-}" && -z "${ARCHS:-}" ]]; then
-  echo "== qwen2.5-vl-7b (float32, strict logits check)"
-  HF_HUB_OFFLINE=1 "$PY" benchmarks/vlm_throughput.py --arch qwen2.5-vl-7b --device cuda \
-    --dtype float32 --repeats 1 --batch-sizes 1,32 --shared-batch-sizes 32 || failed+=("qwen2.5-vl-7b float32")
+if [[ "${1:-}" == "--smoke" ]]; then
+  # the code paths of the GPU check on tiny random models, in well under a minute on 2 cores
+  "$PY" benchmarks/vlm_throughput.py --tiny qwen2.5-vl --device cpu --repeats 1 \
+    --batch-sizes 1,4 --shared-batch-sizes 4 --image-size 56x56 || failed+=("vlm_throughput")
+  "$PY" benchmarks/editreward_throughput.py --device cpu --groups 1 --k 2 --batch 2 \
+    --repeats 1 || failed+=("editreward_throughput")
+else
+  "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 'no CUDA device: this check needs a GPU (--smoke runs it on the CPU)')"
+  "$PY" -c "import torch; p = torch.cuda.get_device_properties(0); print(f'device: {p.name}, {p.total_memory / 2**30:.0f} GiB, torch {torch.__version__}')"
+  # Every architecture runs even when one fails its logits checks; the exit status says
+  # which failed. DTYPE=float32 gives the strict check (tolerance 1e-4 instead of 1e-1).
+  for arch in ${ARCHS:-qwen2.5-vl-7b qwen2-vl-7b qwen3-vl-8b}; do
+    echo "== $arch (${DTYPE:-bfloat16})"
+    "$PY" benchmarks/vlm_throughput.py --arch "$arch" --device cuda \
+      --dtype "${DTYPE:-bfloat16}" --repeats "${REPEATS:-5}" || failed+=("$arch")
+  done
+  if [[ -z "${DTYPE:-}" && -z "${ARCHS:-}" ]]; then
+    # The strict check: one architecture in float32 (TF32 off), batch 32 against batch 1.
+    echo "== qwen2.5-vl-7b (float32, strict logits check)"
+    "$PY" benchmarks/vlm_throughput.py --arch qwen2.5-vl-7b --device cuda \
+      --dtype float32 --repeats 1 --batch-sizes 1,32 --shared-batch-sizes 32 || failed+=("qwen2.5-vl-7b float32")
+    echo "== editreward on qwen2.5-vl-7b (bfloat16)"
+    "$PY" benchmarks/editreward_throughput.py --arch qwen2.5-vl-7b --device cuda \
+      --groups 8 --k 4 --batch 8 --repeats "${REPEATS:-3}" || failed+=("editreward")
+  fi
 fi
 if ((${#failed[@]})); then
   echo "gpu_check: failed (logits checks or errors, see above): ${failed[*]}" >&2

@@ -31,6 +31,7 @@ import torch
 from torch import nn
 
 from ieqa.backends import Prompt
+from ieqa.backends.releases import RewardRelease
 from ieqa.prompts.published import PublishedText, SourceFile, is_standin, load_texts
 from ieqa.scorers.base import ScorerError, ScoreResult
 from ieqa.scorers.vlm.base import (
@@ -142,20 +143,46 @@ class EditRewardScorer(VLMScorer):
         if variant not in VARIANTS:
             raise ScorerError(f"unknown EditReward variant {variant!r}; choose one of "
                               f"{', '.join(VARIANTS)}")
-        if sigma_aggregation not in ("elementwise", "independent"):
-            raise ScorerError("sigma_aggregation must be elementwise (as released) or "
-                              f"independent, got {sigma_aggregation!r}")
-        self.variant = variant
-        self.sigma_aggregation = sigma_aggregation
         chosen = VARIANTS[variant]
-        self.texts = load_texts(PROMPT_SOURCES, prompts_dir=prompts)
-        self.prompts_dir = str(prompts) if prompts is not None else None
+        texts = load_texts(PROMPT_SOURCES, prompts_dir=prompts)  # before the model: fails fast
         release = load_reward_release(
             model if model is not None else chosen.release,
             base_model=base_model if base_model is not None else chosen.base_model,
             revision=revision, base_revision=base_revision, device=device, dtype=dtype,
             attn_implementation=attn_implementation, min_pixels=PIXELS, max_pixels=PIXELS,
             positions=positions, share_prefix=share_prefix)
+        self._setup(release, texts, prompts, variant=variant,
+                    sigma_aggregation=sigma_aggregation, batch_size=batch_size,
+                    max_instruction_chars=max_instruction_chars)
+
+    @classmethod
+    def from_release(cls, release: RewardRelease, *, prompts: str | Path | None = None,
+                     variant: str = "in-memory", sigma_aggregation: str = "elementwise",
+                     batch_size: int = 8,
+                     max_instruction_chars: int | None = DEFAULT_MAX_INSTRUCTION_CHARS,
+                     ) -> EditRewardScorer:
+        """The scorer on a release already in memory (a model built for a benchmark, or
+        loaded with :func:`ieqa.backends.releases.load_reward_release`); ``prompts`` as for
+        the constructor."""
+        from ieqa.scorers.table import scorer_info
+
+        scorer = cls.__new__(cls)
+        scorer.info = scorer_info("editreward")
+        scorer._setup(release, load_texts(PROMPT_SOURCES, prompts_dir=prompts), prompts,
+                      variant=variant, sigma_aggregation=sigma_aggregation,
+                      batch_size=batch_size, max_instruction_chars=max_instruction_chars)
+        return scorer
+
+    def _setup(self, release: RewardRelease, texts: dict[str, str],
+               prompts: str | Path | None, *, variant: str, sigma_aggregation: str,
+               batch_size: int, max_instruction_chars: int | None) -> None:
+        if sigma_aggregation not in ("elementwise", "independent"):
+            raise ScorerError("sigma_aggregation must be elementwise (as released) or "
+                              f"independent, got {sigma_aggregation!r}")
+        self.variant = variant
+        self.sigma_aggregation = sigma_aggregation
+        self.texts = texts
+        self.prompts_dir = str(prompts) if prompts is not None else None
         missing = [name for name, _, _ in _HEADS if name not in release.heads]
         if missing:
             raise ScorerError(f"the release has heads {sorted(release.heads)}; EditReward "
