@@ -62,7 +62,8 @@ def build_release(args: argparse.Namespace, workdir: Path) -> tuple[RewardReleas
         model = AutoModelForImageTextToText.from_pretrained(tiny, dtype=getattr(torch, dtype))
         model.to(args.device)
         name = "tiny qwen2.5-vl (ieqa.testing), random weights"
-    model.resize_token_embeddings(len(processor.tokenizer), mean_resizing=False)
+    if len(processor.tokenizer) > model.get_input_embeddings().weight.shape[0]:
+        model.resize_token_embeddings(len(processor.tokenizer), mean_resizing=False)
     hidden = model.get_input_embeddings().weight.shape[1]
     gen = torch.Generator().manual_seed(1)
     heads = {}
