@@ -310,3 +310,21 @@ def test_the_catalog_lists_the_release() -> None:
     release = scorer_info("editreward").release
     default = VARIANTS["qwen2.5-vl-7b"]
     assert (release["hub_id"], release["base_model"]) == (default.release, default.base_model)
+
+
+def test_the_release_is_a_reward_with_its_sigma(replica, samples) -> None:
+    """As an RL reward: rule ``overall`` is the fused mu, and the uncertainty penalty uses
+    the fused sigma; best-of-N picks the highest fused mu."""
+    from ieqa.rewards import LocalRewarder, RewardRule, best_of_n
+
+    scorer = _scorer(replica)
+    results = scorer.score(samples[:3])
+    plain = LocalRewarder(scorer, rule="overall").score(samples[:3])
+    penalised = LocalRewarder(scorer, rule=RewardRule("overall", uncertainty_penalty=0.5)
+                              ).score(samples[:3])
+    for r, a, b in zip(results, plain.results, penalised.results, strict=True):
+        assert a.reward == pytest.approx(r.scores["overall"], rel=1e-9)
+        assert b.reward == pytest.approx(r.scores["overall"] - 0.5 * r.sigma["overall"], rel=1e-9)
+    best, pick = best_of_n(LocalRewarder(scorer, rule="overall"), samples[0].source,
+                           samples[0].instruction, [s.edited for s in samples[:3]])
+    assert best == int(np.argmax([r.scores["overall"] for r in results]))
