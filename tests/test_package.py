@@ -19,6 +19,11 @@ def test_the_reexports_are_the_data_model_and_the_scorer_registry() -> None:
     for name in lazy:
         module = ieqa.data if name in ieqa.data.__all__ else ieqa.scorers
         assert getattr(ieqa, name) is getattr(module, name), name
+    # subpackages as attributes, as before the re-exports were lazy
+    code = "import ieqa; print(ieqa.data.EditSample.__name__, ieqa.registry.SCORERS.kind)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=60).stdout.split()
+    assert out[0] == "EditSample", out
     namespace: dict[str, object] = {}
     exec("from ieqa import *", namespace)  # noqa: S102 - the star import users write
     assert {"EditSample", "create_scorer", "__version__"} <= set(namespace)

@@ -12,6 +12,7 @@ re-exported here and imported on first use (``ieqa.create_scorer``,
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from typing import Any
 
 from ieqa.errors import IeqaError, ManifestError, UnknownDimensionError
@@ -36,7 +37,9 @@ __all__ = ["__version__", "IeqaError", "ManifestError", "UnknownDimensionError",
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
-        raise AttributeError(f"module 'ieqa' has no attribute {name!r}")
+        if name.startswith("_") or importlib.util.find_spec(f"ieqa.{name}") is None:
+            raise AttributeError(f"module 'ieqa' has no attribute {name!r}")
+        return importlib.import_module(f"ieqa.{name}")  # a subpackage: ieqa.data, ...
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value  # later lookups skip this function
     return value

@@ -118,6 +118,10 @@ def test_logistic4_values_by_hand():
         warnings.simplefilter("error")
         step = logistic4(x, 5.0, 1.0, 4.0, 0.0)
     assert step[0] == 1.0 and np.isnan(step[1]) and step[2] == 5.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        steep = logistic4(np.array([0.0, 1e10]), 5.0, 1.0, 4.0, 1e-300)  # overflows to inf
+    assert steep.tolist() == [1.0, 5.0]
 
 
 def test_a_repeated_fit_returns_the_same_result_without_refitting(monkeypatch):

@@ -64,6 +64,7 @@ def test_fetched_once_checked_and_cached(server, tmp_path) -> None:
     source = _source()
     path = fetch_source(source)
     assert path.read_bytes() == BODY and str(tmp_path / "cache") in str(path)
+    assert path.stat().st_mode & 0o777 == 0o644  # readable by others sharing the cache
     assert fetch_source(source) == path
     assert len(server["hits"]) == 1  # the second call read the cache
     texts = load_texts([PublishedText("first", source, "FIRST", ("text_prompt",)),

@@ -7,7 +7,10 @@ and the prompt files are stand-ins with the authors' file names, constant names 
 placeholder and marker (``ieqa.testing.releases.write_prompt_standins``), read with
 ``--prompts``.
 
-The reference below does not use ieqa: it loads the base model with transformers, resizes
+The reference below computes the forward pass without ieqa's model code: (only the
+processor comes through ``ieqa.backends.processor.load_processor``, which builds
+transformers' own without its video part; the replica comes from ieqa.testing) it loads
+the base model with transformers, resizes
 each image to the release's pixel budget first (min = max = 200704, factor 28) as the
 authors' inference does, builds inputs with the processor, runs the language model with
 1-D positions (attention_mask cumsum - 1 on every M-RoPE axis), takes the final hidden
@@ -28,6 +31,7 @@ import torch
 from PIL import Image
 
 from ieqa import EditSample, create_scorer
+from ieqa.backends.processor import BackendError
 
 PIXELS = 200704
 
@@ -171,9 +175,11 @@ def _close(a, b, rtol=1e-4) -> bool:
 # -------------------------------------------------------------------------------- tests
 def test_scores_equal_the_released_forward(replica, samples) -> None:
     """mu and sigma of both heads and the fused reward agree with the reference to 1e-4
-    relative, batched with prefix sharing and one at a time."""
+    relative: batched with prefix sharing, batched with padding (instructions of different
+    lengths) and one at a time."""
     ref = reference(replica, samples)
-    for options in ({"batch_size": 4}, {"batch_size": 1, "share_prefix": False}):
+    for options in ({"batch_size": 4}, {"batch_size": 4, "share_prefix": False},
+                    {"batch_size": 1, "share_prefix": False}):
         results = _scorer(replica, **options).score(samples)
         assert all(r.ok for r in results), [r.error for r in results]
         got = {dim: np.array([[r.scores[dim], math.log(r.sigma[dim])] for r in results])
@@ -221,12 +227,21 @@ def test_a_release_that_does_not_match_is_an_error_listing_the_keys(replica, tmp
     bad["model.language_model.extra.weight"] = torch.zeros(2)
     (tmp_path / "bad").mkdir()
     save_file(bad, str(tmp_path / "bad" / "model.safetensors"))
-    with pytest.raises(Exception, match="missing keys") as info:
+    with pytest.raises(BackendError, match="missing keys") as info:
         create_scorer("editreward", model=str(tmp_path / "bad"), base_model=str(replica["base"]),
                       prompts=str(replica["prompts"]), device="cpu", dtype="float32")
     message = str(info.value)
     assert dropped[0] in message and "model.language_model.extra.weight" in message
     assert "--base-model" in message
+    # a weight of the wrong shape is named, not reported as "see above"
+    wrong = dict(state)
+    key = next(k for k in state if k.endswith("mlp.up_proj.weight"))
+    wrong[key] = torch.zeros(state[key].shape[0] + 1, state[key].shape[1])
+    save_file(wrong, str(tmp_path / "bad" / "model.safetensors"))
+    with pytest.raises(BackendError, match="mismatched keys") as info:
+        create_scorer("editreward", model=str(tmp_path / "bad"), base_model=str(replica["base"]),
+                      prompts=str(replica["prompts"]), device="cpu", dtype="float32")
+    assert key in str(info.value)
     # a base model whose tokenizer does not match the release's vocabulary
     other = tmp_path / "other"
     shutil.copytree(replica["base"], other)
@@ -237,13 +252,13 @@ def test_a_release_that_does_not_match_is_an_error_listing_the_keys(replica, tmp
     t.add_special_tokens({"additional_special_tokens": ["<|extra|>"]})
     t.save_pretrained(other)
     assert tok.exists()
-    with pytest.raises(Exception, match="rows but"):
+    with pytest.raises(BackendError, match="rows but"):
         create_scorer("editreward", model=str(replica["release"]), base_model=str(other),
                       prompts=str(replica["prompts"]), device="cpu", dtype="float32")
     # no head at all: not a reward-model release
     save_file({k: v for k, v in state.items() if not k.startswith("rm_heads.")},
               str(tmp_path / "bad" / "model.safetensors"))
-    with pytest.raises(Exception, match="no reward head"):
+    with pytest.raises(BackendError, match="no reward head"):
         create_scorer("editreward", model=str(tmp_path / "bad"), base_model=str(replica["base"]),
                       prompts=str(replica["prompts"]), device="cpu", dtype="float32")
 

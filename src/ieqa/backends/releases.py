@@ -66,7 +66,7 @@ def release_file(release: str | Path, *, revision: str | None = None,
     Raises:
         BackendError: the folder lacks the file, or the hub has no such repository/file.
     """
-    path = Path(release)
+    path = Path(release).expanduser()
     if path.is_file():
         return path
     if path.is_dir():
@@ -85,8 +85,9 @@ def release_file(release: str | Path, *, revision: str | None = None,
         return Path(hf_hub_download(str(release), filename, revision=revision))
     except LocalEntryNotFoundError as exc:
         raise BackendError(f"{release}: {filename} is not in the local Hugging Face cache and "
-                           "downloading is off (HF_HUB_OFFLINE=1); download it once with "
-                           "network, or pass --model with a local folder holding it") from exc
+                           "could not be downloaded (HF_HUB_OFFLINE=1, or no network); "
+                           "download it once with network, or pass --model with a local "
+                           "folder holding it") from exc
     except (HfHubHTTPError, OSError, ValueError) as exc:
         raise BackendError(f"cannot download {filename} of {release}"
                            f"{f' at {revision}' if revision else ''}: {exc}") from exc
@@ -157,6 +158,11 @@ def load_reward_release(release: str | Path, *, base_model: str | Path,
     from safetensors.torch import load_file
     from transformers import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING, AutoConfig
 
+    from ieqa.backends.transformers_vlm import POSITION_MODES
+
+    if positions not in POSITION_MODES:  # before reading gigabytes
+        raise BackendError(f"positions must be one of {', '.join(POSITION_MODES)}, got "
+                           f"{positions!r}")
     path = release_file(release, revision=revision)
     weights, heads = split_heads(load_file(str(path)))
     if not heads:
@@ -177,8 +183,9 @@ def load_reward_release(release: str | Path, *, base_model: str | Path,
     text_config = getattr(config, "text_config", config)
     text_config.vocab_size = rows
     torch_dtype = TransformersVLM._torch_dtype(dtype)
+    # mismatched shapes are reported in the loading info (listed below), not raised unnamed
     kwargs: dict[str, Any] = {"config": config, "state_dict": weights, "dtype": torch_dtype,
-                              "output_loading_info": True}
+                              "output_loading_info": True, "ignore_mismatched_sizes": True}
     if attn_implementation:
         kwargs["attn_implementation"] = attn_implementation
     try:

@@ -18,6 +18,7 @@ Conventions shared by every function here:
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import warnings
 from collections.abc import Callable
@@ -138,8 +139,11 @@ def logistic4(x: np.ndarray, b1: float, b2: float, b3: float, b4: float) -> np.n
     """
     x = np.asarray(x, dtype=np.float64)
     scale = abs(float(b4))
-    if scale > 0.0:
+    if scale > 1e-250:
         z = (x - b3) / scale
+    elif scale > 0.0:  # so steep that the division may overflow to +-inf, which is right
+        with np.errstate(over="ignore"):
+            z = (x - b3) / scale
     else:  # a step at b3: what the division by zero gives (+-inf, NaN at b3), without errstate
         z = np.where(x > b3, np.inf, np.where(x < b3, -np.inf, np.nan))
     return b2 + (b1 - b2) * special.expit(z)
@@ -197,7 +201,9 @@ def fit_logistic(
     if len(x) != len(y):
         raise MetricInputError(f"length mismatch: pred={len(x)}, target={len(y)}")
     # the same data fitted again (PLCC and RMSE of one bootstrap resample): the same result
-    key = (x.tobytes(), y.tobytes(), params, maxfev)
+    # keyed by a digest, so that the cache stays small for a million points
+    key = (hashlib.blake2b(x.tobytes() + b"|" + y.tobytes(), digest_size=20).digest(),
+           len(x), params, maxfev)
     with _FIT_LOCK:
         cached = _FIT_CACHE.get(key)
     if cached is None:
@@ -216,7 +222,7 @@ def fit_logistic(
 
 #: recent fits (or their error messages) by their inputs, oldest first, at most
 #: ``_FIT_CACHE_SIZE``: a fit is deterministic, so a repeat returns what it returned
-_FIT_CACHE: dict[tuple[bytes, bytes, int, int], tuple[np.ndarray, np.ndarray] | str] = {}
+_FIT_CACHE: dict[tuple[bytes, int, int, int], tuple[np.ndarray, np.ndarray] | str] = {}
 _FIT_CACHE_SIZE = 64
 _FIT_LOCK = threading.Lock()
 

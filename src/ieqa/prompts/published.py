@@ -198,7 +198,12 @@ def fetch_source(source: SourceFile, *, prompts_dir: str | Path | None = None,
         raise _mismatch(source, url, got)
     path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.NamedTemporaryFile(dir=path.parent, delete=False) as tmp:
-        tmp.write(data)
+        try:
+            tmp.write(data)
+        except OSError:
+            Path(tmp.name).unlink(missing_ok=True)
+            raise
+    os.chmod(tmp.name, 0o644)  # readable by others sharing the cache, like any download
     os.replace(tmp.name, path)  # atomic: a concurrent reader never sees half a file
     return path
 

@@ -143,6 +143,9 @@ class EditRewardScorer(VLMScorer):
         if variant not in VARIANTS:
             raise ScorerError(f"unknown EditReward variant {variant!r}; choose one of "
                               f"{', '.join(VARIANTS)}")
+        if sigma_aggregation not in ("elementwise", "independent"):  # before the model
+            raise ScorerError("sigma_aggregation must be elementwise (as released) or "
+                              f"independent, got {sigma_aggregation!r}")
         chosen = VARIANTS[variant]
         texts = load_texts(PROMPT_SOURCES, prompts_dir=prompts)  # before the model: fails fast
         release = load_reward_release(
