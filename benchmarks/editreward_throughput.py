@@ -44,6 +44,10 @@ from ieqa.testing.releases import RELEASE_HEAD_WIDTHS, write_prompt_standins  # 
 TOKEN = "<|Reward|>"
 
 
+def default_dtype(args: argparse.Namespace) -> str:
+    return args.dtype or ("bfloat16" if args.device.startswith("cuda") else "float32")
+
+
 def build_release(args: argparse.Namespace, workdir: Path) -> tuple[RewardRelease, str]:
     import torch
 
@@ -51,7 +55,7 @@ def build_release(args: argparse.Namespace, workdir: Path) -> tuple[RewardReleas
     tiny = build_tiny_vlm(workdir / "tiny", family, max_pixels=PIXELS)
     processor = load_processor(tiny, min_pixels=PIXELS, max_pixels=PIXELS)
     processor.tokenizer.add_special_tokens({"additional_special_tokens": [TOKEN]})
-    dtype = args.dtype or ("bfloat16" if args.device.startswith("cuda") else "float32")
+    dtype = default_dtype(args)
     if args.arch:
         config = arch_config(args.arch, processor.tokenizer, args.layers, None)
         model = build_arch_model(config, args.device, dtype, None, seed=0)
@@ -133,7 +137,7 @@ def main() -> None:
                 scores[name] = np.array([[r.scores[d] for d in ("instruction_alignment",
                                                                 "visual_quality", "overall")]
                                          for r in results])
-    dtype = args.dtype or ("bfloat16" if args.device.startswith("cuda") else "float32")
+    dtype = default_dtype(args)
     tol = args.tol if args.tol is not None else (1e-4 if dtype == "float32" else 1e-1)
     ref_name = next(iter(configs))
     ref_s = statistics.median(times[ref_name])

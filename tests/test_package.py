@@ -7,6 +7,12 @@ import subprocess
 import sys
 
 
+def _last_line(code: str) -> str:
+    """The last line ``code`` prints in a fresh interpreter."""
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True, timeout=60).stdout.strip().splitlines()[-1]
+
+
 def test_the_reexports_are_the_data_model_and_the_scorer_registry() -> None:
     import ieqa.data
     import ieqa.scorers
@@ -21,8 +27,7 @@ def test_the_reexports_are_the_data_model_and_the_scorer_registry() -> None:
         assert getattr(ieqa, name) is getattr(module, name), name
     # subpackages as attributes, as before the re-exports were lazy
     code = "import ieqa; print(ieqa.data.EditSample.__name__, ieqa.registry.SCORERS.kind)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, timeout=60).stdout.split()
+    out = _last_line(code).split()
     assert out[0] == "EditSample", out
     namespace: dict[str, object] = {}
     exec("from ieqa import *", namespace)  # noqa: S102 - the star import users write
@@ -37,13 +42,11 @@ def test_import_ieqa_and_the_cli_stay_light() -> None:
             "CliRunner().invoke(ieqa.cli.app, ['--version']); "
             "heavy = sorted(m for m in ('torch', 'scipy', 'ieqa.scorers', 'ieqa.data.schema', "
             "'ieqa.commands.score') if m in sys.modules); print(heavy)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, timeout=60).stdout.strip().splitlines()[-1]
+    out = _last_line(code)
     assert out == "[]", out
     code = ("import sys, ieqa.cli; from typer.testing import CliRunner; "
             "r = CliRunner().invoke(ieqa.cli.app, ['score', '--help']); "
             "print(r.exit_code, 'ieqa.commands.score' in sys.modules, "
             "'ieqa.commands.train' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, timeout=60).stdout.strip().splitlines()[-1]
+    out = _last_line(code)
     assert out == "0 True False", out

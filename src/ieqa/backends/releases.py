@@ -154,7 +154,6 @@ def load_reward_release(release: str | Path, *, base_model: str | Path,
         BackendError: a file is missing, the vocabulary does not match the base tokenizer,
             or the release's keys do not match the architecture (listed).
     """
-    import torch
     from safetensors.torch import load_file
     from transformers import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING, AutoConfig
 
@@ -214,9 +213,6 @@ def load_reward_release(release: str | Path, *, base_model: str | Path,
                   "base_revision": base_revision, "min_pixels": min_pixels,
                   "max_pixels": max_pixels, "dtype": dtype})
     vlm.device = device
-    with torch.no_grad():
-        heads = {name: {k: v.float().cpu() for k, v in tensors.items()}
-                 for name, tensors in heads.items()}
     return RewardRelease(vlm=vlm, heads=heads, special_token=special_token,
                          files={"weights": str(path), "layout": layout,
                                 "base_model": str(base_model)})
