@@ -34,7 +34,13 @@ def test_named_rules_by_hand():
     assert RewardRule("mean")(result(s)).reward == pytest.approx(2.0)  # overall left out
     assert RewardRule("min")(result(s)).reward == 1.0
     assert RewardRule("viescore")(result({IA: 4.0, VQ: 9.0})).reward == pytest.approx(6.0)
-    assert set(REWARD_RULES) == {"overall", "reasonedit", "viescore", "min", "mean"}
+    assert RewardRule("editscore")(result(s)).reward == pytest.approx(0.7)  # overall / 10
+    assert RewardRule("editreward")(result(s)).reward == 7.0  # the fused mu
+    assert RewardRule("editscore")(result(s, {"overall": 2.0})).sigma == pytest.approx(0.2)
+    assert RewardRule("editscore")(result({VQ: 1.0})).error.startswith("reward rule: the scorer "
+                                                                    "reports no 'overall'")
+    assert set(REWARD_RULES) == {"overall", "reasonedit", "viescore", "min", "mean",
+                                 "editscore", "editreward"}
 
 
 def test_sigma_of_each_named_rule_by_hand():

@@ -20,7 +20,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from PIL import Image
 
-__all__ = ["Prompt", "Generation", "VLMBackend", "fit_pixel_budget"]
+__all__ = ["Prompt", "Generation", "VLMBackend", "fit_pixel_budget", "fit_qwen_grid"]
 
 
 @dataclass(frozen=True)
@@ -105,9 +105,18 @@ class VLMBackend(Protocol):
     name: str
 
     def generate(self, prompts: Sequence[Prompt], *, max_new_tokens: int = 256,
-                 temperature: float = 0.0, top_p: float = 1.0, num_samples: int = 1,
-                 seed: int | None = None, top_logprobs: int = 0) -> list[list[Generation]]:
-        """``num_samples`` answers per prompt (greedy when ``temperature`` is 0)."""
+                 temperature: float | None = 0.0, top_p: float | None = 1.0,
+                 top_k: int | None = None, num_samples: int = 1, seed: int | None = None,
+                 seed_per_sample: bool = False, top_logprobs: int = 0,
+                 ) -> list[list[Generation]]:
+        """``num_samples`` answers per prompt (greedy when ``temperature`` is 0).
+
+        ``top_k`` (``None``: off) limits sampling to the k most likely tokens.
+        ``seed_per_sample`` draws answer ``k`` of every prompt on its own with seed
+        ``seed + k``, so that it depends only on its prompt and seed, not on the other
+        prompts of the call (EditScore's passes). ``temperature``/``top_p`` ``None``: not
+        set (a server's own default; only the OpenAI-compatible backend accepts it).
+        """
         ...
 
     def config(self) -> dict[str, Any]:
@@ -129,3 +138,36 @@ def fit_pixel_budget(image: Image.Image, max_pixels: int | None, min_pixels: int
         return image
     size = (max(1, int(w * scale)), max(1, int(h * scale)))
     return image.resize(size, Image.Resampling.BICUBIC)
+
+
+def fit_qwen_grid(image: Image.Image, *, factor: int = 28, min_pixels: int = 4 * 28 * 28,
+                  max_pixels: int = 16384 * 28 * 28) -> Image.Image:
+    """``image`` resized as Qwen's ``qwen_vl_utils`` resizes an image before the processor
+    (the released inference code of EditScore and others runs it): both sides rounded to
+    the nearest multiple of ``factor`` pixels (at least ``factor``); when that area exceeds
+    ``max_pixels`` the sides are scaled down to fit and floored to the grid, when it falls
+    below ``min_pixels`` they are scaled up and ceiled to the grid. Resampling is Pillow's
+    default for RGB (bicubic). Returned unchanged when the size already fits.
+
+    Raises:
+        ValueError: the aspect ratio exceeds 200 (Qwen's limit).
+    """
+    width, height = image.size
+    if max(width, height) / min(width, height) > 200:
+        raise ValueError(f"the image is {width}x{height}: an aspect ratio over 200, which "
+                         "Qwen-VL models refuse")
+
+    def grid(value: float, how: Any) -> int:
+        return int(how(value / factor)) * factor
+
+    h_bar = max(factor, grid(height, round))
+    w_bar = max(factor, grid(width, round))
+    if h_bar * w_bar > max_pixels:
+        beta = math.sqrt(height * width / max_pixels)
+        h_bar, w_bar = grid(height / beta, math.floor), grid(width / beta, math.floor)
+    elif h_bar * w_bar < min_pixels:
+        beta = math.sqrt(min_pixels / (height * width))
+        h_bar, w_bar = grid(height * beta, math.ceil), grid(width * beta, math.ceil)
+    if (w_bar, h_bar) == (width, height):
+        return image
+    return image.resize((w_bar, h_bar), Image.Resampling.BICUBIC)

@@ -223,8 +223,10 @@ class OpenAICompatBackend:
                 "answer_prefix_mode": self.answer_prefix_mode}
 
     def generate(self, prompts: Sequence[Prompt], *, max_new_tokens: int = 256,
-                 temperature: float = 0.0, top_p: float = 1.0, num_samples: int = 1,
-                 seed: int | None = None, top_logprobs: int = 0) -> list[list[Generation]]:
+                 temperature: float | None = 0.0, top_p: float | None = 1.0,
+                 top_k: int | None = None, num_samples: int = 1, seed: int | None = None,
+                 seed_per_sample: bool = False, top_logprobs: int = 0,
+                 ) -> list[list[Generation]]:
         """``num_samples`` answers per prompt, in the order of ``prompts``.
 
         Each prompt is one request with ``n=num_samples``; when the server returns fewer
@@ -234,9 +236,14 @@ class OpenAICompatBackend:
         Args:
             prompts: the queries.
             max_new_tokens: most tokens per answer (``max_tokens`` in the request).
-            temperature, top_p: sampling settings (``temperature=0``: greedy).
+            temperature, top_p: sampling settings (``temperature=0``: greedy; ``None``:
+                not sent, the server's default applies).
+            top_k: sample among the k most likely tokens (sent as ``top_k``, a vLLM/SGLang
+                extension; ``None``: not sent).
             num_samples: answers per prompt.
             seed: sampling seed sent to the server (``None``: none sent).
+            seed_per_sample: one request per answer, answer ``k`` with seed ``seed + k``
+                (so each answer depends only on its prompt and seed); needs ``seed``.
             top_logprobs: when > 0, ask for that many alternatives per generated token
                 (``logprobs: true, top_logprobs: k``); a server that returns none leaves
                 :attr:`Generation.top_logprobs` ``None``.
@@ -258,6 +265,10 @@ class OpenAICompatBackend:
             raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
         if top_logprobs < 0:
             raise ValueError(f"top_logprobs must be >= 0, got {top_logprobs}")
+        if top_k is not None and top_k < 1:
+            raise ValueError(f"top_k must be >= 1 or None, got {top_k}")
+        if seed_per_sample and seed is None:
+            raise ValueError("seed_per_sample needs a seed")
         if self.answer_prefix_mode == "error":
             with_prefix = [i for i, p in enumerate(prompts) if p.answer_prefix]
             if with_prefix:
@@ -270,15 +281,20 @@ class OpenAICompatBackend:
         if not prompts:
             return []
 
-        sampling: dict[str, Any] = {"max_tokens": int(max_new_tokens),
-                                    "temperature": float(temperature), "top_p": float(top_p)}
+        sampling: dict[str, Any] = {"max_tokens": int(max_new_tokens)}
+        for key, value in (("temperature", temperature), ("top_p", top_p)):
+            if value is not None:
+                sampling[key] = float(value)
+        if top_k is not None:
+            sampling["top_k"] = int(top_k)
         if top_logprobs > 0:
             sampling.update(logprobs=True, top_logprobs=int(top_logprobs))
         images = _SharedImages(prompts, self._encode_image)
         abort = _Abort()
 
         def run(prompt: Prompt) -> list[Generation]:
-            return self._answer(prompt, sampling, num_samples, seed, images, abort)
+            return self._answer(prompt, sampling, num_samples, seed, images, abort,
+                                one_per_request=seed_per_sample)
 
         workers = min(self.max_concurrency, len(prompts))
         if workers == 1:
@@ -304,8 +320,10 @@ class OpenAICompatBackend:
     # -- one prompt ----------------------------------------------------------------------
 
     def _answer(self, prompt: Prompt, sampling: dict[str, Any], num_samples: int,
-                seed: int | None, images: _SharedImages, abort: _Abort) -> list[Generation]:
-        """All ``num_samples`` answers of one prompt (never raises for server trouble)."""
+                seed: int | None, images: _SharedImages, abort: _Abort, *,
+                one_per_request: bool = False) -> list[Generation]:
+        """All ``num_samples`` answers of one prompt (never raises for server trouble);
+        ``one_per_request``: one request per answer (``n`` never sent)."""
         if abort.message is not None:
             return [Generation(text="", error=abort.message) for _ in range(num_samples)]
         try:
@@ -316,7 +334,7 @@ class OpenAICompatBackend:
 
         gens: list[Generation] = []
         while len(gens) < num_samples:
-            need = num_samples - len(gens)
+            need = 1 if one_per_request else num_samples - len(gens)
             body: dict[str, Any] = {"model": self.model, "messages": messages, **sampling}
             if need > 1:
                 body["n"] = need
@@ -333,7 +351,8 @@ class OpenAICompatBackend:
                 message = str(exc)
                 if exc.fatal:
                     abort.set(message)
-                gens.extend(Generation(text="", error=message) for _ in range(need))
+                gens.extend(Generation(text="", error=message)
+                            for _ in range(num_samples - len(gens)))
                 break
             if len(new) < need:
                 log.debug("%s returned %d of %d choices; asking for the rest",

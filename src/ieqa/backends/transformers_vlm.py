@@ -35,7 +35,7 @@ import numpy as np
 from ieqa.backends.base import Generation, Prompt
 from ieqa.backends.processor import BackendError, PromptTooLongError, load_processor
 
-__all__ = ["TransformersVLM", "ForwardOutput", "resolve_device", "POSITION_MODES",
+__all__ = ["TransformersVLM", "ForwardOutput", "resolve_adapter", "resolve_device", "POSITION_MODES",
            "sequential_positions"]
 
 log = logging.getLogger(__name__)
@@ -53,6 +53,36 @@ def sequential_positions(attention_mask: Any) -> Any:
     pos = attention_mask.long().cumsum(-1) - 1
     pos = pos.masked_fill(attention_mask == 0, 1)
     return pos.unsqueeze(0).expand(3, -1, -1)
+
+
+def resolve_adapter(adapter: str | Path, revision: str | None = None) -> Path:
+    """The local folder of a PEFT adapter: ``adapter`` itself when it is a folder, else a
+    hub id downloaded by huggingface_hub (``revision`` pins it).
+
+    Raises:
+        BackendError: the folder holds no ``adapter_config.json``, or the hub id cannot be
+            had (offline without a cached copy, unknown repository).
+    """
+    local = Path(adapter).expanduser()
+    if local.exists() or str(adapter).startswith((".", "/", "~")) or str(adapter).count("/") != 1:
+        if not (local / "adapter_config.json").is_file():
+            raise BackendError(f"{adapter} holds no PEFT adapter (adapter_config.json missing); "
+                               "pass the adapter's folder or its hub id (owner/name)")
+        return local
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import HFValidationError
+
+    try:
+        folder = Path(snapshot_download(str(adapter), revision=revision))
+    except (OSError, ValueError, HFValidationError) as exc:
+        raise BackendError(f"cannot download the adapter {adapter}"
+                           f"{f' at {revision}' if revision else ''}: {exc}. Without network "
+                           "(HF_HUB_OFFLINE=1 or none reachable), pass a local copy of it "
+                           "(--adapter DIR)") from exc
+    if not (folder / "adapter_config.json").is_file():
+        raise BackendError(f"the hub repository {adapter} holds no adapter_config.json; is it a "
+                           "PEFT adapter?")
+    return folder
 
 
 def resolve_device(device: str | None) -> str:
@@ -100,7 +130,11 @@ class TransformersVLM:
         min_pixels, max_pixels: per-image pixel budget (pixels) for the image processor;
             ``None`` keeps the checkpoint's own. Images are resized (aspect ratio kept) to
             fit, which sets the number of image tokens.
-        adapter: folder of a PEFT (LoRA) adapter to apply and merge.
+        adapter: a PEFT (LoRA) adapter to apply and merge: a local folder or a hub id
+            (``"EditScore/EditScore-7B"``, downloaded by huggingface_hub into its cache).
+            Its weights must match the model's modules one for one: unexpected or missing
+            adapter weights are an error that lists them (never a silent no-op merge).
+        adapter_revision: hub revision (branch, tag or commit) of a hub-id ``adapter``.
         share_prefix: encode the shared source+instruction prefix once per group.
         positions: ``"model"`` (default): the model's own position ids (3-D M-RoPE for
             Qwen-VL: image tokens get their grid row and column); ``"1d"``: every M-RoPE
@@ -115,8 +149,9 @@ class TransformersVLM:
                  device_map: str | dict[str, Any] | None = None, dtype: str = "auto",
                  attn_implementation: str | None = None, load_in_4bit: bool = False,
                  min_pixels: int | None = None, max_pixels: int | None = None,
-                 adapter: str | Path | None = None, share_prefix: bool = True,
-                 positions: str = "model", revision: str | None = None,
+                 adapter: str | Path | None = None, adapter_revision: str | None = None,
+                 share_prefix: bool = True, positions: str = "model",
+                 revision: str | None = None,
                  trust_remote_code: bool = False) -> None:
         from transformers import AutoModelForImageTextToText
 
@@ -143,13 +178,14 @@ class TransformersVLM:
             raise BackendError(f"{model} is not an image-text-to-text model transformers "
                                f"can load: {exc}") from exc
         if adapter is not None:
-            self._apply_adapter(adapter)
+            self._apply_adapter(adapter, adapter_revision)
         if self.device is not None and not load_in_4bit:
             self.model.to(self.device)
         self._finish({"model": self.model_id, "dtype": dtype,
                       "attn_implementation": attn_implementation, "load_in_4bit": load_in_4bit,
                       "min_pixels": min_pixels, "max_pixels": max_pixels, "revision": revision,
-                      "adapter": str(adapter) if adapter is not None else None},
+                      "adapter": str(adapter) if adapter is not None else None,
+                      **({"adapter_revision": adapter_revision} if adapter_revision else {})},
                      share_prefix, positions)
 
     @classmethod
@@ -215,12 +251,35 @@ class TransformersVLM:
         return BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_compute_dtype=torch_dtype,
                                   bnb_4bit_quant_type="nf4")
 
-    def _apply_adapter(self, adapter: str | Path) -> None:
-        from peft import PeftModel
+    def _apply_adapter(self, adapter: str | Path, revision: str | None = None) -> None:
+        """Merge a PEFT adapter (local folder or hub id) into the model, checking that
+        its weights and the model's adapted modules match one for one."""
+        import warnings
 
-        if not (Path(adapter) / "adapter_config.json").exists():
-            raise BackendError(f"{adapter} holds no PEFT adapter (adapter_config.json missing)")
-        self.model = PeftModel.from_pretrained(self.model, str(adapter)).merge_and_unload()
+        from peft import PeftModel
+        from peft.utils import get_peft_model_state_dict, load_peft_weights
+
+        folder = resolve_adapter(adapter, revision)
+        mapping = getattr(self.model, "_checkpoint_conversion_mapping", None) or None
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Found missing adapter keys")
+            try:
+                peft_model = PeftModel.from_pretrained(self.model, str(folder))
+            except ValueError as exc:  # e.g. target modules that the model does not have
+                raise BackendError(f"the adapter {adapter} does not fit {self.model_id}: {exc}. "
+                                   "Is it an adapter of this base model?") from exc
+        expected = set(get_peft_model_state_dict(peft_model))
+        stored = set(load_peft_weights(str(folder), device="cpu", key_mapping=mapping))
+        unexpected, missing = sorted(stored - expected), sorted(expected - stored)
+        if unexpected or missing:
+            def show(keys: list[str]) -> str:
+                return ", ".join(keys[:5]) + (f" (+{len(keys) - 5} more)" if len(keys) > 5 else "")
+            parts = ([f"{len(unexpected)} unexpected: {show(unexpected)}"] if unexpected else []) \
+                + ([f"{len(missing)} missing: {show(missing)}"] if missing else [])
+            raise BackendError(f"the adapter {adapter} does not match {self.model_id}: adapter "
+                               f"weights {'; '.join(parts)}. Is it an adapter of this base model "
+                               "(and its transformers layout)?")
+        self.model = peft_model.merge_and_unload()
 
     def _init_tokens(self, share_prefix: bool) -> None:
         tokenizer = self.tokenizer
@@ -548,43 +607,72 @@ class TransformersVLM:
 
     # ------------------------------------------------------------------------ generate
     def generate(self, prompts: Sequence[Prompt], *, max_new_tokens: int = 256,
-                 temperature: float = 0.0, top_p: float = 1.0, num_samples: int = 1,
-                 seed: int | None = None, top_logprobs: int = 0) -> list[list[Generation]]:
+                 temperature: float | None = 0.0, top_p: float | None = 1.0,
+                 top_k: int | None = None, num_samples: int = 1, seed: int | None = None,
+                 seed_per_sample: bool = False, top_logprobs: int = 0,
+                 ) -> list[list[Generation]]:
         """``num_samples`` answers per prompt, generated as one left-padded batch.
 
         Args:
             max_new_tokens: generation limit (tokens).
             temperature: 0 for greedy decoding; sampling otherwise.
             top_p: nucleus sampling threshold (0-1], used when sampling.
+            top_k: sample among the ``top_k`` most likely tokens only (``None``: no
+                limit), used when sampling. transformers applies temperature, then top-k,
+                then top-p.
             num_samples: answers per prompt (self-ensemble); needs ``temperature > 0``
                 to differ.
             seed: seeds sampling (the global torch RNG is restored afterwards).
+            seed_per_sample: generate answer ``k`` of each prompt on its own (a batch of
+                one) right after seeding torch with ``seed + k``, as EditScore's
+                transformers path does per pass: an answer then depends only on its
+                prompt and seed. Slower (no batching); needs ``seed``.
             top_logprobs: also return, per generated token, the log-probabilities of
                 the ``top_logprobs`` most likely tokens under the model's raw distribution.
         """
-        import torch
-
         if num_samples < 1:
             raise ValueError("num_samples must be at least 1")
+        if temperature is None or top_p is None:
+            raise BackendError("the transformers backend needs a temperature and a top_p "
+                               "(None, a server's own default, applies to OpenAI-compatible "
+                               "servers only)")
+        if top_k is not None and top_k < 1:
+            raise ValueError(f"top_k must be >= 1 or None, got {top_k}")
+        if seed_per_sample and seed is None:
+            raise ValueError("seed_per_sample needs a seed")
         if self.positions != "model":
             raise BackendError(f"generation runs with the model's own positions; this backend "
                                f"was built with positions={self.positions!r} (a reward model's "
                                "forward), build another with positions='model' to generate")
         if not prompts:
             return []
-        batch = self._to_device(self.collate([self.encode_one(p) for p in prompts]))
         sampling = temperature > 0
         kwargs: dict[str, Any] = dict(max_new_tokens=max_new_tokens, do_sample=sampling,
-                                      num_return_sequences=num_samples,
                                       return_dict_in_generate=True,
                                       output_logits=top_logprobs > 0,
                                       pad_token_id=self.tokenizer.pad_token_id)
         if sampling:
-            kwargs.update(temperature=temperature, top_p=top_p, top_k=None)
+            kwargs.update(temperature=temperature, top_p=top_p, top_k=top_k)
         else:
             kwargs.update(temperature=None, top_p=None, top_k=None)
+        if not seed_per_sample:
+            return self._generate_batch(prompts, num_samples, seed, kwargs, top_logprobs)
+        assert seed is not None
+        results: list[list[Generation]] = [[] for _ in prompts]
+        for k in range(num_samples):
+            for i, prompt in enumerate(prompts):
+                results[i].extend(self._generate_batch([prompt], 1, seed + k, kwargs,
+                                                       top_logprobs)[0])
+        return results
+
+    def _generate_batch(self, prompts: Sequence[Prompt], num_samples: int, seed: int | None,
+                        kwargs: dict[str, Any], top_logprobs: int) -> list[list[Generation]]:
+        """One ``model.generate`` call over ``prompts`` (left-padded), seeded with ``seed``."""
+        import torch
+
+        batch = self._to_device(self.collate([self.encode_one(p) for p in prompts]))
         with _seeded(seed), torch.inference_mode():
-            out = self.model.generate(**batch, **kwargs)
+            out = self.model.generate(**batch, **kwargs, num_return_sequences=num_samples)
         width = batch["input_ids"].shape[1]
         new = out.sequences[:, width:].cpu()
         eos = self._eos_ids()

@@ -63,6 +63,9 @@ BASE_MODEL_OPT = typer.Option(None, "--base-model",
 REVISION_OPT = typer.Option(None, "--revision",
                             help="published evaluators: hub revision (branch, tag or commit) "
                                  "of --model")
+ADAPTER_OPT = typer.Option(None, "--adapter",
+                           help="published evaluators with a LoRA release (editscore): the "
+                                "adapter's hub id or local folder; default: the released one")
 PROMPTS_OPT = typer.Option(None, "--prompts", exists=True, file_okay=False,
                            help="published evaluators: a local copy of the authors' repository "
                                 "(same relative paths) to read the prompt files from instead "
@@ -95,9 +98,10 @@ SCORER_HELP = (f"registered scorer (ieqa list scorers); default: the scorer a --
 
 def make_scorer(name: str | None, options: list[str] | None, model: str | None = None,
                 checkpoint: Path | None = None, *, base_model: str | None = None,
-                revision: str | None = None, prompts: Path | None = None) -> Any:
+                revision: str | None = None, prompts: Path | None = None,
+                adapter: str | None = None) -> Any:
     """The scorer of ``--scorer NAME -O key=value --model M --checkpoint DIR`` (and, for
-    published evaluators, ``--base-model``, ``--revision``, ``--prompts``).
+    published evaluators, ``--base-model``, ``--revision``, ``--prompts``, ``--adapter``).
 
     Without ``--scorer`` (``name=None``) the scorer is the one the checkpoint holds, or
     :data:`DEFAULT_SCORER` without a checkpoint; an explicit ``--scorer`` that differs
@@ -109,7 +113,7 @@ def make_scorer(name: str | None, options: list[str] | None, model: str | None =
 
     kwargs = parse_options(options)
     for key, value in (("model", model), ("checkpoint", checkpoint), ("base_model", base_model),
-                       ("revision", revision), ("prompts", prompts)):
+                       ("revision", revision), ("prompts", prompts), ("adapter", adapter)):
         if value is not None:
             if key in kwargs:
                 flag = "--" + key.replace("_", "-")

@@ -38,6 +38,7 @@ from rich.table import Table
 
 from ieqa.commands.options import (
     ALLOW_ERRORS_OPT,
+    ADAPTER_OPT,
     BASE_MODEL_OPT,
     CHECKPOINT_OPT,
     MODEL_OPT,
@@ -137,6 +138,7 @@ def command(
     base_model: str | None = BASE_MODEL_OPT,
     revision: str | None = REVISION_OPT,
     prompts: Path | None = PROMPTS_OPT,
+    adapter: str | None = ADAPTER_OPT,
     template: str | None = typer.Option(
         None, "--template", help="VLM scorers: prompt template name (ieqa list templates) or "
                                  "YAML/JSON file, e.g. ieqa optimize-prompt's "
@@ -187,7 +189,8 @@ def command(
     if engine == "local" and given:
         raise typer.BadParameter(f"{', '.join(given)} go with --engine ray; add --engine ray "
                                  "(or drop them)", param_hint="--engine")
-    published = {"base_model": base_model, "revision": revision, "prompts": prompts}
+    published = {"base_model": base_model, "revision": revision, "prompts": prompts,
+                 "adapter": adapter}
     if engine == "ray":
         return _score_on_ray(inputs, out, root, strict=strict, allow_errors=allow_errors,
                              build=functools.partial(make_scorer, scorer_name, option, model,

@@ -140,7 +140,8 @@ def command(
                                            help="pixel budget of a whole request (sum over its "
                                                 "images, from their headers); more -> 413"),
     reward: str | None = typer.Option(None, "--reward", help="reward rule: overall, reasonedit, "
-                                      "viescore, min, mean or a weighted expression such as "
+                                      "viescore, min, mean, editscore (overall/10), editreward "
+                                      "or a weighted expression such as "
                                       "'0.5*IA + 0.5*VQ' (default: overall when the scorer "
                                       "reports it, else mean)"),
     uncertainty_penalty: float = typer.Option(0.0, "--uncertainty-penalty", min=0.0,

@@ -29,6 +29,7 @@ PROMPT_COMPLETION = "prompt_completion"
 LOGICALITY = "logicality"
 ACCURACY = "accuracy"
 USEFULNESS = "usefulness"
+SC_MIN = "sc_min"
 
 #: The three core dimensions of image-edit quality, in the order ieqa reports them.
 CORE_DIMENSIONS: tuple[str, ...] = (VISUAL_QUALITY, INSTRUCTION_ALIGNMENT, CONTENT_PRESERVATION)
@@ -79,6 +80,12 @@ _BUILTIN: dict[str, tuple[str, tuple[str, ...]]] = {
     LOGICALITY: ("Critique scoring: logical soundness of an explanation.", ("logicality", "logic")),
     ACCURACY: ("Critique scoring: factual accuracy of an explanation.", ("accuracy",)),
     USEFULNESS: ("Critique scoring: usefulness of an explanation.", ("usefulness", "helpfulness")),
+    SC_MIN: (
+        "VIEScore/EditScore SC as published: the minimum of the SC sub-scores (editing "
+        "success, over-editing); EditScore reports its parts as instruction_alignment and "
+        "content_preservation.",
+        ("sc min", "min sc", "sc_score"),
+    ),
 }
 
 _DESCRIPTIONS: dict[str, str] = {}

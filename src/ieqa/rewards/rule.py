@@ -9,6 +9,9 @@ A :class:`RewardRule` has three parts, applied in this order:
      does not report one);
    * ``"reasonedit"`` — ``0.3 VQ + 0.4 IA + 0.3 CP`` (ReasonEdit's released weights);
    * ``"viescore"`` — ``sqrt(SC * PQ)`` (VIEScore / EditScore);
+   * ``"editscore"`` — ``overall / 10``: EditScore's RL reward (its RL runs the ``editscore``
+     scorer with ``num_pass=4``, whose ``overall`` is on 0-10), so the reward lies in [0, 1];
+   * ``"editreward"`` — ``overall`` of the ``editreward`` scorer: EditReward's fused mu;
    * ``"min"``, ``"mean"`` — over every dimension the scorer reported except ``overall``
      (EditReward's aggregations);
    * a weighted expression over dimensions, e.g.
@@ -54,7 +57,8 @@ from ieqa.scorers.overall import REASONEDIT_WEIGHTS
 __all__ = ["REWARD_RULES", "Reward", "RewardRule", "RewardRuleError", "order_key"]
 
 #: the named combinations (anything else must be a weighted expression)
-REWARD_RULES: tuple[str, ...] = ("overall", "reasonedit", "viescore", "min", "mean")
+REWARD_RULES: tuple[str, ...] = ("overall", "reasonedit", "viescore", "min", "mean",
+                                  "editscore", "editreward")
 
 _TERM = re.compile(r"\s*([+-])?\s*(?:((?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*\*\s*)?([A-Za-z_][A-Za-z0-9_]*)\s*")
 
@@ -181,7 +185,9 @@ class RewardRule:
             base = " + ".join(f"{w:g}*{d}" for d, w in self.weights.items()).replace("+ -", "- ")
         else:
             base = {"overall": "overall", "viescore": "sqrt(instruction_alignment*visual_quality)",
-                    "min": "min over dimensions", "mean": "mean over dimensions"}[self.rule]
+                    "min": "min over dimensions", "mean": "mean over dimensions",
+                    "editscore": "overall/10 (EditScore's RL reward)",
+                    "editreward": "overall (EditReward's fused mu)"}[self.rule]
         if self.uncertainty_penalty:
             base = f"({base}) - {self.uncertainty_penalty:g}*sigma"
         if self.floor is not None:
@@ -218,12 +224,14 @@ class RewardRule:
     def _combine(self, scores: Mapping[str, float],
                  sigmas: Mapping[str, float]) -> tuple[float, float | None]:
         dims = {d: v for d, v in scores.items() if d != "overall"}
-        if self.rule == "overall":
+        if self.rule in ("overall", "editscore", "editreward"):
             if "overall" not in scores:
                 raise RewardRuleError(
                     "the scorer reports no 'overall'; choose a rule that combines its dimensions "
                     f"({', '.join(sorted(dims))}), e.g. 'mean' or 'reasonedit'")
-            return scores["overall"], sigmas.get("overall")
+            scale = 0.1 if self.rule == "editscore" else 1.0
+            sigma = sigmas.get("overall")
+            return scores["overall"] * scale, None if sigma is None else sigma * scale
         if self.weights is not None:
             missing = [d for d in self.weights if d not in scores]
             if missing:

@@ -130,6 +130,17 @@ PUBLISHED_TABLE: tuple[ScorerInfo, ...] = (
                release={"hub_id": "TIGER-Lab/EditReward-Qwen2.5-7B-VL",
                         "base_model": "Qwen/Qwen2.5-VL-7B-Instruct", "parameters": "8.3 B",
                         "paper": "EditReward (Wu et al. 2025)"}),
+    ScorerInfo("editscore", "EditScore as released: LoRA on Qwen2.5-VL answering VIEScore-style "
+               "SC and PQ prompts on 0-25 (rescaled to 0-10), sampled passes seeded "
+               "seed+pass, overall by average_last (or -O reduction=average_first...); "
+               "-O variant=32b|72b; a vLLM server with --lora-modules via -O base_url=",
+               "vlm", ("instruction_alignment", "content_preservation", "visual_quality",
+                       "sc_min", "overall"), higher_better=True, needs_source=True,
+               needs_instruction=True, factory="ieqa.scorers.vlm.editscore:EditScoreScorer",
+               score_range=(0.0, 10.0), units="0-10",
+               release={"hub_id": "EditScore/EditScore-7B",
+                        "base_model": "Qwen/Qwen2.5-VL-7B-Instruct", "parameters": "8.3 B",
+                        "paper": "EditScore (Luo et al. 2025)"}),
 )
 
 

@@ -7,6 +7,11 @@ special token added and the embeddings resized to the new vocabulary, plus rando
 heads ``rm_heads.head_<i>`` shaped as released: ``Linear(H, 1024) - ReLU - Dropout -
 Linear(1024, 16) - ReLU - Linear(16, 2)`` (the tensors ``0``, ``3`` and ``5``). Random
 weights: for tests of the loading and scoring code, never for scores.
+
+:func:`build_lora_adapter` writes what a judge released as a LoRA adapter ships (EditScore's
+``EditScore/EditScore-*``): a PEFT folder (``adapter_config.json`` and
+``adapter_model.safetensors``) for a tiny base, with random non-zero LoRA weights so that
+merging it changes the model.
 """
 
 from __future__ import annotations
@@ -14,8 +19,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-__all__ = ["build_reward_release", "write_prompt_standins", "RELEASE_HEAD_WIDTHS",
-           "STANDIN_MARKER"]
+__all__ = ["build_lora_adapter", "build_reward_release", "write_prompt_standins",
+           "RELEASE_HEAD_WIDTHS", "STANDIN_MARKER"]
 
 #: the file :func:`write_prompt_standins` leaves in its folder
 STANDIN_MARKER = "IEQA_STANDIN"
@@ -124,3 +129,28 @@ def write_prompt_standins(folder: str | Path, texts: object) -> Path:
     (folder / STANDIN_MARKER).write_text("stand-in prompt files written by ieqa.testing; not "
                                          "the authors' text\n")
     return folder
+
+
+def build_lora_adapter(path: str | Path, base_model: str | Path, *, seed: int = 0,
+                       rank: int = 4, alpha: int = 8,
+                       target_modules: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj"),
+                       ) -> Path:
+    """Write a random LoRA adapter for ``base_model`` (a tiny VLM folder) to ``path`` in
+    PEFT's layout, the language model's attention projections adapted (``target_modules``,
+    rank ``rank``, scaling ``alpha / rank``). Returns ``path``."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForImageTextToText
+
+    path = Path(path)
+    torch.manual_seed(seed)
+    model = AutoModelForImageTextToText.from_pretrained(base_model, dtype=torch.float32)
+    config = LoraConfig(r=rank, lora_alpha=alpha, init_lora_weights=False,
+                        target_modules=rf".*language_model.*\.({'|'.join(target_modules)})")
+    peft_model = get_peft_model(model, config)
+    with torch.no_grad():  # visible effect on a tiny model: B of the same scale as A
+        for name, param in peft_model.named_parameters():
+            if "lora_" in name:
+                param.normal_(0.0, 0.2)
+    peft_model.save_pretrained(str(path))
+    return path

@@ -14,6 +14,8 @@ EPAIQA stage 3         :func:`epaiqa_answer`              :func:`parse_epaiqa`
 pairwise verdict       :func:`write_verdict`              :func:`parse_verdict`
 JSON scores            (judges only)                      :func:`parse_json_scores`,
                                                           :func:`parse_viescore`
+VIEScore/EditScore     :func:`write_vie_answer`           :func:`parse_vie_answer`
+(as published)
 =====================  =================================  ==================================
 
 Parsers raise :class:`JudgeParseError` (or return a failed
@@ -58,13 +60,15 @@ from ieqa.prompts.answers.scores import (
     parse_viescore,
 )
 from ieqa.prompts.answers.verdict import VERDICTS, parse_verdict, write_verdict
+from ieqa.prompts.answers.vie import VieAnswer, parse_vie_answer, write_vie_answer
 
 __all__ = [
     "COMPLETION_WORDS", "EXPLANATION_KEY", "FORMATS", "FORMAT_TEMPLATES", "LEVEL_WORDS",
     "READOUT_LEVEL_WORDS", "VERDICTS", "Critique", "CritiqueFormatError", "JudgeParseError",
-    "ParsedScores", "box_target", "critique_target", "digit_values", "digits_target",
+    "ParsedScores", "VieAnswer", "box_target", "critique_target", "digit_values", "digits_target",
     "epaiqa_answer", "extract_json", "format_digits", "format_dimensions", "format_stability",
     "level_index", "level_target", "parse_critique", "parse_epaiqa", "parse_explanation",
     "parse_json_scores", "parse_level", "parse_output", "parse_reasonedit", "parse_region",
-    "parse_text_score", "parse_verdict", "parse_viescore", "rescale", "write_verdict",
+    "parse_text_score", "parse_verdict", "parse_vie_answer", "parse_viescore", "rescale",
+    "write_verdict", "write_vie_answer",
 ]
