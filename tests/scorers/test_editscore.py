@@ -1,0 +1,371 @@
+"""``editscore``: EditScore's released judges, against EditScore's rules written out here.
+
+The replica is laid out as the release: a tiny Qwen2.5-VL base (``ieqa.testing``) and a
+LoRA adapter in PEFT's folder layout (``build_lora_adapter``); the prompt file is a
+stand-in with the authors' path and constant names (``write_prompt_standins``).
+
+The references below are written from EditScore's paper and released code's behaviour,
+without ieqa's scorer code:
+
+* the **rules** (given the same answer strings): per pass ``SC = min(SC scores) / (R/10)``,
+  ``PQ = min(PQ scores) / (R/10)``, ``O = sqrt(SC * PQ)``; prompt following and
+  consistency are the two SC scores / (R/10); over passes the means, and ``overall`` is the
+  mean O (average_last), ``sqrt(mean prompt following * mean PQ)`` (average_first) or
+  ``sqrt(mean SC * mean PQ)`` (the RL server's variant);
+* the **transformers path**: the chat text written by hand (system message, ``<imgN>: ``
+  labels before the vision tokens, the prompt), each image resized as qwen_vl_utils does,
+  the base model with the adapter merged by PEFT, and per pass ``torch.manual_seed(42 +
+  pass)`` right before ``generate(do_sample=True, temperature=0.7, top_p=0.9, top_k=20)``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+from chat_server import FakeServer, Reply, serve
+from PIL import Image
+
+from ieqa import EditSample, create_scorer
+from ieqa.backends.processor import BackendError
+from ieqa.prompts.answers import write_vie_answer
+
+SYSTEM = "You are a helpful assistant."
+
+
+@pytest.fixture(scope="module")
+def replica(tmp_path_factory):
+    from ieqa.scorers.vlm.editscore import PROMPT_SOURCES
+    from ieqa.testing import build_tiny_vlm
+    from ieqa.testing.releases import build_lora_adapter, write_prompt_standins
+
+    root = tmp_path_factory.mktemp("editscore")
+    base = build_tiny_vlm(root / "base", "qwen2.5-vl", seed=3)
+    return {"base": base, "adapter": build_lora_adapter(root / "adapter", base, seed=5),
+            "prompts": write_prompt_standins(root / "prompts", PROMPT_SOURCES)}
+
+
+def _image(seed: int, size: tuple[int, int]) -> Image.Image:
+    rng = np.random.default_rng(seed)
+    return Image.fromarray(rng.integers(0, 256, (size[1], size[0], 3), dtype=np.uint8))
+
+
+def _edits(n: int = 2) -> list[EditSample]:
+    return [EditSample(id=f"e{i}", source=_image(10 + i, (64, 48)),
+                       edited=_image(20 + i, (40, 70)), instruction=f"make the cube {c}")
+            for i, c in zip(range(n), ("red", "blue", "green"), strict=False)]
+
+
+# ------------------------------------------------------------------ the rules (server)
+def _answers(kind: str, seed: int, high: int) -> tuple[int | float, int | float]:
+    """The scripted answer of one prompt and pass: distinct per kind and seed, on 0-high."""
+    if kind == "SC":
+        return (seed * 7) % (high + 1), (seed * 3 + 1) % (high + 1)
+    return (seed * 5 + 2) % (high + 1), float(high) - (seed % 4) * 0.5
+
+
+class ScriptedJudge(FakeServer):
+    """Answers each EditScore prompt from its kind (the SC prompt names the instruction)
+    and its seed; answers listed in ``override`` replace the scripted ones."""
+
+    def __init__(self, high: int) -> None:
+        super().__init__()
+        self.high = high
+        self.override: dict[tuple[str, str, int], str] = {}
+
+    def next_reply(self, body):
+        text = body["messages"][-1]["content"][-1]["text"]
+        kind = "SC" if "Stand-in text for sc_scale" in text else "PQ"
+        instruction = next((w for w in ("red", "blue", "green") if f"cube {w}" in text), "")
+        seed = body["seed"]
+        content = self.override.get((kind, instruction, seed)) or write_vie_answer(
+            _answers(kind, seed, self.high), f"{kind} reasoning")
+        return Reply(body={"id": "x", "object": "chat.completion", "model": body["model"],
+                           "choices": [{"index": 0, "finish_reason": "stop",
+                                        "message": {"role": "assistant", "content": content}}]})
+
+
+def _reference(seeds: list[int], high: int, reduction: str) -> dict[str, float]:
+    unit = high / 10
+    per = []
+    for seed in seeds:
+        sc = [v / unit for v in _answers("SC", seed, high)]
+        pq = [v / unit for v in _answers("PQ", seed, high)]
+        per.append({"pf": sc[0], "cons": sc[1], "SC": min(sc), "PQ": min(pq),
+                    "O": math.sqrt(min(sc) * min(pq))})
+    mean = {k: sum(p[k] for p in per) / len(per) for k in per[0]}
+    overall = {"average_last": mean["O"],
+               "average_first": math.sqrt(mean["pf"] * mean["PQ"]),
+               "average_first_min_sc": math.sqrt(mean["SC"] * mean["PQ"])}[reduction]
+    return {"instruction_alignment": mean["pf"], "content_preservation": mean["cons"],
+            "visual_quality": mean["PQ"], "sc_min": mean["SC"], "overall": overall}
+
+
+@pytest.mark.parametrize("high", [25, 10])
+@pytest.mark.parametrize("num_pass", [1, 4])
+@pytest.mark.parametrize("reduction", ["average_last", "average_first", "average_first_min_sc"])
+def test_scores_follow_editscore_rules_given_the_same_answers(replica, high, num_pass, reduction):
+    with serve(ScriptedJudge(high)) as judge:
+        scorer = create_scorer("editscore", base_url=judge.url, model="editscore",
+                               prompts=str(replica["prompts"]), score_range=high,
+                               num_pass=num_pass, reduction=reduction)
+        results = scorer.score(_edits(2))
+    seeds = list(range(42, 42 + num_pass))
+    want = _reference(seeds, high, reduction)
+    for r in results:
+        assert r.error is None, r.error
+        assert r.scores == pytest.approx(want, rel=1e-12, abs=0)
+    # one request per prompt and pass, each seeded seed + pass, sampled as released
+    assert len(judge.requests) == 2 * 2 * num_pass
+    assert sorted({q.body["seed"] for q in judge.requests}) == seeds
+    for q in judge.requests:
+        body = q.body
+        assert (body["temperature"], body["top_p"], body["top_k"], body["max_tokens"]) \
+            == (0.7, 0.9, 20, 512)
+        assert "n" not in body
+        system, user = body["messages"]
+        assert system == {"role": "system", "content": SYSTEM}
+        labels = [p["text"] for p in user["content"][:-1] if p["type"] == "text"]
+        images = [p for p in user["content"] if p["type"] == "image_url"]
+        text = user["content"][-1]["text"]
+        if "sc_scale" in text:
+            assert labels == ["<img1>: ", "<img2>: "] and len(images) == 2
+            assert f"<instruction> {high}" not in text and f"cube " in text and f" {high}\n" in text
+        else:
+            assert labels == ["<img1>: "] and len(images) == 1
+            assert text.endswith(f"pq_rule: {high}\n")
+
+
+def test_reductions_differ_on_these_answers(replica):
+    """The three reductions give three numbers here, so the test above tells them apart."""
+    seeds = list(range(42, 46))
+    values = {red: _reference(seeds, 25, red)["overall"]
+              for red in ("average_last", "average_first", "average_first_min_sc")}
+    assert len({round(v, 9) for v in values.values()}) == 3
+
+
+MALFORMED = {
+    "trailing comma": '{"reasoning": "ok", "score": [20, 5],}',
+    "string scores": '{"reasoning": "ok", "score": ["20", "5"]}',
+    "one element": '{"reasoning": "ok", "score": [20]}',
+    "missing key": '{"reasoning": "ok"}',
+    "negative": '{"reasoning": "ok", "score": [-1, 5]}',
+    "out of range": '{"reasoning": "ok", "score": [26, 5]}',
+    "refusal": "I'm sorry, but I can't assist with that request.",
+    "empty": "",
+}
+
+
+def test_malformed_answers_are_recorded_and_counted(replica, tmp_path):
+    from typer.testing import CliRunner
+
+    from ieqa.cli import app
+
+    edits = tmp_path / "edits"
+    (edits / "source").mkdir(parents=True)
+    (edits / "edited").mkdir()
+    rows = []
+    for i, (label, answer) in enumerate([*MALFORMED.items(), ("fine", None)]):
+        _image(i, (56, 56)).save(edits / "source" / f"e{i}.png")
+        _image(100 + i, (56, 56)).save(edits / "edited" / f"e{i}.png")
+        rows.append({"id": f"e{i}", "source": f"source/e{i}.png",
+                     "edited": f"edited/e{i}.png", "instruction": f"make cube {i} {label}"})
+    (edits / "manifest.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with serve(ScriptedJudge(25)) as judge:
+        judge.next_reply = _by_instruction(judge, MALFORMED)
+        out = tmp_path / "scores.jsonl"
+        result = CliRunner().invoke(app, [
+            "score", str(edits / "manifest.jsonl"), "--scorer", "editscore", "--model",
+            "editscore", "-O", f"base_url={judge.url}", "--prompts", str(replica["prompts"]),
+            "-o", str(out)])
+        assert result.exit_code == 3, result.output
+        assert "9 rows" in result.output and "; 8 with errors" in result.output
+        assert "8 of 9 rows have errors" in result.output
+        by_id = {json.loads(line)["id"]: json.loads(line) for line in out.read_text().splitlines()}
+        reasons = {"trailing comma": "not valid JSON", "string scores": "not a number",
+                   "one element": "expected 2 scores, got 1", "missing key": "no 'score'",
+                   "negative": "outside 0-25", "out of range": "outside 0-25",
+                   "refusal": "no answer object", "empty": "the answer is empty"}
+        for i, label in enumerate(MALFORMED):
+            row = by_id[f"e{i}"]
+            assert row["error"].startswith("malformed answer (1 of 2): pass 0 SC: "), row["error"]
+            assert reasons[label] in row["error"], (label, row["error"])
+            assert row.get("overall") is None
+        assert by_id[f"e{len(MALFORMED)}"]["error"] is None
+
+        # the authors' RL-server rule, only when asked for: labelled and counted
+        scorer = create_scorer("editscore", base_url=judge.url, model="editscore",
+                               prompts=str(replica["prompts"]), on_malformed="midpoint")
+        sample = EditSample(id="m", source=edits / "source" / "e0.png",
+                            edited=edits / "edited" / "e0.png",
+                            instruction="make cube 0 trailing comma")
+        got = scorer.score([sample])[0]
+    assert got.error is None and "substituted" in got.flags
+    assert got.raw["substituted"] == 1
+    pq = min(_answers("PQ", 42, 25)) / 2.5
+    assert got.scores["instruction_alignment"] == 5.0  # 12.5 / 2.5
+    assert got.scores["overall"] == pytest.approx(math.sqrt(5.0 * pq))
+
+
+def _by_instruction(judge: ScriptedJudge, answers: dict[str, str]):
+    scripted = ScriptedJudge.next_reply
+
+    def reply(body):
+        text = body["messages"][-1]["content"][-1]["text"]
+        for label, answer in answers.items():
+            if "sc_scale" in text and f" {label}" in text:
+                return Reply(body={"id": "x", "object": "chat.completion", "model": "m",
+                                   "choices": [{"index": 0, "finish_reason": "stop",
+                                                "message": {"role": "assistant",
+                                                            "content": answer}}]})
+        return scripted(judge, body)
+
+    return reply
+
+
+# ---------------------------------------------------------- the transformers path
+def _qwen_resize(image: Image.Image, factor: int = 28, low: int = 4 * 28 * 28,
+                 high: int = 16384 * 28 * 28) -> Image.Image:
+    """qwen_vl_utils' resizing, written out: nearest grid sides, scaled into the budget."""
+    w, h = image.size
+    hb, wb = max(factor, round(h / factor) * factor), max(factor, round(w / factor) * factor)
+    if hb * wb > high:
+        beta = math.sqrt(h * w / high)
+        hb, wb = math.floor(h / beta / factor) * factor, math.floor(w / beta / factor) * factor
+    elif hb * wb < low:
+        beta = math.sqrt(low / (h * w))
+        hb, wb = math.ceil(h * beta / factor) * factor, math.ceil(w * beta / factor) * factor
+    return image.resize((wb, hb), Image.Resampling.BICUBIC)
+
+
+@pytest.mark.parametrize("size", [(64, 48), (40, 70), (3, 500), (9000, 4000), (56, 56)])
+def test_images_are_resized_as_qwen_vl_utils_does(size):
+    from ieqa.backends.base import fit_qwen_grid
+
+    image = _image(1, (min(size[0], 600), min(size[1], 600))).resize(size)
+    got, want = fit_qwen_grid(image), _qwen_resize(image)
+    assert got.size == want.size
+    assert np.array_equal(np.asarray(got), np.asarray(want))
+
+
+def _reference_passes(replica, sample: EditSample, text: str, seeds: list[int],
+                      max_new_tokens: int, adapter: bool = True) -> list[str]:
+    from peft import PeftModel
+    from transformers import AutoModelForImageTextToText
+
+    from ieqa.backends.processor import load_processor
+
+    model = AutoModelForImageTextToText.from_pretrained(replica["base"], dtype=torch.float32)
+    if adapter:
+        model = PeftModel.from_pretrained(model, str(replica["adapter"])).merge_and_unload()
+    model.eval()
+    processor = load_processor(replica["base"])
+    chat = (f"<|im_start|>system\n{SYSTEM}<|im_end|>\n<|im_start|>user\n"
+            "<img1>: <|vision_start|><|image_pad|><|vision_end|>"
+            "<img2>: <|vision_start|><|image_pad|><|vision_end|>"
+            f"{text}<|im_end|>\n<|im_start|>assistant\n")
+    images = [_qwen_resize(sample.source), _qwen_resize(sample.edited)]
+    inputs = processor(text=[chat], images=images, return_tensors="pt")
+    out = []
+    for seed in seeds:
+        torch.manual_seed(seed)
+        with torch.no_grad():
+            ids = model.generate(**inputs, max_new_tokens=max_new_tokens, do_sample=True,
+                                 temperature=0.7, top_p=0.9, top_k=20)
+        new = ids[0, inputs["input_ids"].shape[1]:]
+        out.append(processor.tokenizer.decode(new, skip_special_tokens=True,
+                                              clean_up_tokenization_spaces=False).strip())
+    return out
+
+
+def test_transformers_path_generates_as_the_released_code(replica):
+    edits = _edits(2)
+    scorer = create_scorer("editscore", model=str(replica["base"]),
+                           adapter=str(replica["adapter"]), prompts=str(replica["prompts"]),
+                           device="cpu", num_pass=2, max_new_tokens=10)
+    results = scorer.score(edits)
+    for sample, result in zip(edits, results, strict=True):
+        texts = [p["sc_text"].strip() for p in result.raw["passes"]]
+        sc_prompt = scorer.sc_text.replace("<instruction>", sample.instruction)
+        assert texts == _reference_passes(replica, sample, sc_prompt, [42, 43], 10)
+    # the adapter matters: without it the same seeds give other answers
+    plain = _reference_passes(replica, edits[0], scorer.sc_text.replace(
+        "<instruction>", edits[0].instruction), [42, 43], 10, adapter=False)
+    assert plain != [p["sc_text"].strip() for p in results[0].raw["passes"]]
+    # a pass depends only on its seed: pass 1 alone (seed 43), in another batch
+    alone = create_scorer("editscore", backend=scorer.backend, prompts=str(replica["prompts"]),
+                          num_pass=1, seed=43, max_new_tokens=10)
+    again = alone.score([edits[1]])[0]
+    assert again.raw["passes"][0]["sc_text"] == results[1].raw["passes"][1]["sc_text"]
+    assert again.raw["passes"][0]["pq_text"] == results[1].raw["passes"][1]["pq_text"]
+
+
+# ----------------------------------------------------------------------- the adapter
+def test_adapter_by_hub_id_is_downloaded_at_its_revision(replica, monkeypatch):
+    import huggingface_hub
+
+    from ieqa.backends.transformers_vlm import resolve_adapter
+
+    calls = []
+
+    def fake_download(repo_id, revision=None, **kwargs):
+        calls.append((repo_id, revision))
+        return str(replica["adapter"])
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", fake_download)
+    assert resolve_adapter("EditScore/EditScore-7B", "abc123") == replica["adapter"]
+    assert calls == [("EditScore/EditScore-7B", "abc123")]
+    scorer = create_scorer("editscore", model=str(replica["base"]),
+                           adapter="EditScore/EditScore-7B", adapter_revision="abc123",
+                           prompts=str(replica["prompts"]), device="cpu")
+    assert scorer.backend.config()["adapter"] == "EditScore/EditScore-7B"
+    assert scorer.backend.config()["adapter_revision"] == "abc123"
+
+
+def test_adapter_that_does_not_match_lists_its_keys(replica, tmp_path):
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    from ieqa.backends.transformers_vlm import TransformersVLM
+
+    bad = tmp_path / "bad"
+    shutil.copytree(replica["adapter"], bad)
+    weights = load_file(bad / "adapter_model.safetensors")
+    key = next(k for k in weights if "layers.0.self_attn.q_proj.lora_A" in k)
+    weights[key.replace("layers.0.", "layers.7.")] = weights.pop(key)
+    save_file(weights, bad / "adapter_model.safetensors")
+    with pytest.raises(BackendError, match=r"1 unexpected: .*layers\.7\.self_attn\.q_proj"
+                                           r".*1 missing: .*layers\.0\.self_attn\.q_proj"):
+        TransformersVLM(replica["base"], adapter=bad, device="cpu")
+    with pytest.raises(BackendError, match="adapter_config.json missing"):
+        TransformersVLM(replica["base"], adapter=tmp_path, device="cpu")
+
+
+def test_options_are_checked_before_loading(replica):
+    from ieqa.scorers.base import ScorerError
+
+    common = {"prompts": str(replica["prompts"]), "base_url": "http://127.0.0.1:9/v1",
+              "model": "editscore"}
+    for bad, match in (({"score_range": 5}, "score_range must be 25"),
+                       ({"reduction": "median"}, "unknown reduction"),
+                       ({"temperature": 0}, "temperature must be > 0"),
+                       ({"on_malformed": "random"}, "on_malformed must be"),
+                       ({"variant": "3b"}, "unknown EditScore variant"),
+                       ({"adapter": "x/y"}, "the server holds the adapter")):
+        with pytest.raises(ScorerError, match=match):
+            create_scorer("editscore", **common, **bad)
+
+
+def test_catalog_lists_editscore_with_its_release():
+    from typer.testing import CliRunner
+
+    from ieqa.cli import app
+
+    result = CliRunner().invoke(app, ["list", "scorers"])
+    assert result.exit_code == 0
+    block = result.output[result.output.index("editscore"):]
+    assert "EditScore/EditScore-7B" in block and "Qwen/Qwen2.5-VL-7B-Instruct" in block
