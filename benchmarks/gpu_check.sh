@@ -5,7 +5,9 @@
 #   1. benchmarks/vlm_throughput.py per architecture (edits/s at batch 1/8/32, prefix sharing,
 #      and the logits checks that fail the run), then a strict float32 check;
 #   2. benchmarks/editreward_throughput.py: the editreward scorer (two forward passes per
-#      edit, 1-D positions, reward heads) on qwen2.5-vl-7b, batch 1/8 and prefix sharing.
+#      edit, 1-D positions, reward heads) on qwen2.5-vl-7b, batch 1/8 and prefix sharing;
+#   3. benchmarks/editscore_throughput.py: EditScore generation through transformers on
+#      qwen2.5-vl-7b (4 passes x 2 prompts, 512 new tokens), the released loop vs one batch.
 #
 #   bash benchmarks/gpu_check.sh                 # everything, bf16, cuda
 #   bash benchmarks/gpu_check.sh --smoke         # the same scripts on tiny models on the CPU
@@ -26,6 +28,8 @@ if [[ "${1:-}" == "--smoke" ]]; then
     --batch-sizes 1,4 --shared-batch-sizes 4 --image-size 56x56 || failed+=("vlm_throughput")
   "$PY" benchmarks/editreward_throughput.py --device cpu --groups 1 --k 2 --batch 2 \
     --repeats 1 || failed+=("editreward_throughput")
+  "$PY" benchmarks/editscore_throughput.py --device cpu --passes 2 --max-new-tokens 8 \
+    --image-size 56 || failed+=("editscore_throughput")
 else
   "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 'no CUDA device: this check needs a GPU (--smoke runs it on the CPU)')"
   "$PY" -c "import torch; p = torch.cuda.get_device_properties(0); print(f'device: {p.name}, {p.total_memory / 2**30:.0f} GiB, torch {torch.__version__}')"
@@ -44,6 +48,9 @@ else
     echo "== editreward on qwen2.5-vl-7b (bfloat16)"
     "$PY" benchmarks/editreward_throughput.py --arch qwen2.5-vl-7b --device cuda \
       --groups 8 --k 4 --batch 8 --repeats "${REPEATS:-3}" || failed+=("editreward")
+    echo "== editscore generation on qwen2.5-vl-7b (bfloat16)"
+    "$PY" benchmarks/editscore_throughput.py --arch qwen2.5-vl-7b --device cuda \
+      --edits 1 --passes 4 --max-new-tokens 512 || failed+=("editscore")
   fi
 fi
 if ((${#failed[@]})); then
