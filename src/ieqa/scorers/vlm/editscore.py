@@ -25,12 +25,10 @@ The model sees each image after an ``<imgN>: `` label, then the prompt text, aft
 Qwen chat template's default system message (:data:`SYSTEM`); each image is first resized as
 ``qwen_vl_utils`` does (:func:`ieqa.backends.base.fit_qwen_grid`).
 
-**Malformed answers** (:func:`ieqa.prompts.answers.parse_vie_answer`) make the row an error
-naming the pass, the prompt and the reason; nothing is guessed. The authors' code retries
-and then draws a random score (``evaluate()``) or substitutes the midpoint (their RL
-server); ``on_malformed="midpoint"`` substitutes ``score_range / 2`` for each score of an
-unreadable answer, labelled: the row carries the flag ``substituted`` and its ``raw`` the
-count.
+**Malformed answers** make the row an error (:class:`~ieqa.scorers.vlm.vie_judge.VieJudge`);
+nothing is guessed. The authors' code retries and then draws a random score
+(``evaluate()``) or substitutes the midpoint (their RL server); ``on_malformed="midpoint"``
+substitutes ``score_range / 2`` for each score of an unreadable answer, labelled.
 
 The prompt texts are the authors': read at run time from their repository's
 ``editscore/vie_prompts.py`` at a pinned commit with a SHA-256 check
@@ -39,7 +37,6 @@ The prompt texts are the authors': read at run time from their repository's
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,13 +44,12 @@ from typing import Any
 
 from ieqa.backends import Prompt
 from ieqa.backends.base import fit_qwen_grid
-from ieqa.prompts.answers import JudgeParseError, parse_vie_answer
 from ieqa.prompts.published import PublishedText, SourceFile, is_standin, load_texts
-from ieqa.scorers.base import ScorerError, ScoreResult
-from ieqa.scorers.vlm.base import DEFAULT_MAX_INSTRUCTION_CHARS, LoadedSample, VLMScorer
+from ieqa.scorers.base import ScorerError
+from ieqa.scorers.vlm.base import DEFAULT_MAX_INSTRUCTION_CHARS, LoadedSample
+from ieqa.scorers.vlm.vie_judge import VIE_DIMENSIONS, VieJudge
 
-__all__ = ["EditScoreScorer", "EditScoreVariant", "VARIANTS", "PROMPT_SOURCES", "REDUCTIONS",
-           "editscore_overall"]
+__all__ = ["EditScoreScorer", "EditScoreVariant", "VARIANTS", "PROMPT_SOURCES"]
 
 #: the commit of VectorSpaceLab/EditScore the prompt file is read at
 REVISION = "6e0f1b9a73b40f227d82d9cb32bd9cfb7189739b"
@@ -71,9 +67,6 @@ PROMPT_SOURCES: tuple[PublishedText, ...] = (
                   markers=("<instruction>", "10")),
     PublishedText("pq_rule", _PROMPTS, "_prompts_0shot_rule_PQ", markers=("10",)),
 )
-
-#: how the passes' scores become ``overall``
-REDUCTIONS: tuple[str, ...] = ("average_last", "average_first", "average_first_min_sc")
 
 #: the system message of EditScore's hand-written chat template: Qwen2.5-VL's default one
 #: (sent explicitly, so that a chat template without that default renders it too)
@@ -106,25 +99,7 @@ VARIANTS: dict[str, EditScoreVariant] = {
 }
 
 
-def editscore_overall(passes: Sequence[dict[str, float]], reduction: str) -> float:
-    """``overall`` of an edit from its passes (each with ``prompt_following``, ``sc`` =
-    min of the SC scores, ``pq``, all on 0-10) by ``reduction`` (:data:`REDUCTIONS`)."""
-    if not passes:
-        raise ScorerError("no pass to reduce")
-
-    def mean(key: str) -> float:
-        return sum(p[key] for p in passes) / len(passes)
-
-    if reduction == "average_last":
-        return sum(math.sqrt(p["sc"] * p["pq"]) for p in passes) / len(passes)
-    if reduction == "average_first":
-        return math.sqrt(mean("prompt_following") * mean("pq"))
-    if reduction == "average_first_min_sc":
-        return math.sqrt(mean("sc") * mean("pq"))
-    raise ScorerError(f"unknown reduction {reduction!r}; choose one of {', '.join(REDUCTIONS)}")
-
-
-class EditScoreScorer(VLMScorer):
+class EditScoreScorer(VieJudge):
     """EditScore as released (see the module docstring).
 
     Args:
@@ -151,7 +126,7 @@ class EditScoreScorer(VLMScorer):
     """
 
     readout = "editscore"
-    needs_local_model = False
+    malformed_rules = ("error", "midpoint")
 
     def __init__(self, *, model: str | Path | None = None, adapter: str | Path | None = None,
                  variant: str = "7b", revision: str | None = None,
@@ -168,29 +143,19 @@ class EditScoreScorer(VLMScorer):
                               f"{', '.join(VARIANTS)}")
         if score_range not in (10, 25):
             raise ScorerError(f"score_range must be 25 (released) or 10, got {score_range!r}")
-        if int(num_pass) < 1:
-            raise ScorerError(f"num_pass must be at least 1, got {num_pass}")
-        if reduction not in REDUCTIONS:
-            raise ScorerError(f"unknown reduction {reduction!r}; choose one of "
-                              f"{', '.join(REDUCTIONS)}")
         if pq_images not in ("edited", "both"):
             raise ScorerError(f"pq_images must be edited or both, got {pq_images!r}")
-        if on_malformed not in ("error", "midpoint"):
-            raise ScorerError(f"on_malformed must be error or midpoint, got {on_malformed!r}")
         if float(temperature) <= 0:
             raise ScorerError("EditScore samples every pass: temperature must be > 0 "
                               f"(released: 0.7), got {temperature}")
+        self.configure(score_range=score_range, num_pass=num_pass, reduction=reduction,
+                       temperature=temperature, top_p=top_p, top_k=top_k, seed=seed,
+                       max_new_tokens=max_new_tokens, on_malformed=on_malformed)
         chosen = VARIANTS[variant]
         self.texts = load_texts(PROMPT_SOURCES, prompts_dir=prompts)  # fails before the model
         self.prompts_dir = str(prompts) if prompts is not None else None
         self.variant = variant
-        self.score_range_asked = int(score_range)
-        self.num_pass = int(num_pass)
-        self.reduction = reduction
-        self.temperature, self.top_p = float(temperature), float(top_p)
-        self.top_k = int(top_k) if top_k is not None else None
-        self.seed, self.max_new_tokens = int(seed), int(max_new_tokens)
-        self.pq_images, self.on_malformed = pq_images, on_malformed
+        self.pq_images = pq_images
         options = dict(backend_options or {})
         if backend is None and base_url is None:
             options.setdefault("adapter", str(adapter) if adapter is not None else chosen.adapter)
@@ -208,39 +173,21 @@ class EditScoreScorer(VLMScorer):
             options.setdefault("max_pixels", None)  # images are resized here, as published
             options.setdefault("image_format", "png")
         super().__init__(model=model, base_url=base_url, backend=backend, template="editreward",
-                         dimensions=("instruction_alignment", "content_preservation",
-                                     "visual_quality", "sc_min"),
-                         batch_size=batch_size, max_instruction_chars=max_instruction_chars,
-                         device=device, dtype=dtype, backend_options=options)
+                         dimensions=VIE_DIMENSIONS, batch_size=batch_size,
+                         max_instruction_chars=max_instruction_chars, device=device, dtype=dtype,
+                         backend_options=options)
         scale = str(self.score_range_asked)
         self.sc_text = "\n".join([self.texts["context"], self.texts["edit_rule"],
                                   self.texts["sc_scale"].replace("10", scale)])
         self.pq_text = "\n".join([self.texts["context"],
                                   self.texts["pq_rule"].replace("10", scale)])
 
-    # ------------------------------------------------------------------ scorer contract
-    @property
-    def dimensions(self) -> tuple[str, ...]:
-        return (*self.score_dimensions, "overall")
-
-    @property
-    def score_range(self) -> tuple[float | None, float | None]:
-        return (0.0, 10.0)
-
     def readout_config(self) -> dict[str, Any]:
-        return {"variant": self.variant, "score_range": self.score_range_asked,
-                "num_pass": self.num_pass, "reduction": self.reduction,
-                "temperature": self.temperature, "top_p": self.top_p, "top_k": self.top_k,
-                "seed": self.seed, "max_new_tokens": self.max_new_tokens,
-                "pq_images": self.pq_images, "on_malformed": self.on_malformed,
+        return {"variant": self.variant, **super().readout_config(),
+                "pq_images": self.pq_images,
                 "prompts": {"files": [t.source.to_dict() for t in PROMPT_SOURCES],
                             "local_copy": self.prompts_dir,
                             "standin": is_standin(self.prompts_dir)}}
-
-    def config(self) -> dict[str, Any]:
-        out = super().config()
-        out.pop("template", None)  # the prompts are the published files, not a template
-        return out
 
     # ----------------------------------------------------------------------- prompts
     @staticmethod
@@ -255,78 +202,8 @@ class EditScoreScorer(VLMScorer):
 
     def prompts(self, item: LoadedSample) -> tuple[Prompt, Prompt]:
         """The SC and the PQ prompt of one edit."""
-        if item.source is None:
-            raise ScorerError(f"sample {item.sample.id!r} has no source image; EditScore "
-                              "compares the edit with its source")
+        self.needs_source(item, "EditScore")
         sc = self.labelled([item.source, item.edited],
                            self.sc_text.replace("<instruction>", item.sample.instruction))
         pq_images = [item.edited] if self.pq_images == "edited" else [item.source, item.edited]
         return sc, self.labelled(pq_images, self.pq_text)
-
-    # ----------------------------------------------------------------------- scoring
-    def _read(self, text: str) -> tuple[tuple[float, ...], str | None]:
-        answer = parse_vie_answer(text, n_scores=2, high=self.score_range_asked)
-        return answer.scores, answer.reasoning
-
-    def score_items(self, items: Sequence[LoadedSample]) -> list[ScoreResult]:
-        prompts = [p for item in items for p in self.prompts(item)]
-        answers = self.backend.generate(prompts, max_new_tokens=self.max_new_tokens,
-                                        temperature=self.temperature, top_p=self.top_p,
-                                        top_k=self.top_k, num_samples=self.num_pass,
-                                        seed=self.seed, seed_per_sample=True)
-        unit = self.score_range_asked / 10
-        results = []
-        for k, item in enumerate(items):
-            sc_gens, pq_gens = answers[2 * k], answers[2 * k + 1]
-            passes, records, problems, substituted = [], [], [], 0
-            reasoning: dict[str, str] = {}
-            for p, (sc_gen, pq_gen) in enumerate(zip(sc_gens, pq_gens, strict=True)):
-                record: dict[str, Any] = {"pass": p, "seed": self.seed + p,
-                                          "sc_text": sc_gen.text, "pq_text": pq_gen.text}
-                read: dict[str, tuple[float, ...]] = {}
-                for name, gen in (("SC", sc_gen), ("PQ", pq_gen)):
-                    try:
-                        if gen.error:
-                            raise JudgeParseError(f"no answer: {gen.error}")
-                        read[name], why = self._read(gen.text)
-                        if why and name not in reasoning:
-                            reasoning[name] = why
-                    except JudgeParseError as exc:
-                        problems.append(f"pass {p} {name}: {exc.reason}")
-                        record[f"{name.lower()}_error"] = exc.reason
-                        if self.on_malformed == "midpoint" and not gen.error:
-                            read[name] = (self.score_range_asked / 2,) * 2
-                            substituted += 1
-                records.append(record)
-                if len(read) < 2:
-                    continue
-                sc = [v / unit for v in read["SC"]]
-                pq = [v / unit for v in read["PQ"]]
-                record.update(sc_scores=list(read["SC"]), pq_scores=list(read["PQ"]))
-                passes.append({"prompt_following": sc[0], "consistency": sc[1],
-                               "sc": min(sc), "pq": min(pq)})
-            raw: dict[str, Any] = {"passes": records}
-            if problems and (self.on_malformed == "error" or len(passes) < self.num_pass):
-                results.append(ScoreResult(
-                    id=item.sample.id, raw=raw,
-                    error=f"malformed answer ({len(problems)} of {2 * self.num_pass}): "
-                          + "; ".join(problems[:4])))
-                continue
-
-            def mean(key: str, rows: list[dict[str, float]] = passes) -> float:
-                return sum(r[key] for r in rows) / len(rows)
-
-            scores = {"instruction_alignment": mean("prompt_following"),
-                      "content_preservation": mean("consistency"),
-                      "visual_quality": mean("pq"), "sc_min": mean("sc"),
-                      "overall": editscore_overall(passes, self.reduction)}
-            flags = []
-            if substituted:
-                raw["substituted"] = substituted
-                raw["substitution_rule"] = "midpoint (on_malformed='midpoint', as the " \
-                                           "authors' RL reward server)"
-                flags.append("substituted")
-            explanation = "\n".join(f"{name}: {text}" for name, text in reasoning.items()) or None
-            results.append(ScoreResult(id=item.sample.id, scores=scores, raw=raw,
-                                       explanation=explanation, flags=flags))
-        return results

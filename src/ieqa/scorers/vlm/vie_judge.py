@@ -1,0 +1,205 @@
+"""What the published VIEScore-style judges share: :class:`VieJudge`.
+
+VIEScore (Ku et al. 2024) and the judges trained on its format (EditScore,
+UnifiedReward-Edit) ask two prompts per edit and read two scores from each answer
+(:func:`ieqa.prompts.answers.parse_vie_answer`):
+
+* the **SC prompt** (source and edited image, the instruction): editing success (prompt
+  following) and over-editing (consistency);
+* the **PQ prompt** (the edited image): naturalness and artifacts.
+
+Each score is divided by ``score_range / 10`` (0-10). Per pass, ``SC = min`` of the SC
+scores, ``PQ = min`` of the PQ scores and ``O = sqrt(SC * PQ)``. Over the passes (one
+unless the judge samples several) ieqa reports the means: ``instruction_alignment`` (editing
+success), ``content_preservation`` (over-editing), ``visual_quality`` (PQ), ``sc_min`` (SC),
+and ``overall`` by ``reduction`` (:func:`vie_overall`).
+
+**Malformed answers** make the row an error naming the pass, the prompt and the reason;
+nothing is guessed. ``on_malformed="midpoint"`` (only where a judge's released code does so)
+substitutes ``score_range / 2`` for each score of an unreadable answer, labelled: the row
+carries the flag ``substituted`` and its ``raw`` the count.
+
+A subclass builds the two prompts (:meth:`VieJudge.prompts`) and sets the sampling of its
+release.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import abstractmethod
+from collections.abc import Sequence
+from typing import Any
+
+from ieqa.backends import Prompt
+from ieqa.prompts.answers import JudgeParseError, parse_vie_answer
+from ieqa.scorers.base import ScorerError, ScoreResult
+from ieqa.scorers.vlm.base import LoadedSample, VLMScorer
+
+__all__ = ["VieJudge", "REDUCTIONS", "VIE_DIMENSIONS", "vie_overall"]
+
+#: how the passes' scores become ``overall``
+REDUCTIONS: tuple[str, ...] = ("average_last", "average_first", "average_first_min_sc")
+
+#: the dimensions a VIEScore-style judge reports (and ``overall``)
+VIE_DIMENSIONS: tuple[str, ...] = ("instruction_alignment", "content_preservation",
+                                   "visual_quality", "sc_min")
+
+
+def vie_overall(passes: Sequence[dict[str, float]], reduction: str) -> float:
+    """``overall`` of an edit from its passes (each with ``prompt_following``, ``sc`` =
+    min of the SC scores, ``pq``, all on 0-10) by ``reduction``:
+
+    * ``average_last`` — the mean of the per-pass ``sqrt(sc * pq)`` (with one pass:
+      VIEScore's O);
+    * ``average_first`` — ``sqrt(mean prompt_following * mean pq)``;
+    * ``average_first_min_sc`` — ``sqrt(mean sc * mean pq)``.
+    """
+    if not passes:
+        raise ScorerError("no pass to reduce")
+
+    def mean(key: str) -> float:
+        return sum(p[key] for p in passes) / len(passes)
+
+    if reduction == "average_last":
+        return sum(math.sqrt(p["sc"] * p["pq"]) for p in passes) / len(passes)
+    if reduction == "average_first":
+        return math.sqrt(mean("prompt_following") * mean("pq"))
+    if reduction == "average_first_min_sc":
+        return math.sqrt(mean("sc") * mean("pq"))
+    raise ScorerError(f"unknown reduction {reduction!r}; choose one of {', '.join(REDUCTIONS)}")
+
+
+class VieJudge(VLMScorer):
+    """Base of the published VIEScore-style judges (see the module docstring).
+
+    A subclass calls :meth:`configure` (before loading anything, so that a bad option fails
+    fast), then :meth:`VLMScorer.__init__`, and implements :meth:`prompts`.
+    """
+
+    needs_local_model = False
+    #: what ``on_malformed`` may be for this judge (``"midpoint"`` only where its
+    #: released code substitutes the midpoint)
+    malformed_rules: tuple[str, ...] = ("error",)
+
+    def configure(self, *, score_range: int, num_pass: int = 1, reduction: str = "average_last",
+                  temperature: float | None = None, top_p: float | None = None,
+                  top_k: int | None = None, seed: int | None = None,
+                  max_new_tokens: int = 512, on_malformed: str = "error") -> None:
+        """Check and keep the judge's settings (the released ones, or the user's)."""
+        if int(num_pass) < 1:
+            raise ScorerError(f"num_pass must be at least 1, got {num_pass}")
+        if reduction not in REDUCTIONS:
+            raise ScorerError(f"unknown reduction {reduction!r}; choose one of "
+                              f"{', '.join(REDUCTIONS)}")
+        if on_malformed not in self.malformed_rules:
+            raise ScorerError(f"on_malformed must be {' or '.join(self.malformed_rules)}, got "
+                              f"{on_malformed!r}")
+        if int(num_pass) > 1 and seed is None:
+            raise ScorerError("several passes need a seed (pass k samples with seed + k)")
+        self.score_range_asked = int(score_range)
+        self.num_pass = int(num_pass)
+        self.reduction = reduction
+        self.temperature = None if temperature is None else float(temperature)
+        self.top_p = None if top_p is None else float(top_p)
+        self.top_k = None if top_k is None else int(top_k)
+        self.seed = None if seed is None else int(seed)
+        self.max_new_tokens = int(max_new_tokens)
+        self.on_malformed = on_malformed
+
+    # ------------------------------------------------------------------ scorer contract
+    def _default_dimensions(self) -> tuple[str, ...]:
+        return VIE_DIMENSIONS
+
+    @property
+    def dimensions(self) -> tuple[str, ...]:
+        return (*self.score_dimensions, "overall")
+
+    @property
+    def score_range(self) -> tuple[float | None, float | None]:
+        return (0.0, 10.0)
+
+    def readout_config(self) -> dict[str, Any]:
+        return {"score_range": self.score_range_asked, "num_pass": self.num_pass,
+                "reduction": self.reduction, "temperature": self.temperature,
+                "top_p": self.top_p, "top_k": self.top_k, "seed": self.seed,
+                "max_new_tokens": self.max_new_tokens, "on_malformed": self.on_malformed}
+
+    def config(self) -> dict[str, Any]:
+        out = super().config()
+        out.pop("template", None)  # the prompts are the published files, not a template
+        return out
+
+    @abstractmethod
+    def prompts(self, item: LoadedSample) -> tuple[Prompt, Prompt]:
+        """The SC and the PQ prompt of one edit."""
+
+    @staticmethod
+    def needs_source(item: LoadedSample, judge: str) -> None:
+        if item.source is None:
+            raise ScorerError(f"sample {item.sample.id!r} has no source image; {judge} "
+                              "compares the edit with its source")
+
+    # ----------------------------------------------------------------------- scoring
+    def score_items(self, items: Sequence[LoadedSample]) -> list[ScoreResult]:
+        prompts = [p for item in items for p in self.prompts(item)]
+        answers = self.backend.generate(prompts, max_new_tokens=self.max_new_tokens,
+                                        temperature=self.temperature, top_p=self.top_p,
+                                        top_k=self.top_k, num_samples=self.num_pass,
+                                        seed=self.seed, seed_per_sample=self.seed is not None)
+        return [self._result(item, answers[2 * k], answers[2 * k + 1])
+                for k, item in enumerate(items)]
+
+    def _result(self, item: LoadedSample, sc_gens: Sequence[Any],
+                pq_gens: Sequence[Any]) -> ScoreResult:
+        unit = self.score_range_asked / 10
+        passes, records, problems, substituted = [], [], [], 0
+        reasoning: dict[str, str] = {}
+        for p, (sc_gen, pq_gen) in enumerate(zip(sc_gens, pq_gens, strict=True)):
+            record: dict[str, Any] = {"pass": p, "sc_text": sc_gen.text, "pq_text": pq_gen.text}
+            if self.seed is not None:
+                record["seed"] = self.seed + p
+            read: dict[str, tuple[float, ...]] = {}
+            for name, gen in (("SC", sc_gen), ("PQ", pq_gen)):
+                try:
+                    if gen.error:
+                        raise JudgeParseError(f"no answer: {gen.error}")
+                    answer = parse_vie_answer(gen.text, n_scores=2, high=self.score_range_asked)
+                except JudgeParseError as exc:
+                    problems.append(f"pass {p} {name}: {exc.reason}")
+                    record[f"{name.lower()}_error"] = exc.reason
+                    if self.on_malformed == "midpoint" and not gen.error:
+                        read[name] = (self.score_range_asked / 2,) * 2
+                        substituted += 1
+                    continue
+                read[name] = answer.scores
+                if answer.reasoning and name not in reasoning:
+                    reasoning[name] = answer.reasoning
+            records.append(record)
+            if len(read) < 2:
+                continue
+            sc = [v / unit for v in read["SC"]]
+            pq = [v / unit for v in read["PQ"]]
+            record.update(sc_scores=list(read["SC"]), pq_scores=list(read["PQ"]))
+            passes.append({"prompt_following": sc[0], "consistency": sc[1], "sc": min(sc),
+                           "pq": min(pq)})
+        raw: dict[str, Any] = {"passes": records}
+        if problems and (self.on_malformed == "error" or len(passes) < self.num_pass):
+            return ScoreResult(id=item.sample.id, raw=raw,
+                               error=f"malformed answer ({len(problems)} of {2 * self.num_pass}): "
+                                     + "; ".join(problems[:4]))
+
+        def mean(key: str) -> float:
+            return sum(r[key] for r in passes) / len(passes)
+
+        scores = {"instruction_alignment": mean("prompt_following"),
+                  "content_preservation": mean("consistency"), "visual_quality": mean("pq"),
+                  "sc_min": mean("sc"), "overall": vie_overall(passes, self.reduction)}
+        scores = {d: v for d, v in scores.items() if d in self.dimensions}
+        flags = []
+        if substituted:
+            raw["substituted"] = substituted
+            raw["substitution_rule"] = "midpoint (on_malformed='midpoint')"
+            flags.append("substituted")
+        explanation = "\n".join(f"{name}: {text}" for name, text in reasoning.items()) or None
+        return ScoreResult(id=item.sample.id, scores=scores, raw=raw, explanation=explanation,
+                           flags=flags)
