@@ -37,6 +37,7 @@ class Seen:
     headers: dict[str, str]
     body: dict[str, Any]
     t: float
+    raw: bytes = b""
 
 
 class FakeServer:
@@ -107,10 +108,11 @@ def _make_handler(server: FakeServer) -> type[BaseHTTPRequestHandler]:
 
         def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
             length = int(self.headers.get("Content-Length", 0))
-            body = json.loads(self.rfile.read(length))
+            raw = self.rfile.read(length)
+            body = json.loads(raw)
             with server.lock:
                 server.requests.append(Seen(self.path, dict(self.headers), body,
-                                            time.monotonic()))
+                                            time.monotonic(), raw))
                 server.in_flight += 1
                 server.max_in_flight = max(server.max_in_flight, server.in_flight)
             try:

@@ -103,13 +103,29 @@ def test_a_local_copy_is_used_and_checked(tmp_path) -> None:
     assert fetch_source(_source(), prompts_dir=copy, verify=False).is_file()
 
 
+def test_a_sum_of_literals_and_fstrings_keeps_its_fields(tmp_path) -> None:
+    path = tmp_path / "script.py"
+    path.write_text('instruction = ""\n'
+                    'problem = "Rules {\\"score\\": [...]}\\nEdit:" + f"{instruction}\\n"\n'
+                    'plain = f"{instruction}"\n'
+                    'called = "a" + str(1)\n'
+                    'formatted = f"{instruction!r}"\n'
+                    'attribute = f"{args.instruction}"\n')
+    got = read_constants(path, ["problem", "plain"])
+    assert got == {"problem": 'Rules {"score": [...]}\nEdit:{instruction}\n',
+                   "plain": "{instruction}"}
+    for name in ("called", "formatted", "attribute"):
+        with pytest.raises(PublishedPromptError, match=f"{name} is not a string literal"):
+            read_constants(path, [name])
+
+
 def test_constants_are_parsed_and_checked(tmp_path) -> None:
     path = tmp_path / "p.py"
     path.write_bytes(BODY)
     assert read_constants(path, ["SECOND"]) == {"SECOND": "implicit concatenation <|Reward|>"}
     with pytest.raises(PublishedPromptError, match="no module-level MISSING"):
         read_constants(path, ["MISSING"])
-    with pytest.raises(PublishedPromptError, match="not a plain string"):
+    with pytest.raises(PublishedPromptError, match="NOT_TEXT is not a string literal"):
         read_constants(path, ["NOT_TEXT"])
     source = SourceFile("owner/repo", REV, "p.py", hashlib.sha256(BODY).hexdigest())
     with pytest.raises(PublishedPromptError, match=r"lacks \{instruction\}"):

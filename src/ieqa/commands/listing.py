@@ -34,9 +34,10 @@ def _release_line(entry: object) -> str:
     release = getattr(info, "release", None)
     if not release:
         return ""
-    return (f"\n  released: {release['hub_id']} (base {release['base_model']}, "
-            f"{release['parameters']} parameters; {', '.join(info.dimensions)}; "
-            f"{release['paper']})")
+    what = [f"base {release['base_model']}"] if release.get("base_model") else []
+    what += [f"{release['parameters']} parameters"] if release.get("parameters") else []
+    return (f"\n  released: {release['hub_id']} ({', '.join(what) + '; ' if what else ''}"
+            f"{', '.join(info.dimensions)}; {release['paper']})")
 
 
 def command(

@@ -211,8 +211,11 @@ def fetch_source(source: SourceFile, *, prompts_dir: str | Path | None = None,
 def read_constants(path: str | Path, names: Sequence[str]) -> dict[str, str]:
     """Module-level string constants of a Python file, by parsing it (never executed).
 
-    ``NAME = "..."`` (any quoting, implicit concatenation of literals included) is read; a
-    name assigned twice takes its last value, as the module would.
+    ``NAME = "..."`` (any quoting, implicit concatenation of literals included) is read, and
+    so is a ``+`` of literals and f-strings whose fields are bare names
+    (``"..." + f"{instruction}\n"``): each field is kept as ``{name}``, to be filled with
+    ``str.replace`` (the literal text may hold other braces). A name assigned twice takes its
+    last value, as the module would.
 
     Raises:
         PublishedPromptError: the file does not parse, or a name is missing or not a string
@@ -233,15 +236,38 @@ def read_constants(path: str | Path, names: Sequence[str]) -> dict[str, str]:
             continue
         for target in targets:
             if isinstance(target, ast.Name) and target.id in names:
-                found[target.id] = value.value if isinstance(value, ast.Constant) else None
+                found[target.id] = _literal(value)
     out = {}
     for name in names:
         if name not in found:
             raise PublishedPromptError(f"{path} assigns no module-level {name}")
         if not isinstance(found[name], str):
-            raise PublishedPromptError(f"{path}: {name} is not a plain string literal")
+            raise PublishedPromptError(f"{path}: {name} is not a string literal (or a + of "
+                                       "literals and f-strings over bare names)")
         out[name] = str(found[name])
     return out
+
+
+def _literal(node: ast.expr) -> str | None:
+    """The text of a string literal, an f-string over bare names (fields kept as
+    ``{name}``) or a ``+`` of those; ``None`` for anything else."""
+    if isinstance(node, ast.Constant):
+        return node.value if isinstance(node.value, str) else None
+    if isinstance(node, ast.JoinedStr):
+        parts = []
+        for value in node.values:
+            if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                parts.append(value.value)
+            elif (isinstance(value, ast.FormattedValue) and isinstance(value.value, ast.Name)
+                  and value.conversion == -1 and value.format_spec is None):
+                parts.append("{" + value.value.id + "}")
+            else:
+                return None
+        return "".join(parts)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _literal(node.left), _literal(node.right)
+        return None if left is None or right is None else left + right
+    return None
 
 
 def load_texts(texts: Sequence[PublishedText], *, prompts_dir: str | Path | None = None,

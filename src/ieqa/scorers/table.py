@@ -141,6 +141,28 @@ PUBLISHED_TABLE: tuple[ScorerInfo, ...] = (
                release={"hub_id": "EditScore/EditScore-7B",
                         "base_model": "Qwen/Qwen2.5-VL-7B-Instruct", "parameters": "8.3 B",
                         "paper": "EditScore (Luo et al. 2025)"}),
+    ScorerInfo("viescore", "VIEScore as published (tie task): the authors' SC and PQ prompts and "
+               "request (text then JPEG images, max_tokens 1400, nothing else) to any "
+               "OpenAI-compatible judge, GPT-4o by default; SC = min, PQ = min, "
+               "O = sqrt(SC*PQ) on 0-10", "vlm",
+               ("instruction_alignment", "content_preservation", "visual_quality", "sc_min",
+                "overall"), higher_better=True, needs_source=True, needs_instruction=True,
+               factory="ieqa.scorers.vlm.viescore:VIEScoreScorer", score_range=(0.0, 10.0),
+               units="0-10",
+               release={"hub_id": "gpt-4o-2024-05-13 via the OpenAI API (or any "
+                                  "OpenAI-compatible judge)",
+                        "paper": "VIEScore (Ku et al., ACL 2024)"}),
+    ScorerInfo("unifiedreward-edit", "UnifiedReward-Edit pointwise as published: the authors' "
+               "instruction-following and quality requests (images then text, JPEG q95, "
+               "do_sample false, max_tokens 4096) to their vLLM server; 0-25 scores "
+               "rescaled to 0-10", "vlm",
+               ("instruction_alignment", "content_preservation", "visual_quality", "sc_min",
+                "overall"), higher_better=True, needs_source=True, needs_instruction=True,
+               factory="ieqa.scorers.vlm.unifiedreward:UnifiedRewardEditScorer",
+               score_range=(0.0, 10.0), units="0-10",
+               release={"hub_id": "CodeGoat24/UnifiedReward-Edit-qwen-7b",
+                        "base_model": "Qwen/Qwen2.5-VL-7B-Instruct", "parameters": "8.3 B",
+                        "paper": "UnifiedReward (Wang et al. 2025)"}),
 )
 
 
