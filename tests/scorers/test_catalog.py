@@ -28,7 +28,8 @@ def test_filters() -> None:
     assert list_scorers(needs_source=False) == ["ensemble", "niqe", "piqe", "shapesedit-judge"]
     assert set(list_scorers(kind="vlm")) == {"vlm-judge", "vlm-levels", "vlm-digits", "vlm-head",
                                              "vlm-gaussian", "vlm-dual", "vlm-pairwise", "critique",
-                                             "editreward"}
+                                             "editreward", "editscore", "viescore",
+                                             "unifiedreward-edit"}
     assert ieqa.list_scorers() == list_scorers()
 
 

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from chat_server import FakeServer, Reply, serve
 from PIL import Image, ImageOps
 
+from chat_server import FakeServer, Reply, serve
 from ieqa import EditSample, create_scorer
 from ieqa.prompts.answers import write_vie_answer
 from ieqa.scorers.base import ScorerError

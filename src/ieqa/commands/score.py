@@ -37,8 +37,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from ieqa.commands.options import (
-    ALLOW_ERRORS_OPT,
     ADAPTER_OPT,
+    ALLOW_ERRORS_OPT,
     BASE_MODEL_OPT,
     CHECKPOINT_OPT,
     MODEL_OPT,
