@@ -14,14 +14,13 @@ import json
 import httpx
 import numpy as np
 import pytest
-from chat_server import serve
 from typer.testing import CliRunner
 
+from chat_server import serve
 from ieqa import EditSample, create_scorer
 from ieqa.cli import app
-from ieqa.rewards import LocalRewarder, edit_reward_fn
-
 from ieqa.prompts.answers import write_vie_answer
+from ieqa.rewards import LocalRewarder, edit_reward_fn
 
 from .test_editscore import ScriptedJudge, _image
 
