@@ -191,6 +191,21 @@ def test_scores_equal_the_released_forward(replica, samples) -> None:
     assert np.ptp(ref["head_0"][:, 0]) > 1e-3 and np.ptp(ref["head_1"][:, 0]) > 1e-3
 
 
+def test_pixels_do_not_depend_on_the_processors_own_resizing(replica, samples) -> None:
+    """The images are resized with Pillow first, as the authors' code does, so the
+    processor never resizes: a processor that would resample otherwise (nearest, as a
+    different image-processor backend would) gives the same numbers."""
+    from PIL import Image as _Image
+
+    scorer = _scorer(replica)
+    scorer.backend.processor.image_processor.resample = _Image.Resampling.NEAREST
+    ref = reference(replica, samples)
+    results = scorer.score(samples)
+    got = np.array([[r.scores["instruction_alignment"],
+                     math.log(r.sigma["instruction_alignment"])] for r in results])
+    assert _close(got, ref["head_0"])
+
+
 def test_positions_and_fusion_are_the_released_ones(replica, samples) -> None:
     """3-D positions give other numbers (the reference with 3-D positions agrees with
     them), and the independent sigma rule changes only the fused sigma."""

@@ -11,7 +11,10 @@ read by ``head_1``. Each head maps the final hidden state at the ``<|Reward|>`` 
 
 Reported: ``instruction_alignment`` (mu of head_0), ``visual_quality`` (mu of head_1), with
 their sigma, and ``overall``. Both images are resized to the release's pixel budget
-(``min_pixels = max_pixels = 200704``). The forward uses 1-D positions, as released
+(``min_pixels = max_pixels = 200704``) with Pillow before the processor, as the authors'
+``process_vision_info`` does (:func:`~ieqa.backends.base.fit_qwen_grid`); the processor
+keeps them (its budget is the released Qwen processor's, 3136 to 12845056 pixels), so the
+pixels do not depend on which image processor transformers picks. The forward uses 1-D positions, as released
 (``positions="1d"``; ``"model"`` gives transformers' 3-D M-RoPE positions, which the
 release was not trained with).
 
@@ -31,6 +34,7 @@ import torch
 from torch import nn
 
 from ieqa.backends import Prompt
+from ieqa.backends.base import fit_qwen_grid
 from ieqa.backends.releases import RewardRelease
 from ieqa.prompts.published import PublishedText, SourceFile, is_standin, load_texts
 from ieqa.scorers.base import ScorerError, ScoreResult
@@ -63,6 +67,9 @@ PROMPT_SOURCES: tuple[PublishedText, ...] = (
 
 #: pixel budget of each image, min = max (256 * 28 * 28), as the release's inference sets it
 PIXELS = 200704
+#: the image processor's own budget in the release's inference (the Qwen2.5-VL processor's
+#: defaults), which keeps the images resized to :data:`PIXELS`
+PROCESSOR_PIXELS = (4 * 28 * 28, 16384 * 28 * 28)
 
 
 @dataclass(frozen=True)
@@ -152,7 +159,8 @@ class EditRewardScorer(VLMScorer):
             model if model is not None else chosen.release,
             base_model=base_model if base_model is not None else chosen.base_model,
             revision=revision, base_revision=base_revision, device=device, dtype=dtype,
-            attn_implementation=attn_implementation, min_pixels=PIXELS, max_pixels=PIXELS,
+            attn_implementation=attn_implementation, min_pixels=PROCESSOR_PIXELS[0],
+            max_pixels=PROCESSOR_PIXELS[1],
             positions=positions, share_prefix=share_prefix)
         self._setup(release, texts, prompts, variant=variant,
                     sigma_aggregation=sigma_aggregation, batch_size=batch_size,
@@ -223,7 +231,9 @@ class EditRewardScorer(VLMScorer):
             raise ScorerError(f"sample {item.sample.id!r} has no source image; EditReward "
                               "compares the edit with its source")
         body = self.texts[text].format(text_prompt=item.sample.instruction)
-        return Prompt(parts=(item.source, item.edited, body + self.texts["reward_cue"]),
+        source, edited = (fit_qwen_grid(im, min_pixels=PIXELS, max_pixels=PIXELS)
+                          for im in (item.source, item.edited))
+        return Prompt(parts=(source, edited, body + self.texts["reward_cue"]),
                       share_key=f"{share_key(item.sample)}\x00{text}", shared_images=1)
 
     def head_outputs(self, items: Sequence[LoadedSample]) -> torch.Tensor:
