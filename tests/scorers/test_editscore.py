@@ -369,3 +369,26 @@ def test_catalog_lists_editscore_with_its_release():
     assert result.exit_code == 0
     block = result.output[result.output.index("editscore"):]
     assert "EditScore/EditScore-7B" in block and "Qwen/Qwen2.5-VL-7B-Instruct" in block
+
+
+def test_resume_with_another_copy_of_the_same_prompt_files(replica, tmp_path):
+    """Where the prompt files were read from is provenance, not configuration: a run
+    resumes from another copy with the same files, without --overwrite."""
+    import shutil
+
+    from ieqa.scorers.run import score_to_file
+
+    copy = tmp_path / "copy"
+    shutil.copytree(replica["prompts"], copy)
+    out = tmp_path / "scores.jsonl"
+    with serve(ScriptedJudge(25)) as judge:
+        for prompts, n_new in ((replica["prompts"], 2), (copy, 0)):
+            scorer = create_scorer("editscore", base_url=judge.url, model="editscore",
+                                   prompts=str(prompts))
+            summary = score_to_file(scorer, _edits(2), out)
+            assert summary.n_scored == n_new, summary
+            assert scorer.config()["provenance"] == {"prompts": str(prompts)}
+        scorer = create_scorer("editscore", base_url=judge.url, model="editscore",
+                               prompts=str(copy), num_pass=2)
+        with pytest.raises(Exception, match="another scorer configuration"):
+            score_to_file(scorer, _edits(2), out)

@@ -38,11 +38,13 @@ import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ieqa.errors import IeqaError
 from ieqa.testing.releases import STANDIN_MARKER
 
 __all__ = ["SourceFile", "PublishedText", "PublishedPromptError", "cache_dir", "fetch_source",
+           "prompts_record",
            "read_constants", "load_texts", "is_standin", "RAW_URL"]
 
 log = logging.getLogger(__name__)
@@ -295,3 +297,13 @@ def load_texts(texts: Sequence[PublishedText], *, prompts_dir: str | Path | None
                     "in it; is this the file at the pinned commit?")
             out[text.name] = value
     return out
+
+
+def prompts_record(texts: Sequence[PublishedText],
+                   prompts_dir: str | Path | None = None) -> dict[str, Any]:
+    """What a score file records of a published scorer's prompts: the pinned ``files``
+    (each once) and whether they were ``standin`` files. Where they were read from (the
+    cache or a ``--prompts`` copy with the same hashes) is not part of it: scorers record
+    that under their config's ``provenance``, which does not identify a configuration."""
+    files = list(dict.fromkeys(t.source for t in texts))
+    return {"files": [f.to_dict() for f in files], "standin": is_standin(prompts_dir)}

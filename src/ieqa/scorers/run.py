@@ -434,6 +434,16 @@ def scorer_state(scorer: Scorer) -> dict[str, Any]:
 
 
 def _same_scorer(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Whether two run records come from the same scorer configuration. A config's
+    ``provenance`` entry (where identical, hash-checked files were read from: the cache or a
+    ``--prompts`` copy) is recorded but does not tell configurations apart."""
+    def identity(state: dict[str, Any]) -> dict[str, Any]:
+        config = state.get("config")
+        if isinstance(config, dict):
+            config = {k: v for k, v in config.items() if k != "provenance"}
+        return {**state, "config": config}
+
+    a, b = identity(a), identity(b)
     return all(a.get(k) == b.get(k) for k in ("scorer", "config", "dimensions"))
 
 

@@ -36,7 +36,7 @@ from torch import nn
 from ieqa.backends import Prompt
 from ieqa.backends.base import fit_qwen_grid
 from ieqa.backends.releases import RewardRelease
-from ieqa.prompts.published import PublishedText, SourceFile, is_standin, load_texts
+from ieqa.prompts.published import PublishedText, SourceFile, load_texts, prompts_record
 from ieqa.scorers.base import ScorerError, ScoreResult
 from ieqa.scorers.vlm.base import (
     DEFAULT_MAX_INSTRUCTION_CHARS,
@@ -220,9 +220,8 @@ class EditRewardScorer(VLMScorer):
                 "max_instruction_chars": self.max_instruction_chars,
                 "backend": self.backend.config(), "release": self.release_files,
                 "sigma_aggregation": self.sigma_aggregation, "pixels": PIXELS,
-                "prompts": {"files": [t.source.to_dict() for t in PROMPT_SOURCES],
-                            "local_copy": self.prompts_dir,
-                            "standin": is_standin(self.prompts_dir)}}
+                "prompts": prompts_record(PROMPT_SOURCES, self.prompts_dir),
+                "provenance": {"prompts": self.prompts_dir}}
 
     def prompt(self, item: LoadedSample, text: str) -> Prompt:
         """The prompt of one head: source image, edited image, then the authors' prompt

@@ -44,7 +44,7 @@ from typing import Any
 
 from ieqa.backends import Prompt
 from ieqa.backends.base import fit_qwen_grid
-from ieqa.prompts.published import PublishedText, SourceFile, is_standin, load_texts
+from ieqa.prompts.published import PublishedText, SourceFile, load_texts, prompts_record
 from ieqa.scorers.base import ScorerError
 from ieqa.scorers.vlm.base import DEFAULT_MAX_INSTRUCTION_CHARS, LoadedSample
 from ieqa.scorers.vlm.vie_judge import VIE_DIMENSIONS, VieJudge
@@ -185,9 +185,8 @@ class EditScoreScorer(VieJudge):
     def readout_config(self) -> dict[str, Any]:
         return {"variant": self.variant, **super().readout_config(),
                 "pq_images": self.pq_images,
-                "prompts": {"files": [t.source.to_dict() for t in PROMPT_SOURCES],
-                            "local_copy": self.prompts_dir,
-                            "standin": is_standin(self.prompts_dir)}}
+                "prompts": prompts_record(PROMPT_SOURCES, self.prompts_dir),
+                "provenance": {"prompts": self.prompts_dir}}
 
     # ----------------------------------------------------------------------- prompts
     @staticmethod

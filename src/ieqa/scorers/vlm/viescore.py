@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ieqa.backends import Prompt
-from ieqa.prompts.published import PublishedText, SourceFile, is_standin, load_texts
+from ieqa.prompts.published import PublishedText, SourceFile, load_texts, prompts_record
 from ieqa.scorers.base import ScorerError
 from ieqa.scorers.vlm.base import DEFAULT_MAX_INSTRUCTION_CHARS, LoadedSample
 from ieqa.scorers.vlm.vie_judge import VIE_DIMENSIONS, VieJudge
@@ -100,9 +100,8 @@ class VIEScoreScorer(VieJudge):
 
     def readout_config(self) -> dict[str, Any]:
         return {**super().readout_config(),
-                "prompts": {"files": [t.source.to_dict() for t in PROMPT_SOURCES],
-                            "local_copy": self.prompts_dir,
-                            "standin": is_standin(self.prompts_dir)}}
+                "prompts": prompts_record(PROMPT_SOURCES, self.prompts_dir),
+                "provenance": {"prompts": self.prompts_dir}}
 
     def prompts(self, item: LoadedSample) -> tuple[Prompt, Prompt]:
         """The SC and the PQ request of one edit: the text, then the images."""
