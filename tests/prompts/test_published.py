@@ -119,6 +119,31 @@ def test_a_sum_of_literals_and_fstrings_keeps_its_fields(tmp_path) -> None:
             read_constants(path, [name])
 
 
+def test_a_prompt_returned_by_a_function_is_read(tmp_path) -> None:
+    path = tmp_path / "prompting.py"
+    path.write_text(
+        "def build_prompt(instruction: str) -> str:\n"
+        "    # a comment\n"
+        "    return (\n"
+        "        'Rate the edit. '\n"
+        "        f'Instruction: {str(instruction).strip()}\\n'\n"
+        "        f'Again: {instruction.strip()} and {instruction}'\n"
+        "    )\n"
+        "def two_steps(x):\n"
+        "    y = 1\n"
+        "    return f'{x}'\n"
+        "def computed(x):\n"
+        "    return f'{x.upper()}'\n")
+    got = read_constants(path, ["build_prompt()"])
+    assert got == {"build_prompt()": "Rate the edit. Instruction: {instruction|strip}\n"
+                                     "Again: {instruction|strip} and {instruction}"}
+    for name in ("two_steps()", "computed()"):
+        with pytest.raises(PublishedPromptError, match="is not a string literal"):
+            read_constants(path, [name])
+    with pytest.raises(PublishedPromptError, match="no module-level function missing"):
+        read_constants(path, ["missing()"])
+
+
 def test_constants_are_parsed_and_checked(tmp_path) -> None:
     path = tmp_path / "p.py"
     path.write_bytes(BODY)

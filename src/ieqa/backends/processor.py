@@ -76,7 +76,8 @@ def _stock_processor_class(model: str | Path, **hub: Any) -> type:
 
 def load_processor(model: str | Path, *, min_pixels: int | None = None,
                    max_pixels: int | None = None, revision: str | None = None,
-                   trust_remote_code: bool = False) -> Any:
+                   trust_remote_code: bool = False, config_from: str | Path | None = None,
+                   ) -> Any:
     """The processor of a VLM checkpoint (hub id or local folder).
 
     Args:
@@ -85,6 +86,8 @@ def load_processor(model: str | Path, *, min_pixels: int | None = None,
             e.g. ``256*28*28``); ``None`` keeps the checkpoint's own.
         revision: hub revision (branch, tag or commit).
         trust_remote_code: allow a checkpoint's own processor code.
+        config_from: the model whose config names the processor class, when ``model`` is a
+            folder of processor files without a model config (a release package).
 
     Raises:
         BackendError: the checkpoint has no usable processor.
@@ -95,12 +98,16 @@ def load_processor(model: str | Path, *, min_pixels: int | None = None,
     pixels = {k: v for k, v in (("min_pixels", min_pixels), ("max_pixels", max_pixels))
               if v is not None}
     try:
-        processor = AutoProcessor.from_pretrained(model, **hub)
+        if config_from is not None:  # processor files without a model config
+            processor = _stock_processor_class(config_from).from_pretrained(model, **hub)
+        else:
+            processor = AutoProcessor.from_pretrained(model, **hub)
     except ImportError as exc:
         if "torchvision" not in str(exc).lower():
             raise BackendError(f"{model}: the processor cannot be imported: {exc}") from exc
         log.debug("%s: building the processor without its video part (%s)", model, exc)
-        stock = _stock_processor_class(model, **hub)
+        stock = _stock_processor_class(config_from if config_from is not None else model,
+                                       **({} if config_from is not None else hub))
         tokenizer = AutoTokenizer.from_pretrained(model, **hub)
         image_processor = AutoImageProcessor.from_pretrained(model, **hub)
         processor = image_only_processor_class(stock)(

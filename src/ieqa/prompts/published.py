@@ -216,8 +216,11 @@ def read_constants(path: str | Path, names: Sequence[str]) -> dict[str, str]:
     ``NAME = "..."`` (any quoting, implicit concatenation of literals included) is read, and
     so is a ``+`` of literals and f-strings whose fields are bare names
     (``"..." + f"{instruction}\n"``): each field is kept as ``{name}``, to be filled with
-    ``str.replace`` (the literal text may hold other braces). A name assigned twice takes its
-    last value, as the module would.
+    ``str.replace`` (the literal text may hold other braces); a field ``str(name).strip()`` or
+    ``name.strip()`` is kept as ``{name|strip}`` (fill it with the stripped value). A name
+    assigned twice takes its last value, as the module would. ``"NAME()"`` reads what the
+    module-level function ``NAME`` returns when its body is one ``return`` of such text (a
+    prompt built by a function of the instruction).
 
     Raises:
         PublishedPromptError: the file does not parse, or a name is missing or not a string
@@ -230,6 +233,13 @@ def read_constants(path: str | Path, names: Sequence[str]) -> dict[str, str]:
         raise PublishedPromptError(f"{path} is not a Python file ieqa can parse: {exc}") from exc
     found: dict[str, object] = {}
     for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and f"{node.name}()" in names:
+            body = [n for n in node.body if not (isinstance(n, ast.Expr)
+                                                 and isinstance(n.value, ast.Constant))]
+            returned = body[0].value if len(body) == 1 and isinstance(body[0], ast.Return) \
+                and body[0].value is not None else None
+            found[f"{node.name}()"] = _literal(returned) if returned is not None else None
+            continue
         if isinstance(node, ast.Assign):
             targets, value = node.targets, node.value
         elif isinstance(node, ast.AnnAssign) and node.value is not None:
@@ -242,7 +252,8 @@ def read_constants(path: str | Path, names: Sequence[str]) -> dict[str, str]:
     out = {}
     for name in names:
         if name not in found:
-            raise PublishedPromptError(f"{path} assigns no module-level {name}")
+            what = f"function {name[:-2]}" if name.endswith("()") else name
+            raise PublishedPromptError(f"{path} defines no module-level {what}")
         if not isinstance(found[name], str):
             raise PublishedPromptError(f"{path}: {name} is not a string literal (or a + of "
                                        "literals and f-strings over bare names)")
@@ -260,15 +271,31 @@ def _literal(node: ast.expr) -> str | None:
         for value in node.values:
             if isinstance(value, ast.Constant) and isinstance(value.value, str):
                 parts.append(value.value)
-            elif (isinstance(value, ast.FormattedValue) and isinstance(value.value, ast.Name)
-                  and value.conversion == -1 and value.format_spec is None):
-                parts.append("{" + value.value.id + "}")
+            elif (isinstance(value, ast.FormattedValue) and value.conversion == -1
+                  and value.format_spec is None and _field(value.value) is not None):
+                parts.append("{" + str(_field(value.value)) + "}")
             else:
                 return None
         return "".join(parts)
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
         left, right = _literal(node.left), _literal(node.right)
         return None if left is None or right is None else left + right
+    return None
+
+
+def _field(node: ast.expr) -> str | None:
+    """``name`` for an f-string field ``{name}``, ``name|strip`` for ``{str(name).strip()}``
+    or ``{name.strip()}``; ``None`` for any other expression."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if (isinstance(node, ast.Call) and not node.args and not node.keywords
+            and isinstance(node.func, ast.Attribute) and node.func.attr == "strip"):
+        inner = node.func.value
+        if (isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name)
+                and inner.func.id == "str" and len(inner.args) == 1 and not inner.keywords):
+            inner = inner.args[0]
+        if isinstance(inner, ast.Name):
+            return f"{inner.id}|strip"
     return None
 
 

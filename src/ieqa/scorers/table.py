@@ -163,6 +163,17 @@ PUBLISHED_TABLE: tuple[ScorerInfo, ...] = (
                release={"hub_id": "CodeGoat24/UnifiedReward-Edit-qwen-7b",
                         "base_model": "Qwen/Qwen2.5-VL-7B-Instruct", "parameters": "8.3 B",
                         "paper": "UnifiedReward (Wang et al. 2025)"}),
+    ScorerInfo("reasonedit", "ReasonEdit as released: LoRA on Qwen3.5-9B (unmerged, the "
+               "authors' settings) and a regression head on the last prompt token's final "
+               "hidden state; three 0-1 scores after the release's calibration, overall "
+               "0.3/0.4/0.3; 4-bit on a GPU as released", "vlm",
+               ("visual_quality", "instruction_alignment", "content_preservation", "overall"),
+               higher_better=True, needs_source=True, needs_instruction=True,
+               factory="ieqa.scorers.vlm.reasonedit:ReasonEditReleaseScorer",
+               score_range=(0.0, 1.0), units="0-1",
+               release={"hub_id": "TmpAccount/ReasonEdit (subfolder ReasonEdit)",
+                        "base_model": "Qwen/Qwen3.5-9B", "parameters": "9 B",
+                        "paper": "ReasonEdit (IntMeGroup 2026)"}),
 )
 
 

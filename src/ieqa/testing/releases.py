@@ -12,6 +12,10 @@ weights: for tests of the loading and scoring code, never for scores.
 ``EditScore/EditScore-*``): a PEFT folder (``adapter_config.json`` and
 ``adapter_model.safetensors``) for a tiny base, with random non-zero LoRA weights so that
 merging it changes the model.
+
+:func:`build_lora_state_release` writes a package as ReasonEdit's release ships one: a LoRA
+state dict without a config (the settings live in the authors' code), a regression head saved
+with ``torch.save``, the processor files and, optionally, ``calibration.json``.
 """
 
 from __future__ import annotations
@@ -19,7 +23,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-__all__ = ["build_lora_adapter", "build_reward_release", "write_prompt_standins",
+__all__ = ["build_lora_adapter", "build_lora_state_release", "build_reward_release",
+           "write_prompt_standins",
            "RELEASE_HEAD_WIDTHS", "STANDIN_MARKER"]
 
 #: the file :func:`write_prompt_standins` leaves in its folder
@@ -122,7 +127,19 @@ def write_prompt_standins(folder: str | Path, texts: object) -> Path:
             needed = [*("{" + p + "}" for p in text.placeholders),  # type: ignore[attr-defined]
                       *text.markers]  # type: ignore[attr-defined]
             body = f"\nStand-in text for {text.name}: {' '.join(needed)}\n"  # type: ignore[attr-defined]
-            lines.append(f"{text.constant} = {body!r}")  # type: ignore[attr-defined]
+            constant = text.constant  # type: ignore[attr-defined]
+            if constant.endswith("()"):  # a prompt a function returns: an f-string of its fields
+                fields = sorted({p.split("|")[0] for p in text.placeholders})  # type: ignore[attr-defined]
+                source = body
+                for p in text.placeholders:  # type: ignore[attr-defined]
+                    name, _, how = p.partition("|")
+                    expr = f"str({name}).strip()" if how == "strip" else name
+                    source = source.replace("{" + p + "}", "\x00" + expr + "\x01")
+                source = repr(source).replace("{", "{{").replace("}", "}}")
+                source = source.replace("\\x00", "{").replace("\\x01", "}")
+                lines.append(f"def {constant[:-2]}({', '.join(fields)}):\n    return f{source}")
+            else:
+                lines.append(f"{constant} = {body!r}")
         path = folder / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("\n".join(lines) + "\n")
@@ -153,4 +170,46 @@ def build_lora_adapter(path: str | Path, base_model: str | Path, *, seed: int = 
             if "lora_" in name:
                 param.normal_(0.0, 0.2)
     peft_model.save_pretrained(str(path))
+    return path
+
+
+def build_lora_state_release(path: str | Path, base_model: str | Path, lora: dict, *,
+                             seed: int = 0, head_outputs: int = 3,
+                             calibration: dict | None = None) -> Path:
+    """Write a package laid out as ReasonEdit's release for ``base_model`` (a tiny VLM):
+    ``adapter_model.safetensors`` (random non-zero LoRA weights made with the settings
+    ``lora``, e.g. :data:`ieqa.scorers.vlm.reasonedit.LORA`), ``regression_head.pt``
+    (``Linear(H, H/2) - SiLU - Dropout - Linear(H/2, head_outputs)``, random), the base's
+    processor files and, when given, ``calibration.json`` with ``calibration`` as its
+    content. Returns ``path``."""
+    import json
+
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from peft.utils import get_peft_model_state_dict
+    from safetensors.torch import save_file
+    from transformers import AutoModelForImageTextToText
+
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(seed)
+    model = AutoModelForImageTextToText.from_pretrained(base_model, dtype=torch.float32)
+    peft_model = get_peft_model(model, LoraConfig(task_type="CAUSAL_LM", init_lora_weights=False,
+                                                  **lora))
+    with torch.no_grad():
+        for name, param in peft_model.named_parameters():
+            if "lora_" in name:
+                param.normal_(0.0, 0.05)
+    state = {k: v.contiguous() for k, v in get_peft_model_state_dict(peft_model).items()}
+    save_file(state, str(path / "adapter_model.safetensors"))
+    hidden = model.get_input_embeddings().weight.shape[1]
+    head = torch.nn.Sequential(torch.nn.Linear(hidden, hidden // 2), torch.nn.SiLU(),
+                               torch.nn.Dropout(0.1), torch.nn.Linear(hidden // 2, head_outputs))
+    torch.save(head.state_dict(), path / "regression_head.pt")
+    for item in Path(base_model).iterdir():  # the processor's files, as the release ships them
+        if item.is_file() and item.name not in ("config.json", "model.safetensors",
+                                                "generation_config.json", "ieqa_tiny.json"):
+            (path / item.name).write_bytes(item.read_bytes())
+    if calibration is not None:
+        (path / "calibration.json").write_text(json.dumps(calibration, indent=2) + "\n")
     return path

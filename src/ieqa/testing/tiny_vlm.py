@@ -1,4 +1,5 @@
-"""Tiny offline vision-language models of the Qwen2-VL, Qwen2.5-VL and Qwen3-VL families.
+"""Tiny offline vision-language models of the Qwen2-VL, Qwen2.5-VL, Qwen3-VL and Qwen3.5
+families.
 
 :func:`build_tiny_vlm` writes a complete checkpoint folder (config, random weights,
 byte-level tokenizer (single-byte tokens plus the level words
@@ -18,8 +19,8 @@ from ieqa.data.dimensions import LEVEL_WORDS
 
 __all__ = ["build_tiny_vlm", "TINY_FAMILIES", "TinyFamily"]
 
-TinyFamily = Literal["qwen2-vl", "qwen2.5-vl", "qwen3-vl"]
-TINY_FAMILIES: tuple[str, ...] = ("qwen2-vl", "qwen2.5-vl", "qwen3-vl")
+TinyFamily = Literal["qwen2-vl", "qwen2.5-vl", "qwen3-vl", "qwen3.5"]
+TINY_FAMILIES: tuple[str, ...] = ("qwen2-vl", "qwen2.5-vl", "qwen3-vl", "qwen3.5")
 
 _SPECIAL_TOKENS = (
     "<|im_start|>", "<|im_end|>", "<|object_ref_start|>", "<|object_ref_end|>",
@@ -100,20 +101,32 @@ def _config(family: str, tokenizer: Any, hidden: int, layers: int) -> Any:
     text["rope_parameters"] = {**text["rope_parameters"], "mrope_interleaved": True}
     vision = dict(depth=2, hidden_size=32, intermediate_size=64, num_heads=2, patch_size=16,
                   out_hidden_size=hidden, num_position_embeddings=64,
-                  deepstack_visual_indexes=[0], initializer_range=_INIT_STD)
-    return Qwen3VLConfig(text_config=text, vision_config=vision, **ids)
+                  initializer_range=_INIT_STD)
+    if family == "qwen3.5":
+        from transformers import Qwen3_5Config
+
+        # Qwen3.5's hybrid decoder: linear-attention (gated delta rule) and full-attention
+        # layers, the last one full as in the released models
+        kinds = ["linear_attention"] * (layers - 1) + ["full_attention"]
+        text.update(layer_types=kinds, linear_key_head_dim=16, linear_value_head_dim=16,
+                    linear_num_key_heads=2, linear_num_value_heads=4, linear_conv_kernel_dim=4)
+        return Qwen3_5Config(text_config=text, vision_config=vision, **ids)
+    return Qwen3VLConfig(text_config=text, vision_config={**vision, "deepstack_visual_indexes": [0]},
+                         **ids)
 
 
 def _model_class(family: str) -> Any:
     from transformers import (
         Qwen2_5_VLForConditionalGeneration,
         Qwen2VLForConditionalGeneration,
+        Qwen3_5ForConditionalGeneration,
         Qwen3VLForConditionalGeneration,
     )
 
     return {"qwen2-vl": Qwen2VLForConditionalGeneration,
             "qwen2.5-vl": Qwen2_5_VLForConditionalGeneration,
-            "qwen3-vl": Qwen3VLForConditionalGeneration}[family]
+            "qwen3-vl": Qwen3VLForConditionalGeneration,
+            "qwen3.5": Qwen3_5ForConditionalGeneration}[family]
 
 
 def build_tiny_vlm(path: str | Path, family: TinyFamily = "qwen2-vl", *, seed: int = 0,
@@ -123,7 +136,8 @@ def build_tiny_vlm(path: str | Path, family: TinyFamily = "qwen2-vl", *, seed: i
 
     Args:
         path: output folder (created).
-        family: ``"qwen2-vl"``, ``"qwen2.5-vl"`` or ``"qwen3-vl"``.
+        family: ``"qwen2-vl"``, ``"qwen2.5-vl"``, ``"qwen3-vl"`` or ``"qwen3.5"`` (the
+            hybrid linear/full-attention decoder of Qwen3.5, the last layer full).
         seed: weight initialisation seed; the same seed gives the same weights.
         hidden_size: text hidden size (multiple of 16).
         num_layers: text decoder layers.
@@ -153,11 +167,12 @@ def build_tiny_vlm(path: str | Path, family: TinyFamily = "qwen2-vl", *, seed: i
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = _model_class(family)(config).eval()
-    patch = 16 if family == "qwen3-vl" else 14
+    qwen3 = family in ("qwen3-vl", "qwen3.5")
+    patch = 16 if qwen3 else 14
     image_processor = Qwen2VLImageProcessorPil(
         patch_size=patch, merge_size=2, temporal_patch_size=2,
         size={"shortest_edge": int(min_pixels), "longest_edge": int(max_pixels)},
-        **({"image_mean": [0.5] * 3, "image_std": [0.5] * 3} if family == "qwen3-vl" else {}))
+        **({"image_mean": [0.5] * 3, "image_std": [0.5] * 3} if qwen3 else {}))
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     model.generation_config.eos_token_id = config.text_config.eos_token_id
     model.save_pretrained(path)
