@@ -133,7 +133,10 @@ def test_a_prompt_returned_by_a_function_is_read(tmp_path) -> None:
         "    y = 1\n"
         "    return f'{x}'\n"
         "def computed(x):\n"
-        "    return f'{x.upper()}'\n")
+        "    return f'{x.upper()}'\n"
+        "class Model:\n"
+        "    def build_prompt(self, instruction, critique_text):\n"
+        "        return ('Judge. ' f'{instruction.strip()} / {critique_text.strip()}')\n")
     got = read_constants(path, ["build_prompt()"])
     assert got == {"build_prompt()": "Rate the edit. Instruction: {instruction|strip}\n"
                                      "Again: {instruction|strip} and {instruction}"}
@@ -142,6 +145,10 @@ def test_a_prompt_returned_by_a_function_is_read(tmp_path) -> None:
             read_constants(path, [name])
     with pytest.raises(PublishedPromptError, match="no module-level function missing"):
         read_constants(path, ["missing()"])
+    assert read_constants(path, ["Model.build_prompt()"]) == {
+        "Model.build_prompt()": "Judge. {instruction|strip} / {critique_text|strip}"}
+    with pytest.raises(PublishedPromptError, match="no module-level method Model.other"):
+        read_constants(path, ["Model.other()"])
 
 
 def test_constants_are_parsed_and_checked(tmp_path) -> None:

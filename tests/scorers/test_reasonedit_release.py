@@ -217,3 +217,86 @@ def test_the_pre_resize_is_the_authors(replica):
         got, want = fit_release_pixels(image), _pre_resize(image)
         assert got.size == want.size and np.array_equal(np.asarray(got), np.asarray(want))
     assert math.prod(fit_release_pixels(_image(3, (640, 480))).size) <= PIXELS
+
+
+# ------------------------------------------------------------------------------ RE-Reward
+@pytest.fixture(scope="module")
+def re_reward(replica, tmp_path_factory):
+    from ieqa.scorers.vlm.re_reward import PROMPT_SOURCES
+    from ieqa.scorers.vlm.reasonedit import LORA
+    from ieqa.testing.releases import build_peft_head_release, write_prompt_standins
+
+    root = tmp_path_factory.mktemp("re-reward")
+    return {"base": replica["base"],
+            "package": build_peft_head_release(root / "RE-Reward", replica["base"], LORA, seed=7),
+            "prompts": write_prompt_standins(root / "prompts", PROMPT_SOURCES)}
+
+
+def _critiqued(samples):
+    critiques = ("  The sky is red now; the clouds are kept. ", "Nothing changed.", "Cat gone.")
+    return [EditSample(id=s.id, source=s.source, edited=s.edited, instruction=s.instruction,
+                       meta={"critique": c}) for s, c in zip(samples, critiques, strict=False)]
+
+
+def re_reward_reference(release, samples) -> np.ndarray:
+    """logicality, accuracy, usefulness ``[n, 3]``: the base with the adapter merged by hand,
+    the chat by the processor's template (the stand-in's method evaluated by Python), the
+    images as they are, the head on the last token's final hidden state."""
+    from safetensors.torch import load_file
+    from transformers import Qwen3_5ForConditionalGeneration
+
+    from ieqa.backends.processor import load_processor
+
+    model = Qwen3_5ForConditionalGeneration.from_pretrained(release["base"],
+                                                            dtype=torch.float32).eval()
+    lora = load_file(str(release["package"] / "adapter_model.safetensors"))
+    config = json.loads((release["package"] / "adapter_config.json").read_text())
+    scale = config["lora_alpha"] / config["r"]
+    modules = dict(model.named_modules())
+    with torch.no_grad():
+        for key in [k for k in lora if ".lora_A." in k]:
+            name = key.removeprefix("base_model.model.").split(".lora_A.")[0]
+            a, b = lora[key], lora[key.replace(".lora_A.", ".lora_B.")]
+            weight = modules[name].weight
+            weight += scale * (b @ a if a.dim() == 2
+                               else torch.einsum("or,r...->o...", b.flatten(1), a))
+    tree = ast.parse((release["prompts"] / "RE-reward/reward_infer.py").read_text())
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef))
+    namespace: dict = {}
+    exec(compile(ast.Module(body=[cls], type_ignores=[]), "stand-in", "exec"), namespace)  # noqa: S102
+    build = namespace[cls.name]().build_prompt
+    processor = load_processor(release["base"])
+    head = {k.removeprefix("layers."): v for k, v in torch.load(
+        release["package"] / "score_head.pth", weights_only=True).items()}
+    out = []
+    for s in samples:
+        messages = [{"role": "user", "content": [
+            {"type": "image"}, {"type": "image"},
+            {"type": "text", "text": build(s.instruction, s.meta["critique"])}]}]
+        text = processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        enc = processor(text=[text], images=[s.source, s.edited], return_tensors="pt")
+        with torch.no_grad():
+            hidden = model.model(**enc).last_hidden_state[0, -1]
+            x = torch.nn.functional.silu(hidden @ head["0.weight"].T + head["0.bias"])
+            out.append((x @ head["3.weight"].T + head["3.bias"]).numpy())
+    return np.array(out, dtype=np.float64)
+
+
+def test_re_reward_equals_the_released_forward(re_reward, samples):
+    critiqued = _critiqued(samples[:2])  # within the tiny processor's budget
+    ref = re_reward_reference(re_reward, critiqued)
+    scorer = create_scorer("re-reward", model=str(re_reward["package"]),
+                           base_model=str(re_reward["base"]), prompts=str(re_reward["prompts"]),
+                           device="cpu", batch_size=2)
+    results = scorer.score(critiqued)
+    got = np.array([[r.scores[d] for d in ("logicality", "accuracy", "usefulness")]
+                    for r in results])
+    assert np.allclose(got, ref, rtol=1e-4, atol=1e-6), (got, ref)
+    assert np.ptp(ref[:, 0]) > 1e-5
+    for r in results:
+        assert r.scores["overall"] == pytest.approx(0.3 * r.scores["logicality"] + 0.4 *
+                                                    r.scores["accuracy"] + 0.3 * r.scores["usefulness"])
+    assert scorer.backend.config()["merge_adapter"] is False
+    # a sample without a critique is a recorded error, not a score
+    bare = scorer.score([samples[0]])[0]
+    assert bare.error and "has no critique" in bare.error

@@ -135,6 +135,9 @@ class TransformersVLM:
             Its weights must match the model's modules one for one: unexpected or missing
             adapter weights are an error that lists them (never a silent no-op merge).
         adapter_revision: hub revision (branch, tag or commit) of a hub-id ``adapter``.
+        merge_adapter: merge the adapter into the weights (default; faster) or keep its
+            LoRA layers (``False``: as a release's own inference runs it unmerged, which in
+            16 bit differs from merged weights by rounding).
         share_prefix: encode the shared source+instruction prefix once per group.
         positions: ``"model"`` (default): the model's own position ids (3-D M-RoPE for
             Qwen-VL: image tokens get their grid row and column); ``"1d"``: every M-RoPE
@@ -150,7 +153,7 @@ class TransformersVLM:
                  attn_implementation: str | None = None, load_in_4bit: bool = False,
                  min_pixels: int | None = None, max_pixels: int | None = None,
                  adapter: str | Path | None = None, adapter_revision: str | None = None,
-                 share_prefix: bool = True, positions: str = "model",
+                 merge_adapter: bool = True, share_prefix: bool = True, positions: str = "model",
                  revision: str | None = None,
                  trust_remote_code: bool = False) -> None:
         from transformers import AutoModelForImageTextToText
@@ -178,14 +181,16 @@ class TransformersVLM:
             raise BackendError(f"{model} is not an image-text-to-text model transformers "
                                f"can load: {exc}") from exc
         if adapter is not None:
-            self._apply_adapter(adapter, adapter_revision)
+            self._apply_adapter(adapter, adapter_revision, merge=merge_adapter)
         if self.device is not None and not load_in_4bit:
             self.model.to(self.device)
         self._finish({"model": self.model_id, "dtype": dtype,
                       "attn_implementation": attn_implementation, "load_in_4bit": load_in_4bit,
                       "min_pixels": min_pixels, "max_pixels": max_pixels, "revision": revision,
                       "adapter": str(adapter) if adapter is not None else None,
-                      **({"adapter_revision": adapter_revision} if adapter_revision else {})},
+                      **({"adapter_revision": adapter_revision} if adapter_revision else {}),
+                      **({"merge_adapter": False} if adapter is not None and not merge_adapter
+                         else {})},
                      share_prefix, positions)
 
     @classmethod
@@ -251,9 +256,11 @@ class TransformersVLM:
         return BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_compute_dtype=torch_dtype,
                                   bnb_4bit_quant_type="nf4")
 
-    def _apply_adapter(self, adapter: str | Path, revision: str | None = None) -> None:
-        """Merge a PEFT adapter (local folder or hub id) into the model, checking that
-        its weights and the model's adapted modules match one for one."""
+    def _apply_adapter(self, adapter: str | Path, revision: str | None = None, *,
+                       merge: bool = True) -> None:
+        """Apply a PEFT adapter (local folder or hub id), checking that its weights and the
+        model's adapted modules match one for one; ``merge``: into the weights, else its
+        LoRA layers stay in the model."""
         import warnings
 
         from peft import PeftModel
@@ -279,7 +286,7 @@ class TransformersVLM:
             raise BackendError(f"the adapter {adapter} does not match {self.model_id}: adapter "
                                f"weights {'; '.join(parts)}. Is it an adapter of this base model "
                                "(and its transformers layout)?")
-        self.model = peft_model.merge_and_unload()
+        self.model = peft_model.merge_and_unload() if merge else peft_model.get_base_model()
 
     def _init_tokens(self, share_prefix: bool) -> None:
         tokenizer = self.tokenizer

@@ -220,7 +220,7 @@ def read_constants(path: str | Path, names: Sequence[str]) -> dict[str, str]:
     ``name.strip()`` is kept as ``{name|strip}`` (fill it with the stripped value). A name
     assigned twice takes its last value, as the module would. ``"NAME()"`` reads what the
     module-level function ``NAME`` returns when its body is one ``return`` of such text (a
-    prompt built by a function of the instruction).
+    prompt built by a function of the instruction), ``"CLASS.NAME()"`` the same of a method.
 
     Raises:
         PublishedPromptError: the file does not parse, or a name is missing or not a string
@@ -232,14 +232,13 @@ def read_constants(path: str | Path, names: Sequence[str]) -> dict[str, str]:
     except (SyntaxError, UnicodeDecodeError) as exc:
         raise PublishedPromptError(f"{path} is not a Python file ieqa can parse: {exc}") from exc
     found: dict[str, object] = {}
+    functions = [(node, "") for node in tree.body]
+    functions += [(item, f"{node.name}.") for node in tree.body if isinstance(node, ast.ClassDef)
+                  for item in node.body]
+    for node, owner in functions:
+        if isinstance(node, ast.FunctionDef) and f"{owner}{node.name}()" in names:
+            found[f"{owner}{node.name}()"] = _returned(node)
     for node in tree.body:
-        if isinstance(node, ast.FunctionDef) and f"{node.name}()" in names:
-            body = [n for n in node.body if not (isinstance(n, ast.Expr)
-                                                 and isinstance(n.value, ast.Constant))]
-            returned = body[0].value if len(body) == 1 and isinstance(body[0], ast.Return) \
-                and body[0].value is not None else None
-            found[f"{node.name}()"] = _literal(returned) if returned is not None else None
-            continue
         if isinstance(node, ast.Assign):
             targets, value = node.targets, node.value
         elif isinstance(node, ast.AnnAssign) and node.value is not None:
@@ -253,6 +252,7 @@ def read_constants(path: str | Path, names: Sequence[str]) -> dict[str, str]:
     for name in names:
         if name not in found:
             what = f"function {name[:-2]}" if name.endswith("()") else name
+            what = f"method {name[:-2]}" if "." in name else what
             raise PublishedPromptError(f"{path} defines no module-level {what}")
         if not isinstance(found[name], str):
             raise PublishedPromptError(f"{path}: {name} is not a string literal (or a + of "
@@ -280,6 +280,15 @@ def _literal(node: ast.expr) -> str | None:
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
         left, right = _literal(node.left), _literal(node.right)
         return None if left is None or right is None else left + right
+    return None
+
+
+def _returned(node: ast.FunctionDef) -> str | None:
+    """The text a function returns when its body (a docstring aside) is one ``return``."""
+    body = [n for n in node.body
+            if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
+    if len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None:
+        return _literal(body[0].value)
     return None
 
 

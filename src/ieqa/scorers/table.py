@@ -174,6 +174,17 @@ PUBLISHED_TABLE: tuple[ScorerInfo, ...] = (
                release={"hub_id": "TmpAccount/ReasonEdit (subfolder ReasonEdit)",
                         "base_model": "Qwen/Qwen3.5-9B", "parameters": "9 B",
                         "paper": "ReasonEdit (IntMeGroup 2026)"}),
+    ScorerInfo("re-reward", "RE-Reward as released (ReasonEdit's critique reward): PEFT LoRA on "
+               "Qwen3.5-4B (unmerged) and a head on the last token's final hidden state; "
+               "logicality, accuracy, usefulness of the critique in meta['critique'], overall "
+               "0.3/0.4/0.3 as released", "vlm",
+               ("logicality", "accuracy", "usefulness", "overall"), higher_better=True,
+               needs_source=True, needs_instruction=True,
+               factory="ieqa.scorers.vlm.re_reward:RERewardReleaseScorer",
+               units="reward (unbounded)",
+               release={"hub_id": "TmpAccount/ReasonEdit (subfolder RE-Reward)",
+                        "base_model": "Qwen/Qwen3.5-4B", "parameters": "4 B",
+                        "paper": "ReasonEdit (IntMeGroup 2026)"}),
 )
 
 

@@ -16,6 +16,8 @@ merging it changes the model.
 :func:`build_lora_state_release` writes a package as ReasonEdit's release ships one: a LoRA
 state dict without a config (the settings live in the authors' code), a regression head saved
 with ``torch.save``, the processor files and, optionally, ``calibration.json``.
+:func:`build_peft_head_release` writes one as RE-Reward's: a PEFT adapter folder plus
+``score_head.pth`` and ``reward_head_config.json``.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-__all__ = ["build_lora_adapter", "build_lora_state_release", "build_reward_release",
+__all__ = ["build_lora_adapter", "build_lora_state_release", "build_peft_head_release",
+           "build_reward_release",
            "write_prompt_standins",
            "RELEASE_HEAD_WIDTHS", "STANDIN_MARKER"]
 
@@ -129,7 +132,8 @@ def write_prompt_standins(folder: str | Path, texts: object) -> Path:
             body = f"\nStand-in text for {text.name}: {' '.join(needed)}\n"  # type: ignore[attr-defined]
             constant = text.constant  # type: ignore[attr-defined]
             if constant.endswith("()"):  # a prompt a function returns: an f-string of its fields
-                fields = sorted({p.split("|")[0] for p in text.placeholders})  # type: ignore[attr-defined]
+                fields = list(dict.fromkeys(  # the parameters in the placeholders' order
+                    p.split("|")[0] for p in text.placeholders))  # type: ignore[attr-defined]
                 source = body
                 for p in text.placeholders:  # type: ignore[attr-defined]
                     name, _, how = p.partition("|")
@@ -137,7 +141,12 @@ def write_prompt_standins(folder: str | Path, texts: object) -> Path:
                     source = source.replace("{" + p + "}", "\x00" + expr + "\x01")
                 source = repr(source).replace("{", "{{").replace("}", "}}")
                 source = source.replace("\\x00", "{").replace("\\x01", "}")
-                lines.append(f"def {constant[:-2]}({', '.join(fields)}):\n    return f{source}")
+                owner, _, function = constant[:-2].rpartition(".")
+                if owner:  # a method of a class
+                    lines.append(f"class {owner}:\n    def {function}(self, {', '.join(fields)}):"
+                                 f"\n        return f{source}")
+                else:
+                    lines.append(f"def {function}({', '.join(fields)}):\n    return f{source}")
             else:
                 lines.append(f"{constant} = {body!r}")
         path = folder / rel
@@ -212,4 +221,37 @@ def build_lora_state_release(path: str | Path, base_model: str | Path, lora: dic
             (path / item.name).write_bytes(item.read_bytes())
     if calibration is not None:
         (path / "calibration.json").write_text(json.dumps(calibration, indent=2) + "\n")
+    return path
+
+
+def build_peft_head_release(path: str | Path, base_model: str | Path, lora: dict, *,
+                            seed: int = 0, labels: int = 3, prefix: str = "layers.") -> Path:
+    """Write a package laid out as RE-Reward's release for ``base_model`` (a tiny VLM): a
+    PEFT adapter (``adapter_config.json``, ``adapter_model.safetensors``; random non-zero
+    LoRA weights made with ``lora``), ``score_head.pth`` (``Linear(H, H/2) - SiLU - Dropout
+    - Linear(H/2, labels)``, random, keys with ``prefix``) and ``reward_head_config.json``.
+    Returns ``path``."""
+    import json
+
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForImageTextToText
+
+    path = Path(path)
+    torch.manual_seed(seed)
+    model = AutoModelForImageTextToText.from_pretrained(base_model, dtype=torch.float32)
+    peft_model = get_peft_model(model, LoraConfig(task_type="CAUSAL_LM", init_lora_weights=False,
+                                                  **lora))
+    with torch.no_grad():
+        for name, param in peft_model.named_parameters():
+            if "lora_" in name:
+                param.normal_(0.0, 0.05)
+    peft_model.save_pretrained(str(path))
+    hidden = model.get_input_embeddings().weight.shape[1]
+    head = torch.nn.Sequential(torch.nn.Linear(hidden, hidden // 2), torch.nn.SiLU(),
+                               torch.nn.Dropout(0.1), torch.nn.Linear(hidden // 2, labels))
+    torch.save({prefix + k: v for k, v in head.state_dict().items()}, path / "score_head.pth")
+    (path / "reward_head_config.json").write_text(json.dumps(
+        {"hidden_size": hidden, "bottleneck": hidden // 2, "dropout": 0.1,
+         "num_labels": labels}, indent=2) + "\n")
     return path
