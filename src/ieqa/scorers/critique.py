@@ -41,6 +41,7 @@ from typing import Any
 from ieqa.data.dimensions import ACCURACY, LOGICALITY, OVERALL, USEFULNESS, canonical_dimension
 from ieqa.data.schema import EditSample
 from ieqa.scorers.base import SampleLike, Scorer, ScorerError, ScoreResult, as_sample
+from ieqa.scorers.critique_input import CRITIQUE_KEYS, critique_text
 
 __all__ = ["CRITIQUE_DIMENSIONS", "CRITIQUE_KEYS", "DEFAULT_WEIGHTS", "CritiqueScorer",
            "critique_text", "weighted_reward"]
@@ -49,8 +50,6 @@ __all__ = ["CRITIQUE_DIMENSIONS", "CRITIQUE_KEYS", "DEFAULT_WEIGHTS", "CritiqueS
 CRITIQUE_DIMENSIONS: tuple[str, ...] = (LOGICALITY, ACCURACY, USEFULNESS)
 #: ieqa's default reward weights (the paper's numbers were lost; accuracy weighted most).
 DEFAULT_WEIGHTS: dict[str, float] = {LOGICALITY: 0.25, ACCURACY: 0.5, USEFULNESS: 0.25}
-#: ``EditSample.meta`` keys read for the critique text, in order.
-CRITIQUE_KEYS: tuple[str, ...] = ("critique", "completion")
 
 
 def _normalised_weights(weights: Mapping[str, float] | None) -> dict[str, float]:
@@ -85,16 +84,6 @@ def weighted_reward(scores: Mapping[str, float], weights: Mapping[str, float] | 
         raise ScorerError(f"the critique reward needs {', '.join(missing)}; the scores hold "
                           f"{', '.join(scores) or 'nothing'}")
     return float(sum(x * float(scores[d]) for d, x in w.items() if x > 0))
-
-
-def critique_text(sample: EditSample, keys: Iterable[str] = CRITIQUE_KEYS) -> str | None:
-    """The critique of ``sample``: the first non-empty ``sample.meta[key]`` of ``keys``
-    (``meta["critique"]``, then the TRL adapter's ``meta["completion"]``), or None."""
-    for key in keys:
-        value = sample.meta.get(key)
-        if isinstance(value, str) and value.strip():
-            return value
-    return None
 
 
 class CritiqueScorer(Scorer):

@@ -33,7 +33,7 @@ from torch import nn
 from ieqa.backends import Prompt, TransformersVLM
 from ieqa.prompts.published import PublishedText, SourceFile, load_texts, prompts_record
 from ieqa.scorers.base import ScorerError, ScoreResult
-from ieqa.scorers.critique import CRITIQUE_KEYS, critique_text
+from ieqa.scorers.critique_input import CRITIQUE_KEYS, critique_text
 from ieqa.scorers.vlm.base import DEFAULT_MAX_INSTRUCTION_CHARS, LoadedSample, VLMScorer
 from ieqa.scorers.vlm.reasonedit import REVISION
 
