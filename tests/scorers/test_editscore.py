@@ -234,7 +234,8 @@ def _qwen_resize(image: Image.Image, factor: int = 28, low: int = 4 * 28 * 28,
     hb, wb = max(factor, round(h / factor) * factor), max(factor, round(w / factor) * factor)
     if hb * wb > high:
         beta = math.sqrt(h * w / high)
-        hb, wb = math.floor(h / beta / factor) * factor, math.floor(w / beta / factor) * factor
+        hb = max(factor, math.floor(h / beta / factor) * factor)
+        wb = max(factor, math.floor(w / beta / factor) * factor)
     elif hb * wb < low:
         beta = math.sqrt(low / (h * w))
         hb, wb = math.ceil(h * beta / factor) * factor, math.ceil(w * beta / factor) * factor
@@ -249,6 +250,9 @@ def test_images_are_resized_as_qwen_vl_utils_does(size):
     got, want = fit_qwen_grid(image), _qwen_resize(image)
     assert got.size == want.size
     assert np.array_equal(np.asarray(got), np.asarray(want))
+    # a tight budget and a long side: no side falls below one grid cell
+    thin = fit_qwen_grid(image, max_pixels=3136)
+    assert min(thin.size) >= 28 and thin.size == _qwen_resize(image, high=3136).size
 
 
 def _reference_passes(replica, sample: EditSample, text: str, seeds: list[int],
@@ -355,6 +359,9 @@ def test_options_are_checked_before_loading(replica):
                        ({"temperature": 0}, "temperature must be > 0"),
                        ({"on_malformed": "random"}, "on_malformed must be"),
                        ({"variant": "3b"}, "unknown EditScore variant"),
+                       ({"top_k": 0}, "top_k must be at least 1"),
+                       ({"adapter": "x/y", "backend_options": {"adapter": "z/w"}},
+                        "the adapter is given twice"),
                        ({"adapter": "x/y"}, "the server holds the adapter")):
         with pytest.raises(ScorerError, match=match):
             create_scorer("editscore", **common, **bad)

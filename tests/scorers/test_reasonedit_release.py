@@ -204,6 +204,13 @@ def test_release_defaults_and_the_catalog(replica):
     assert config["backend"]["load_in_4bit"] is False  # no CUDA here: 4 bit needs it
     assert config["release"]["calibration"] is True and config["pixels"] == PIXELS
     assert config["prompts"]["standin"] is True
+    assert config["provenance"]["package"] == str(replica["package"])
+    # a head that returns NaN gives row errors, never a clipped number
+    with torch.no_grad():
+        scorer.head[3].bias[0] = float("nan")
+    result = scorer.score([EditSample(id="n", source=_image(1, (64, 48)),
+                                      edited=_image(2, (64, 48)), instruction="x")])[0]
+    assert result.error and "not finite" in result.error and not result.scores
     result = CliRunner().invoke(app, ["list", "scorers"])
     block = result.output[result.output.index("reasonedit"):]
     assert "TmpAccount/ReasonEdit" in block and "Qwen/Qwen3.5-9B" in block
@@ -300,3 +307,31 @@ def test_re_reward_equals_the_released_forward(re_reward, samples):
     # a sample without a critique is a recorded error, not a score
     bare = scorer.score([samples[0]])[0]
     assert bare.error and "has no critique" in bare.error
+
+
+def test_the_default_release_id_downloads_its_subfolder(replica, monkeypatch, tmp_path):
+    import huggingface_hub
+
+    from ieqa.backends.lora_release import release_folder
+
+    calls = []
+    root = tmp_path / "snapshot"
+    shutil.copytree(replica["package"], root / "ReasonEdit")
+
+    def fake(repo_id, revision=None, allow_patterns=None, **kwargs):
+        calls.append((repo_id, revision, allow_patterns))
+        return str(root)
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", fake)
+    folder = release_folder("TmpAccount/ReasonEdit", subfolder="ReasonEdit", revision="r1",
+                            needs=("regression_head.pt",))
+    assert folder == root / "ReasonEdit"
+    assert calls == [("TmpAccount/ReasonEdit", "r1", ["ReasonEdit/*"])]
+    scorer = create_scorer("reasonedit", model="TmpAccount/ReasonEdit",
+                           base_model=str(replica["base"]), prompts=str(replica["prompts"]),
+                           device="cpu", revision="r1")
+    assert calls[-1] == ("TmpAccount/ReasonEdit", "r1", ["ReasonEdit/*"])
+    assert scorer.config()["release"]["subfolder"] == "ReasonEdit"
+    with pytest.raises(BackendError, match=r"subfolder ReasonEdit of TmpAccount/ReasonEdit\) "
+                                           r"lacks missing.bin"):
+        release_folder("TmpAccount/ReasonEdit", subfolder="ReasonEdit", needs=("missing.bin",))

@@ -145,7 +145,8 @@ def fit_qwen_grid(image: Image.Image, *, factor: int = 28, min_pixels: int = 4 *
     """``image`` resized as Qwen's ``qwen_vl_utils`` resizes an image before the processor
     (the released inference code of EditScore and others runs it): both sides rounded to
     the nearest multiple of ``factor`` pixels (at least ``factor``); when that area exceeds
-    ``max_pixels`` the sides are scaled down to fit and floored to the grid, when it falls
+    ``max_pixels`` the sides are scaled down to fit and floored to the grid (never below
+    ``factor``, as current ``qwen_vl_utils``; older copies could reach 0), when it falls
     below ``min_pixels`` they are scaled up and ceiled to the grid. Resampling is Pillow's
     default for RGB (bicubic). Returned unchanged when the size already fits.
 
@@ -164,7 +165,8 @@ def fit_qwen_grid(image: Image.Image, *, factor: int = 28, min_pixels: int = 4 *
     w_bar = max(factor, grid(width, round))
     if h_bar * w_bar > max_pixels:
         beta = math.sqrt(height * width / max_pixels)
-        h_bar, w_bar = grid(height / beta, math.floor), grid(width / beta, math.floor)
+        h_bar = max(factor, grid(height / beta, math.floor))
+        w_bar = max(factor, grid(width / beta, math.floor))
     elif h_bar * w_bar < min_pixels:
         beta = math.sqrt(min_pixels / (height * width))
         h_bar, w_bar = grid(height * beta, math.ceil), grid(width * beta, math.ceil)

@@ -24,7 +24,8 @@ __all__ = ["LoraRelease", "release_folder", "load_lora_state_release", "load_hea
 
 @dataclass
 class LoraRelease:
-    """A loaded release: the backend (adapter applied, unmerged) and where it came from."""
+    """A loaded release: the backend (adapter applied, unmerged), its package folder (a
+    local path: provenance) and what identifies it (``files``)."""
 
     vlm: TransformersVLM
     folder: Path
@@ -56,8 +57,9 @@ def release_folder(release: str | Path, *, subfolder: str | None = None,
         folder = root / subfolder if subfolder else root
     missing = [name for name in needs if not (folder / name).is_file()]
     if missing:
-        raise BackendError(f"{folder} lacks {', '.join(missing)}: pass the release's package "
-                           f"folder (the one holding {', '.join(needs)}) or its hub id")
+        where = f" (subfolder {subfolder} of {release})" if subfolder else ""
+        raise BackendError(f"{folder}{where} lacks {', '.join(missing)}: pass the release's "
+                           f"package folder (the one holding {', '.join(needs)}) or its hub id")
     return folder
 
 
@@ -123,14 +125,18 @@ def load_lora_state_release(folder: Path, *, base_model: str | Path, lora: Mappi
     kwargs: dict[str, Any] = {"dtype": torch_dtype, "revision": base_revision}
     if attn_implementation:
         kwargs["attn_implementation"] = attn_implementation
-    if load_in_4bit:
-        kwargs["quantization_config"] = TransformersVLM._four_bit(torch_dtype)
+    if load_in_4bit:  # as ReasonEdit's release loads it: nf4 with double quantisation
+        kwargs["quantization_config"] = TransformersVLM._four_bit(torch_dtype, double_quant=True)
         kwargs["device_map"] = {"": resolve_device(device)}
     try:
         model = AutoModelForImageTextToText.from_pretrained(base_model, **kwargs)
     except OSError as exc:
         raise BackendError(f"cannot load {base_model}: {exc}. Pass a local folder with "
                            "--base-model, or a hub id you can download") from exc
+    if load_in_4bit:  # as the authors' code: the parameters that stay unquantised in fp32
+        from peft import prepare_model_for_kbit_training
+
+        model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=False)
     try:
         peft_model = get_peft_model(model, LoraConfig(task_type="CAUSAL_LM", **dict(lora)),
                                     autocast_adapter_dtype=False)
@@ -157,5 +163,4 @@ def load_lora_state_release(folder: Path, *, base_model: str | Path, lora: Mappi
                   "min_pixels": min_pixels, "max_pixels": max_pixels, "dtype": dtype,
                   "load_in_4bit": load_in_4bit, "adapter": adapter_file})
     vlm.device = None if load_in_4bit else resolve_device(device)
-    return LoraRelease(vlm=vlm, folder=folder,
-                       files={"package": str(folder), "base_model": str(base_model)})
+    return LoraRelease(vlm=vlm, folder=folder, files={"base_model": str(base_model)})

@@ -245,7 +245,9 @@ class TransformersVLM:
         return value
 
     @staticmethod
-    def _four_bit(torch_dtype: Any) -> Any:
+    def _four_bit(torch_dtype: Any, *, double_quant: bool = False) -> Any:
+        """bitsandbytes' nf4 config computing in ``torch_dtype`` (``double_quant``: also
+        quantise the quantisation constants)."""
         from transformers import BitsAndBytesConfig
 
         try:
@@ -254,7 +256,8 @@ class TransformersVLM:
             raise BackendError("load_in_4bit needs bitsandbytes and a CUDA GPU: "
                                "pip install bitsandbytes") from exc
         return BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_compute_dtype=torch_dtype,
-                                  bnb_4bit_quant_type="nf4")
+                                  bnb_4bit_quant_type="nf4",
+                                  bnb_4bit_use_double_quant=double_quant)
 
     def _apply_adapter(self, adapter: str | Path, revision: str | None = None, *,
                        merge: bool = True) -> None:

@@ -27,8 +27,11 @@ Qwen chat template's default system message (:data:`SYSTEM`); each image is firs
 
 **Malformed answers** make the row an error (:class:`~ieqa.scorers.vlm.vie_judge.VieJudge`);
 nothing is guessed. The authors' code retries and then draws a random score
-(``evaluate()``) or substitutes the midpoint (their RL server); ``on_malformed="midpoint"``
-substitutes ``score_range / 2`` for each score of an unreadable answer, labelled.
+(``evaluate()``); their RL server first repairs malformed JSON with a lenient parser, then
+substitutes the midpoint for an answer without scores and ``score_range / 2`` *after*
+rescaling (12.5 on 0-10) for an out-of-range one. ``on_malformed="midpoint"`` is ieqa's
+labelled, simpler version of that rule: ``score_range / 2`` (5 on 0-10) for each score of
+any answer ieqa cannot read, repairs included; counted, and the row flagged.
 
 The prompt texts are the authors': read at run time from their repository's
 ``editscore/vie_prompts.py`` at a pinned commit with a SHA-256 check
@@ -121,7 +124,8 @@ class EditScoreScorer(VieJudge):
         pq_images: ``"edited"`` (``evaluate()``: the PQ prompt sees the edited image) or
             ``"both"`` (the RL server's ``batch_evaluate()``: source and edited).
         on_malformed: ``"error"`` (default: the row is an error) or ``"midpoint"``
-            (labelled substitution of ``score_range / 2``, flag ``substituted``).
+            (labelled substitution of ``score_range / 2``, flag ``substituted``; close to,
+            not the same as, the authors' RL server: see the module docstring).
         (other arguments: :class:`~ieqa.scorers.vlm.base.VLMScorer`)
     """
 
@@ -157,6 +161,10 @@ class EditScoreScorer(VieJudge):
         self.variant = variant
         self.pq_images = pq_images
         options = dict(backend_options or {})
+        if adapter is not None and ("adapter" in options or backend is not None):
+            raise ScorerError("the adapter is given twice (adapter= and backend_options' adapter, "
+                              "or a ready backend= which holds its own); pass it once, as "
+                              "adapter= (CLI --adapter)")
         if backend is None and base_url is None:
             options.setdefault("adapter", str(adapter) if adapter is not None else chosen.adapter)
             for key, value in (("revision", revision), ("adapter_revision", adapter_revision)):

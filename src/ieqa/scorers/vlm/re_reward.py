@@ -11,7 +11,7 @@ critique (``EditSample.meta["critique"]``, as for the ``critique`` scorer):
   instruction and the critique (each stripped), with the generation prompt appended; the
   images are not resized before the base model's processor (the authors' default);
 * the final hidden state of the last token goes through the head, ``Linear - SiLU - Dropout
-  - Linear`` in the model's dtype: logicality, accuracy, usefulness;
+  - Linear`` in float32 (the authors never cast it): logicality, accuracy, usefulness;
 * ``overall = 0.3 logicality + 0.4 accuracy + 0.3 usefulness`` (the release's weights; the
   paper's RE-Reward weighs accuracy 0.5, which ieqa's ``critique`` scorer uses).
 
@@ -23,6 +23,7 @@ file, or from ``prompts=DIR`` (``--prompts``).
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -100,9 +101,10 @@ class RERewardReleaseScorer(VLMScorer):
         self.texts = load_texts(PROMPT_SOURCES, prompts_dir=prompts)
         self.prompts_dir = str(prompts) if prompts is not None else None
         self.critique_keys = tuple(critique_keys)
-        needs = ("adapter_config.json", "score_head.pth", "reward_head_config.json")
-        folder = release_folder(model if model is not None else RELEASE,
-                                subfolder=SUBFOLDER if model is None else None,
+        needs = ("adapter_config.json", "adapter_model.safetensors", "score_head.pth",
+                 "reward_head_config.json")
+        release_id = str(model) if model is not None else RELEASE
+        folder = release_folder(release_id, subfolder=SUBFOLDER if release_id == RELEASE else None,
                                 revision=revision, needs=needs)
         try:
             head_config = json.loads((folder / "reward_head_config.json").read_text())
@@ -113,9 +115,12 @@ class RERewardReleaseScorer(VLMScorer):
                               adapter=folder, merge_adapter=False, revision=base_revision,
                               device=device, dtype=dtype, attn_implementation=attn_implementation,
                               share_prefix=False)
-        self.head = reward_head(head_config, state,
-                                vlm.model.get_input_embeddings().weight.dtype).to(vlm.input_device)
-        self.release_files = {"package": str(folder), "head": head_config}
+        # float32, as the authors' head (never cast; the pooled state is cast to it)
+        self.head = reward_head(head_config, state, torch.float32).to(vlm.input_device)
+        self.package_dir = str(folder)
+        self.release_files = {"release": release_id,
+                              "subfolder": SUBFOLDER if release_id == RELEASE else None,
+                              "revision": revision, "head": head_config}
         super().__init__(backend=vlm, template="editreward", dimensions=DIMENSIONS,
                          batch_size=batch_size, max_instruction_chars=max_instruction_chars)
 
@@ -131,10 +136,11 @@ class RERewardReleaseScorer(VLMScorer):
         return {"readout": self.readout, "dimensions": list(self.dimensions),
                 "batch_size": self.batch_size,
                 "max_instruction_chars": self.max_instruction_chars,
-                "critique_keys": list(self.critique_keys), "backend": self.backend.config(),
+                "critique_keys": list(self.critique_keys),
+                "backend": {**self.backend.config(), "adapter": self.release_files["release"]},
                 "release": self.release_files,
                 "prompts": prompts_record(PROMPT_SOURCES, self.prompts_dir),
-                "provenance": {"prompts": self.prompts_dir}}
+                "provenance": {"prompts": self.prompts_dir, "package": self.package_dir}}
 
     def check_sample(self, sample: Any) -> None:
         super().check_sample(sample)
@@ -160,7 +166,12 @@ class RERewardReleaseScorer(VLMScorer):
             out = self.head(hidden.to(weight.device, weight.dtype)).float().cpu()
         results = []
         for k, item in enumerate(items):
-            scores = dict(zip(DIMENSIONS, out[k].tolist(), strict=True))
+            values = out[k].tolist()
+            if not all(math.isfinite(v) for v in values):
+                results.append(ScoreResult.failed(item.sample.id, f"the head returned {values}: "
+                                                  "not finite (a numerically broken forward)"))
+                continue
+            scores = dict(zip(DIMENSIONS, values, strict=True))
             scores["overall"] = sum(w * scores[d] for w, d in zip(WEIGHTS, DIMENSIONS, strict=True))
             results.append(ScoreResult(id=item.sample.id, scores=scores))
         return results

@@ -20,8 +20,9 @@ adapter stays unmerged, as they run it. Per edit:
 
 Reported: ``visual_quality``, ``instruction_alignment``, ``content_preservation`` and
 ``overall`` on 0-1; the raw head outputs are in ``raw``. The release loads the base model
-in 4 bit by default (bitsandbytes, CUDA); ``load_in_4bit`` defaults to that on a GPU and
-to full precision on the CPU, where 4 bit does not run. The prompt text is the authors':
+in 4 bit by default (bitsandbytes nf4 with double quantisation, the unquantised parameters
+in fp32, CUDA); ``load_in_4bit`` defaults to that when the scorer's device is a GPU and to
+full precision on the CPU, where 4 bit does not run. The prompt text is the authors':
 ``build_prompt`` of their ``core/prompting.py`` at a pinned commit with a SHA-256 check,
 read by parsing the file, or from ``prompts=DIR`` (``--prompts``).
 """
@@ -38,7 +39,7 @@ import torch
 from PIL import Image
 from torch import nn
 
-from ieqa.backends import Prompt
+from ieqa.backends import Prompt, TransformersVLM
 from ieqa.prompts.published import PublishedText, SourceFile, load_texts, prompts_record
 from ieqa.scorers.base import ScorerError, ScoreResult
 from ieqa.scorers.vlm.base import DEFAULT_MAX_INSTRUCTION_CHARS, LoadedSample, VLMScorer
@@ -155,20 +156,29 @@ class ReasonEditReleaseScorer(VLMScorer):
         self.texts = load_texts(PROMPT_SOURCES, prompts_dir=prompts)  # fails before the model
         self.prompts_dir = str(prompts) if prompts is not None else None
         needs = ("adapter_model.safetensors", "regression_head.pt")
-        folder = release_folder(model if model is not None else RELEASE,
-                                subfolder=SUBFOLDER if model is None else None,
+        release_id = str(model) if model is not None else RELEASE
+        folder = release_folder(release_id, subfolder=SUBFOLDER if release_id == RELEASE else None,
                                 revision=revision, needs=needs)
         self.calibration = read_calibration(folder)
-        four_bit = torch.cuda.is_available() if load_in_4bit is None else bool(load_in_4bit)
+        from ieqa.backends.transformers_vlm import resolve_device
+
+        on_gpu = resolve_device(device).startswith("cuda")
+        four_bit = on_gpu if load_in_4bit is None else bool(load_in_4bit)
         release = load_lora_state_release(
             folder, base_model=base_model if base_model is not None else BASE_MODEL, lora=LORA,
             base_revision=base_revision, device=device, dtype=dtype, load_in_4bit=four_bit,
             attn_implementation=attn_implementation, min_pixels=PIXELS, max_pixels=PIXELS,
-            share_prefix=False, name=str(model if model is not None else RELEASE))
-        dtype_now = release.vlm.model.get_input_embeddings().weight.dtype
-        self.head = release_head(load_head_state(folder / "regression_head.pt"), dtype_now)
+            share_prefix=False, name=release_id)
+        # the head runs in the precision the model was asked for (bf16 on a GPU), as the
+        # authors cast it, whatever 4-bit loading upcast
+        precision = TransformersVLM._torch_dtype(dtype)
+        self.head = release_head(load_head_state(folder / "regression_head.pt"), precision)
         self.head.to(release.vlm.input_device)
-        self.release_files = {**release.files, "calibration": (folder / "calibration.json").is_file()}
+        self.package_dir = str(folder)
+        self.release_files = {**release.files, "release": release_id,
+                              "subfolder": SUBFOLDER if release_id == RELEASE else None,
+                              "revision": revision,
+                              "calibration": (folder / "calibration.json").is_file()}
         super().__init__(backend=release.vlm, template="editreward", dimensions=DIMENSIONS,
                          batch_size=batch_size, max_instruction_chars=max_instruction_chars)
 
@@ -187,7 +197,7 @@ class ReasonEditReleaseScorer(VLMScorer):
                 "backend": self.backend.config(), "release": self.release_files,
                 "pixels": PIXELS, "calibration": [list(c) for c in self.calibration],
                 "prompts": prompts_record(PROMPT_SOURCES, self.prompts_dir),
-                "provenance": {"prompts": self.prompts_dir}}
+                "provenance": {"prompts": self.prompts_dir, "package": self.package_dir}}
 
     def prompt(self, item: LoadedSample) -> Prompt:
         """The chat of one edit: source image, edited image, the authors' prompt."""
@@ -211,6 +221,10 @@ class ReasonEditReleaseScorer(VLMScorer):
         results = []
         for k, item in enumerate(items):
             values = raw[k].tolist()
+            if not all(math.isfinite(v) for v in values):
+                results.append(ScoreResult.failed(item.sample.id, f"the head returned {values}: "
+                                                  "not finite (a numerically broken forward)"))
+                continue
             calibrated = [min(1.0, max(0.0, v * slope + intercept))
                           for v, (slope, intercept) in zip(values, self.calibration, strict=True)]
             scores = dict(zip(DIMENSIONS, calibrated, strict=True))

@@ -94,6 +94,10 @@ class VieJudge(VLMScorer):
         if on_malformed not in self.malformed_rules:
             raise ScorerError(f"on_malformed must be {' or '.join(self.malformed_rules)}, got "
                               f"{on_malformed!r}")
+        if top_k is not None and int(top_k) < 1:
+            raise ScorerError(f"top_k must be at least 1 (or None for no limit), got {top_k}")
+        if top_p is not None and not 0 < float(top_p) <= 1:
+            raise ScorerError(f"top_p must lie in (0, 1], got {top_p}")
         if int(num_pass) > 1 and seed is None:
             raise ScorerError("several passes need a seed (pass k samples with seed + k)")
         self.score_range_asked = int(score_range)
