@@ -7,7 +7,9 @@
 #   2. benchmarks/editreward_throughput.py: the editreward scorer (two forward passes per
 #      edit, 1-D positions, reward heads) on qwen2.5-vl-7b, batch 1/8 and prefix sharing;
 #   3. benchmarks/editscore_throughput.py: EditScore generation through transformers on
-#      qwen2.5-vl-7b (4 passes x 2 prompts, 512 new tokens), the released loop vs one batch.
+#      qwen2.5-vl-7b (4 passes x 2 prompts, 512 new tokens), the released loop vs one batch;
+#   4. benchmarks/serve_load.py: ieqa serve with a forward-only scorer on qwen2.5-vl-7b
+#      (batched vs --max-batch 1, latency, overload).
 #
 #   bash benchmarks/gpu_check.sh                 # everything, bf16, cuda
 #   bash benchmarks/gpu_check.sh --smoke         # the same scripts on tiny models on the CPU
@@ -30,6 +32,8 @@ if [[ "${1:-}" == "--smoke" ]]; then
     --repeats 1 || failed+=("editreward_throughput")
   "$PY" benchmarks/editscore_throughput.py --device cpu --passes 2 --max-new-tokens 8 \
     --image-size 56 || failed+=("editscore_throughput")
+  "$PY" benchmarks/serve_load.py --tiny qwen2-vl --duration-s 0.3 --items 8 --clients 4 \
+    --max-requests 200 || failed+=("serve_load")
 else
   "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 'no CUDA device: this check needs a GPU (--smoke runs it on the CPU)')"
   "$PY" -c "import torch; p = torch.cuda.get_device_properties(0); print(f'device: {p.name}, {p.total_memory / 2**30:.0f} GiB, torch {torch.__version__}')"
@@ -51,6 +55,9 @@ else
     echo "== editscore generation on qwen2.5-vl-7b (bfloat16)"
     "$PY" benchmarks/editscore_throughput.py --arch qwen2.5-vl-7b --device cuda \
       --edits 1 --passes 4 --max-new-tokens 512 || failed+=("editscore")
+    echo "== ieqa serve under load, qwen2.5-vl-7b forward-only (bfloat16)"
+    "$PY" benchmarks/serve_load.py --arch qwen2.5-vl-7b --device cuda --image-size 448 \
+      --duration-s 10 || failed+=("serve_load")
   fi
 fi
 if ((${#failed[@]})); then

@@ -27,3 +27,4 @@ def test_the_gpu_check_runs_in_smoke_mode() -> None:
     assert "batch 4, prefix sharing (K=4)" in out and "MISMATCH" not in out, out
     assert "batch 2, prefix sharing" in out and "relative diff" in out, out
     assert "released loop reproducible from its seeds: ok" in out, out
+    assert "lost 0, mismatched 0, other errors 0" in out, out
