@@ -109,3 +109,37 @@ def test_errors_say_what_to_do(tiny_models, tmp_path):
         make_backend()
     with pytest.raises(BackendError, match="served model name"):
         make_backend(base_url="http://127.0.0.1:9/v1")
+
+
+def test_a_prompt_without_chat_template_is_read_as_written(vlm):
+    """chat=False: the parts are the whole input, each image as the processor's image
+    token; the hidden state read at from_end:k is the k-th token from the end."""
+    image = Image.new("RGB", (56, 56), (200, 30, 30))
+    raw = Prompt(parts=("Rate: <|vision_start|>", image, "<|vision_end|> score is 0"), chat=False)
+    assert vlm.render(raw) == "Rate: <|vision_start|><|image_pad|><|vision_end|> score is 0"
+    chat = Prompt(parts=("Rate: <|vision_start|>", image, "<|vision_end|> score is 0"))
+    assert vlm.render(chat) != vlm.render(raw) and vlm.render(chat).startswith("<|im_start|>")
+    ids = vlm.encode_one(raw)["input_ids"][0]
+    last = vlm.forward([raw], logits=False, anchor="last").hidden
+    assert torch.equal(vlm.forward([raw], logits=False, anchor="from_end:1").hidden, last)
+    third = vlm.forward([raw], logits=False, anchor="from_end:3").hidden
+    assert not torch.allclose(third, last)
+    # the same position in a padded batch with a longer prompt
+    longer = Prompt(parts=("A much longer prompt here: ", image, " and more text"), chat=False)
+    batched = vlm.forward([longer, raw], logits=False, anchor="from_end:3").hidden
+    assert torch.allclose(batched[1], third[0], atol=1e-5)
+    for bad in ("from_end:0", "from_end:x"):
+        with pytest.raises(BackendError, match="from_end takes a whole number"):
+            vlm.forward([raw], logits=False, anchor=bad)
+    with pytest.raises(BackendError, match=f"only {len(ids)} tokens"):
+        vlm.forward([raw], logits=False, anchor=f"from_end:{len(ids) + 1}")
+    with pytest.raises(ValueError, match="no system message"):
+        Prompt(parts=("x",), system="s", chat=False)
+
+
+def test_a_server_refuses_prompts_without_chat_template():
+    from ieqa.backends import OpenAICompatBackend
+
+    with OpenAICompatBackend("http://127.0.0.1:9/v1", "m") as backend, \
+            pytest.raises(BackendError, match="chat=False"):
+        backend.generate([Prompt(parts=("x",), chat=False)])

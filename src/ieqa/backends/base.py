@@ -36,6 +36,11 @@ class Prompt:
         share_key: prompts with the same key are identical up to (not including) their
             ``shared_images + 1``-th image; ``None`` means no sharing.
         shared_images: how many leading images the prompts of one ``share_key`` share.
+        chat: ``True`` (default): the parts are the user message of a chat (the model's
+            chat template wraps them); ``False``: they are the model's whole input as
+            written, each image standing as the processor's image token (a released
+            evaluator that tokenises its prompt without a chat template). Local models
+            only: an OpenAI-compatible server always applies its chat template.
     """
 
     parts: tuple[str | Image.Image, ...]
@@ -43,12 +48,16 @@ class Prompt:
     answer_prefix: str = ""
     share_key: str | None = None
     shared_images: int = 0
+    chat: bool = True
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "parts", tuple(self.parts))
         for part in self.parts:
             if not isinstance(part, (str, Image.Image)):
                 raise TypeError(f"a prompt part must be text or a PIL image, got {type(part).__name__}")
+        if not self.chat and self.system:
+            raise ValueError("a prompt with chat=False has no system message (it is the "
+                             "model's whole input as written)")
         if self.shared_images < 0 or self.shared_images > len(self.images):
             raise ValueError(f"shared_images={self.shared_images} but the prompt has "
                              f"{len(self.images)} image(s)")

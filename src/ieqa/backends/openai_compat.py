@@ -278,6 +278,11 @@ class OpenAICompatBackend:
                     "continue an assistant message; use a readout without an answer prefix "
                     "or a server with vLLM's continue_final_message "
                     "(answer_prefix_mode='continue')")
+        raw = [i for i, p in enumerate(prompts) if not p.chat]
+        if raw:
+            raise BackendError(f"{len(raw)} prompt(s) (first: #{raw[0]}) have chat=False: a "
+                               "chat-completions server always applies its chat template; run "
+                               "such prompts on a local model (model=<checkpoint>)")
         if not prompts:
             return []
 

@@ -342,7 +342,15 @@ class TransformersVLM:
     # ------------------------------------------------------------------------ encoding
     def render(self, prompt: Prompt) -> str:
         """The prompt as the model reads it: its chat template with the generation prompt,
-        followed by ``answer_prefix``."""
+        followed by ``answer_prefix``; a prompt with ``chat=False`` as written, each image
+        standing as the processor's image token (``processor.image_token``)."""
+        if not prompt.chat:
+            token = getattr(self.processor, "image_token", None)
+            if prompt.images and not token:
+                raise BackendError(f"{self.model_id}: the processor names no image token, so a "
+                                   "prompt with chat=False cannot place its images")
+            return "".join(p if isinstance(p, str) else token for p in prompt.parts) \
+                + prompt.answer_prefix
         text = self.processor.apply_chat_template(prompt.messages(), add_generation_prompt=True,
                                                   tokenize=False)
         return text + prompt.answer_prefix
@@ -427,8 +435,10 @@ class TransformersVLM:
                 forcing); the logits then cover each continuation position.
             logits: return the logits (see :class:`ForwardOutput`).
             anchor: pool the final hidden state of the prompt tokens: ``"last"`` (last
-                prompt token), ``"mean"`` (mean over prompt tokens) or ``"token:<text>"``
-                (the last occurrence of that single token in the prompt).
+                prompt token), ``"mean"`` (mean over prompt tokens), ``"token:<text>"``
+                (the last occurrence of that single token in the prompt) or
+                ``"from_end:<k>"`` (the k-th token from the end, ``k >= 1``; 1 is ``"last"``:
+                a released evaluator that reads a fixed position).
             share_prefix: override the backend's prefix-sharing setting for this call.
             encoded: :meth:`encode_one` of each prompt, when the caller already has them
                 (a readout running several passes over the same prompts encodes once).
@@ -478,6 +488,12 @@ class TransformersVLM:
         return out.cpu()
 
     def _anchor_token(self, anchor: str) -> int | None:
+        if anchor.startswith("from_end:"):
+            k = anchor[len("from_end:"):]
+            if not k.isdigit() or int(k) < 1:
+                raise BackendError(f"anchor {anchor!r}: from_end takes a whole number >= 1 "
+                                   "(from_end:1 is the last prompt token)")
+            return None
         if anchor in ("last", "mean"):
             return None
         if anchor.startswith("token:"):
@@ -486,7 +502,8 @@ class TransformersVLM:
                 raise BackendError(f"anchor {anchor!r}: the text must be exactly one token of "
                                    f"this tokenizer, it is {len(ids)}")
             return ids[0]
-        raise BackendError(f"unknown anchor {anchor!r}; use 'last', 'mean' or 'token:<text>'")
+        raise BackendError(f"unknown anchor {anchor!r}; use 'last', 'mean', 'token:<text>' or "
+                           "'from_end:<k>'")
 
     def _pool(self, hidden: Any, ids: Any, anchor: str) -> Any:
         """Pool ``hidden`` ``[T, H]`` of one prompt's tokens ``ids`` ``[T]``."""
@@ -495,6 +512,11 @@ class TransformersVLM:
             vec = hidden[-1]
         elif anchor == "mean":
             vec = hidden.mean(0)
+        elif anchor.startswith("from_end:"):
+            k = int(anchor[len("from_end:"):])
+            if k > len(hidden):
+                raise BackendError(f"anchor {anchor!r}: the prompt has only {len(hidden)} tokens")
+            vec = hidden[-k]
         else:
             where = (ids == token).nonzero().flatten()
             if len(where) == 0:
