@@ -173,3 +173,32 @@ def test_pins_are_validated() -> None:
     with pytest.raises(ValueError, match="relative"):
         SourceFile("owner/repo", REV, "../a.py", "0" * 64)
     assert Path(SourceFile("o/r", REV, "a/b.py", "0" * 64).path).name == "b.py"
+
+
+def test_branch_and_assignment_texts_of_a_function_are_read(tmp_path) -> None:
+    path = tmp_path / "inference.py"
+    path.write_text(
+        "def build_query(instruction, mode='a'):\n"
+        "    if mode == 'a':\n"
+        "        query = (f'A [{instruction}] <image> then <image>.' ' Reply.')\n"
+        "    elif mode == 'b':\n"
+        "        query = f'B {instruction}'\n"
+        "    else:\n"
+        "        raise ValueError(mode)\n"
+        "    return query\n"
+        "def infer(x, mode):\n"
+        "    device = 'cpu'\n"
+        "    query = build_query(x, mode) + ' The score is 00.00'\n"
+        "    query = 'replaced later'\n"
+        "    return query\n"
+        "def other(mode):\n"
+        "    if mode == 'a':\n"
+        "        q = 'x'\n"
+        "    return 'y'\n")
+    got = read_constants(path, ["build_query(mode=a)", "build_query(mode=b)", "infer(query)"])
+    assert got == {"build_query(mode=a)": "A [{instruction}] <image> then <image>. Reply.",
+                   "build_query(mode=b)": "B {instruction}",
+                   "infer(query)": "{call:build_query} The score is 00.00"}
+    for name in ("build_query(mode=c)", "other(mode=a)", "infer(device2)"):
+        with pytest.raises(PublishedPromptError):
+            read_constants(path, [name])

@@ -29,7 +29,8 @@ def test_filters() -> None:
     assert set(list_scorers(kind="vlm")) == {"vlm-judge", "vlm-levels", "vlm-digits", "vlm-head",
                                              "vlm-gaussian", "vlm-dual", "vlm-pairwise", "critique",
                                              "editreward", "editscore", "viescore",
-                                             "unifiedreward-edit", "reasonedit", "re-reward"}
+                                             "unifiedreward-edit", "reasonedit", "re-reward",
+                                             "edithf"}
     assert ieqa.list_scorers() == list_scorers()
 
 

@@ -102,8 +102,10 @@ def load_processor(model: str | Path, *, min_pixels: int | None = None,
             processor = _stock_processor_class(config_from).from_pretrained(model, **hub)
         else:
             processor = AutoProcessor.from_pretrained(model, **hub)
-    except ImportError as exc:
+    except (ImportError, ValueError) as exc:  # the video part needs torchvision
         if "torchvision" not in str(exc).lower():
+            if isinstance(exc, ValueError):
+                raise
             raise BackendError(f"{model}: the processor cannot be imported: {exc}") from exc
         log.debug("%s: building the processor without its video part (%s)", model, exc)
         stock = _stock_processor_class(config_from if config_from is not None else model,

@@ -220,7 +220,10 @@ def read_constants(path: str | Path, names: Sequence[str]) -> dict[str, str]:
     ``name.strip()`` is kept as ``{name|strip}`` (fill it with the stripped value). A name
     assigned twice takes its last value, as the module would. ``"NAME()"`` reads what the
     module-level function ``NAME`` returns when its body is one ``return`` of such text (a
-    prompt built by a function of the instruction), ``"CLASS.NAME()"`` the same of a method.
+    prompt built by a function of the instruction), ``"CLASS.NAME()"`` the same of a method,
+    ``"NAME(PARAM=VALUE)"`` the text the function assigns in its ``if PARAM == "VALUE":``
+    branch (and returns), and ``"NAME(VAR)"`` the first assignment to ``VAR`` in the body of
+    function ``NAME``, a call in it kept as ``{call:FUNCTION}``.
 
     Raises:
         PublishedPromptError: the file does not parse, or a name is missing or not a string
@@ -236,8 +239,15 @@ def read_constants(path: str | Path, names: Sequence[str]) -> dict[str, str]:
     functions += [(item, f"{node.name}.") for node in tree.body if isinstance(node, ast.ClassDef)
                   for item in node.body]
     for node, owner in functions:
-        if isinstance(node, ast.FunctionDef) and f"{owner}{node.name}()" in names:
+        if not isinstance(node, ast.FunctionDef):
+            continue
+        if f"{owner}{node.name}()" in names:
             found[f"{owner}{node.name}()"] = _returned(node)
+        for name in names:
+            spec = re.fullmatch(rf"{re.escape(node.name)}\((\w+)(?:=(\w+))?\)", name)
+            if spec and not owner:
+                found[name] = (_branch(node, spec.group(1), spec.group(2)) if spec.group(2)
+                               else _assigned(node, spec.group(1)))
     for node in tree.body:
         if isinstance(node, ast.Assign):
             targets, value = node.targets, node.value
@@ -261,11 +271,14 @@ def read_constants(path: str | Path, names: Sequence[str]) -> dict[str, str]:
     return out
 
 
-def _literal(node: ast.expr) -> str | None:
+def _literal(node: ast.expr, *, calls: bool = False) -> str | None:
     """The text of a string literal, an f-string over bare names (fields kept as
-    ``{name}``) or a ``+`` of those; ``None`` for anything else."""
+    ``{name}``) or a ``+`` of those (with ``calls``: a call of a named function too, kept as
+    ``{call:NAME}``); ``None`` for anything else."""
     if isinstance(node, ast.Constant):
         return node.value if isinstance(node.value, str) else None
+    if calls and isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        return "{call:" + node.func.id + "}"
     if isinstance(node, ast.JoinedStr):
         parts = []
         for value in node.values:
@@ -278,7 +291,7 @@ def _literal(node: ast.expr) -> str | None:
                 return None
         return "".join(parts)
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        left, right = _literal(node.left), _literal(node.right)
+        left, right = _literal(node.left, calls=calls), _literal(node.right, calls=calls)
         return None if left is None or right is None else left + right
     return None
 
@@ -289,6 +302,40 @@ def _returned(node: ast.FunctionDef) -> str | None:
             if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
     if len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None:
         return _literal(body[0].value)
+    return None
+
+
+def _branch(node: ast.FunctionDef, param: str, value: str) -> str | None:
+    """The text a function assigns to a name in its ``if param == "value":`` branch (an
+    if/elif chain at the top of its body), when the function then returns that name."""
+    returned = node.body[-1] if node.body and isinstance(node.body[-1], ast.Return) else None
+    target = returned.value.id if returned is not None and isinstance(returned.value, ast.Name) \
+        else None
+    for statement in node.body:
+        branch: ast.stmt | None = statement
+        while isinstance(branch, ast.If):
+            test = branch.test
+            if (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name)
+                    and test.left.id == param and len(test.ops) == 1
+                    and isinstance(test.ops[0], ast.Eq)
+                    and isinstance(test.comparators[0], ast.Constant)
+                    and test.comparators[0].value == value):
+                assigns = [n for n in branch.body if isinstance(n, ast.Assign)]
+                if len(assigns) == 1 and isinstance(assigns[0].targets[0], ast.Name) \
+                        and assigns[0].targets[0].id == target:
+                    return _literal(assigns[0].value)
+                return None
+            branch = branch.orelse[0] if len(branch.orelse) == 1 else None
+    return None
+
+
+def _assigned(node: ast.FunctionDef, var: str) -> str | None:
+    """The first assignment to ``var`` in a function's body, calls kept as
+    ``{call:FUNCTION}``."""
+    for statement in node.body:
+        if (isinstance(statement, ast.Assign) and len(statement.targets) == 1
+                and isinstance(statement.targets[0], ast.Name) and statement.targets[0].id == var):
+            return _literal(statement.value, calls=True)
     return None
 
 

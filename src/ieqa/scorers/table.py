@@ -185,6 +185,17 @@ PUBLISHED_TABLE: tuple[ScorerInfo, ...] = (
                release={"hub_id": "TmpAccount/ReasonEdit (subfolder RE-Reward)",
                         "base_model": "Qwen/Qwen3.5-4B", "parameters": "4 B",
                         "paper": "ReasonEdit (IntMeGroup 2026)"}),
+    ScorerInfo("edithf", "EditHF as released: per dimension, LoRA adapters on InternVL3.5-8B "
+               "(mapped onto transformers' InternVL, unmerged) and an MLP head on a fixed "
+               "position of the prompt read without chat template; 100*|head| per "
+               "dimension, overall their mean", "vlm",
+               ("visual_quality", "instruction_alignment", "content_preservation", "overall"),
+               higher_better=True, needs_source=True, needs_instruction=True,
+               factory="ieqa.scorers.vlm.edithf:EditHFScorer", score_range=(0.0, None),
+               units="0-100 (unbounded above)",
+               release={"hub_id": "sparkling621/EditHF",
+                        "base_model": "OpenGVLab/InternVL3_5-8B-HF", "parameters": "8.5 B",
+                        "paper": "EditHF-1M (Xu et al. 2026)"}),
 )
 
 

@@ -17,7 +17,9 @@ merging it changes the model.
 state dict without a config (the settings live in the authors' code), a regression head saved
 with ``torch.save``, the processor files and, optionally, ``calibration.json``.
 :func:`build_peft_head_release` writes one as RE-Reward's: a PEFT adapter folder plus
-``score_head.pth`` and ``reward_head_config.json``.
+``score_head.pth`` and ``reward_head_config.json``. :func:`build_edithf_release` writes one
+as EditHF's: per dimension, LoRA adapters named as InternVL's remote code names its modules
+(a fused ``attn.qkv``, ``model.layers.*``) and an MLP head.
 """
 
 from __future__ import annotations
@@ -25,8 +27,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-__all__ = ["build_lora_adapter", "build_lora_state_release", "build_peft_head_release",
-           "build_reward_release",
+__all__ = ["build_edithf_release", "build_lora_adapter", "build_lora_state_release",
+           "build_peft_head_release", "build_reward_release",
            "write_prompt_standins",
            "RELEASE_HEAD_WIDTHS", "STANDIN_MARKER"]
 
@@ -119,6 +121,8 @@ def write_prompt_standins(folder: str | Path, texts: object) -> Path:
     and :func:`ieqa.prompts.published.fetch_source` skips the check for it, saying so).
     Returns ``folder``.
     """
+    import re
+
     folder = Path(folder)
     by_file: dict[str, list[object]] = {}
     for text in texts:  # type: ignore[attr-defined]
@@ -126,21 +130,27 @@ def write_prompt_standins(folder: str | Path, texts: object) -> Path:
     for rel, items in by_file.items():
         lines = ["# ieqa stand-in for the authors' file of this path (ieqa.testing)",
                  'raise SystemExit("a prompt file is parsed, never executed")', ""]
+        branches: dict[str, list[tuple[str, str, str, list[str]]]] = {}
         for text in items:
             needed = [*("{" + p + "}" for p in text.placeholders),  # type: ignore[attr-defined]
                       *text.markers]  # type: ignore[attr-defined]
             body = f"\nStand-in text for {text.name}: {' '.join(needed)}\n"  # type: ignore[attr-defined]
             constant = text.constant  # type: ignore[attr-defined]
-            if constant.endswith("()"):  # a prompt a function returns: an f-string of its fields
-                fields = list(dict.fromkeys(  # the parameters in the placeholders' order
-                    p.split("|")[0] for p in text.placeholders))  # type: ignore[attr-defined]
-                source = body
-                for p in text.placeholders:  # type: ignore[attr-defined]
-                    name, _, how = p.partition("|")
-                    expr = f"str({name}).strip()" if how == "strip" else name
-                    source = source.replace("{" + p + "}", "\x00" + expr + "\x01")
-                source = repr(source).replace("{", "{{").replace("}", "}}")
-                source = source.replace("\\x00", "{").replace("\\x01", "}")
+            fields = list(dict.fromkeys(  # the parameters in the placeholders' order
+                p.split("|")[0] for p in text.placeholders))  # type: ignore[attr-defined]
+            source = _fstring(body, text.placeholders)  # type: ignore[attr-defined]
+            branch = re.fullmatch(r"(\w+)\((\w+)=(\w+)\)", constant)
+            assigned = re.fullmatch(r"(\w+)\((\w+)\)", constant)
+            if branch:  # one branch of an if/elif chain on a parameter, written below
+                branches.setdefault(branch.group(1), []).append(
+                    (branch.group(2), branch.group(3), source, fields))
+            elif assigned:  # a variable of a function, calls as {call:NAME}
+                parts = re.split(r"\{call:(\w+)\}", body)
+                expr = " + ".join(repr(p) if i % 2 == 0 else f"{p}(*args)"
+                                  for i, p in enumerate(parts) if p)
+                lines.append(f"def {assigned.group(1)}(*args):\n    {assigned.group(2)} = "
+                             f"{expr}\n    return {assigned.group(2)}")
+            elif constant.endswith("()"):  # a prompt a function returns: an f-string
                 owner, _, function = constant[:-2].rpartition(".")
                 if owner:  # a method of a class
                     lines.append(f"class {owner}:\n    def {function}(self, {', '.join(fields)}):"
@@ -149,12 +159,33 @@ def write_prompt_standins(folder: str | Path, texts: object) -> Path:
                     lines.append(f"def {function}({', '.join(fields)}):\n    return f{source}")
             else:
                 lines.append(f"{constant} = {body!r}")
+        for function, cases in branches.items():
+            params = list(dict.fromkeys([f for case in cases for f in case[3]] + [cases[0][0]]))
+            code = [f"def {function}({', '.join(params)}):"]
+            for k, (param, value, source, _) in enumerate(cases):
+                code.append(f"    {'if' if k == 0 else 'elif'} {param} == {value!r}:")
+                code.append(f"        text = f{source}")
+            code += ["    else:", "        raise ValueError(f'unknown {" + cases[0][0] + "}')",
+                     "    return text"]
+            lines.append("\n".join(code))
         path = folder / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("\n".join(lines) + "\n")
     (folder / STANDIN_MARKER).write_text("stand-in prompt files written by ieqa.testing; not "
                                          "the authors' text\n")
     return folder
+
+
+def _fstring(body: str, placeholders: object) -> str:
+    """``body`` as the source of an f-string (after its ``f``): each placeholder
+    ``{name}`` a field ``{name}``, ``{name|strip}`` a field ``{str(name).strip()}``, any
+    other brace literal."""
+    for p in placeholders:  # type: ignore[attr-defined]
+        name, _, how = p.partition("|")
+        expr = f"str({name}).strip()" if how == "strip" else name
+        body = body.replace("{" + p + "}", "\x00" + expr + "\x01")
+    source = repr(body).replace("{", "{{").replace("}", "}}")
+    return source.replace("\\x00", "{").replace("\\x01", "}")
 
 
 def build_lora_adapter(path: str | Path, base_model: str | Path, *, seed: int = 0,
@@ -254,4 +285,71 @@ def build_peft_head_release(path: str | Path, base_model: str | Path, lora: dict
     (path / "reward_head_config.json").write_text(json.dumps(
         {"hidden_size": hidden, "bottleneck": hidden // 2, "dropout": 0.1,
          "num_labels": labels}, indent=2) + "\n")
+    return path
+
+
+def build_edithf_release(path: str | Path, base_model: str | Path, *, seed: int = 0,
+                         rank: int = 4, alpha: int = 8, language_rank: int = 8,
+                         language_alpha: int = 4) -> Path:
+    """Write a release laid out as EditHF's for ``base_model`` (a tiny ``internvl`` VLM of
+    :func:`ieqa.testing.build_tiny_vlm`): ``lora_checkpoints_{visual,alignment,
+    preservation}/`` each holding ``vision_lora/`` (LoRA on every vision layer's fused
+    ``attn.qkv``, ``attn.proj``, ``mlp.fc1`` and ``mlp.fc2``, keyed as PEFT saves an adapter
+    of InternVL's remote-code vision model), ``llm_lora/`` (LoRA on every language layer's
+    projections, keyed as for its ``...ForCausalLM``; another rank and alpha) and
+    ``mlp_head.pth`` (``mlp.0``/``mlp.2``/``mlp.4``: H - H/2 - 128 - 1). Random weights.
+    Returns ``path``."""
+    import json
+
+    import torch
+    from safetensors.torch import save_file
+    from transformers import AutoConfig
+
+    path = Path(path)
+    config = AutoConfig.from_pretrained(base_model)
+    vision, text = config.vision_config, config.text_config
+    c, hidden = vision.hidden_size, text.hidden_size
+    gen = torch.Generator().manual_seed(seed)
+
+    def pair(prefix: str, d_in: int, d_out: int, r: int) -> dict[str, torch.Tensor]:
+        return {f"base_model.model.{prefix}.lora_A.weight": torch.randn(r, d_in, generator=gen) * 0.2,
+                f"base_model.model.{prefix}.lora_B.weight": torch.randn(d_out, r, generator=gen) * 0.2}
+
+    def write(folder: Path, tensors: dict, r: int, a: int, targets: list[str]) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        save_file(tensors, str(folder / "adapter_model.safetensors"))
+        (folder / "adapter_config.json").write_text(json.dumps(
+            {"peft_type": "LORA", "r": r, "lora_alpha": a, "lora_dropout": 0.05,
+             "target_modules": targets, "use_rslora": False, "bias": "none"}, indent=2))
+
+    head_dims = (hidden, hidden // 2, 128, 1)
+    kv = text.num_key_value_heads * text.head_dim
+    q = text.num_attention_heads * text.head_dim
+    for mode in ("visual", "alignment", "preservation"):
+        folder = path / f"lora_checkpoints_{mode}"
+        tensors: dict[str, torch.Tensor] = {}
+        for i in range(vision.num_hidden_layers):
+            layer = f"encoder.layers.{i}"
+            tensors |= pair(f"{layer}.attn.qkv", c, 3 * c, rank)
+            tensors |= pair(f"{layer}.attn.proj", c, c, rank)
+            tensors |= pair(f"{layer}.mlp.fc1", c, vision.intermediate_size, rank)
+            tensors |= pair(f"{layer}.mlp.fc2", vision.intermediate_size, c, rank)
+        write(folder / "vision_lora", tensors, rank, alpha, ["qkv", "proj", "fc1", "fc2"])
+        tensors = {}
+        for i in range(text.num_hidden_layers):
+            layer = f"model.layers.{i}"
+            for name, d_in, d_out in (("self_attn.q_proj", hidden, q), ("self_attn.k_proj", hidden, kv),
+                                      ("self_attn.v_proj", hidden, kv), ("self_attn.o_proj", q, hidden),
+                                      ("mlp.gate_proj", hidden, text.intermediate_size),
+                                      ("mlp.up_proj", hidden, text.intermediate_size),
+                                      ("mlp.down_proj", text.intermediate_size, hidden)):
+                tensors |= pair(f"{layer}.{name}", d_in, d_out, language_rank)
+        write(folder / "llm_lora", tensors, language_rank, language_alpha,
+              ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"])
+        head = {}
+        for index, (d_in, d_out) in zip((0, 2, 4), zip(head_dims, head_dims[1:], strict=False),
+                                        strict=True):
+            head[f"mlp.{index}.weight"] = torch.randn(d_out, d_in, generator=gen) / d_in ** 0.5
+            head[f"mlp.{index}.bias"] = torch.randn(d_out, generator=gen) * 0.1
+        torch.save(head, folder / "mlp_head.pth")
     return path

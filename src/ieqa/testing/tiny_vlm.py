@@ -1,5 +1,5 @@
 """Tiny offline vision-language models of the Qwen2-VL, Qwen2.5-VL, Qwen3-VL and Qwen3.5
-families.
+families, and InternVL (transformers' own layout, a Qwen3 decoder).
 
 :func:`build_tiny_vlm` writes a complete checkpoint folder (config, random weights,
 byte-level tokenizer (single-byte tokens plus the level words
@@ -19,8 +19,12 @@ from ieqa.data.dimensions import LEVEL_WORDS
 
 __all__ = ["build_tiny_vlm", "TINY_FAMILIES", "TinyFamily"]
 
-TinyFamily = Literal["qwen2-vl", "qwen2.5-vl", "qwen3-vl", "qwen3.5"]
-TINY_FAMILIES: tuple[str, ...] = ("qwen2-vl", "qwen2.5-vl", "qwen3-vl", "qwen3.5")
+TinyFamily = Literal["qwen2-vl", "qwen2.5-vl", "qwen3-vl", "qwen3.5", "internvl"]
+TINY_FAMILIES: tuple[str, ...] = ("qwen2-vl", "qwen2.5-vl", "qwen3-vl", "qwen3.5", "internvl")
+
+#: InternVL's image tokens (named as transformers' InternVL processor reads them)
+_INTERNVL_TOKENS = {"start_image_token": "<img>", "end_image_token": "</img>",
+                    "context_image_token": "<IMG_CONTEXT>", "video_token": "<video>"}
 
 _SPECIAL_TOKENS = (
     "<|im_start|>", "<|im_end|>", "<|object_ref_start|>", "<|object_ref_end|>",
@@ -46,7 +50,9 @@ _CHAT_TEMPLATE = (
 _WORDS = tuple(reversed(LEVEL_WORDS))  # best first, the order the merges were always added in
 
 
-def _tokenizer() -> Any:
+def _tokenizer(named: dict[str, str] | None = None) -> Any:
+    """The byte-level tokenizer; ``named``: extra special tokens a processor reads by
+    name (InternVL's image tokens)."""
     from tokenizers.pre_tokenizers import ByteLevel
     from transformers import Qwen2Tokenizer
 
@@ -60,8 +66,9 @@ def _tokenizer() -> Any:
             token += nxt
             vocab.setdefault(token, len(vocab))
     vocab["<|endoftext|>"] = len(vocab)
-    tokenizer = Qwen2Tokenizer(vocab=vocab, merges=merges)
-    tokenizer.add_special_tokens({"additional_special_tokens": list(_SPECIAL_TOKENS)})
+    tokenizer = Qwen2Tokenizer(vocab=vocab, merges=merges, **(named or {}))
+    tokenizer.add_special_tokens({"additional_special_tokens": [*_SPECIAL_TOKENS,
+                                                                *(named or {}).values()]})
     tokenizer.chat_template = _CHAT_TEMPLATE
     return tokenizer
 
@@ -88,6 +95,19 @@ def _config(family: str, tokenizer: Any, hidden: int, layers: int) -> Any:
         max_position_embeddings=4096, initializer_range=_INIT_STD, eos_token_id=tokenizer.convert_tokens_to_ids("<|im_end|>"),
         pad_token_id=tokenizer.pad_token_id, bos_token_id=None,
         rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "mrope_section": section})
+    if family == "internvl":
+        from transformers import InternVLConfig
+
+        qwen3 = {k: v for k, v in text.items() if k != "rope_parameters"}
+        qwen3.update(model_type="qwen3", head_dim=head_dim,
+                     rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+        # InternViT at the released geometry (448-px images, 14-px patches, pixel shuffle
+        # 0.5: 256 tokens per image), tiny widths
+        vision = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                      num_attention_heads=2, image_size=[448, 448], patch_size=[14, 14],
+                      norm_type="layer_norm", use_qk_norm=False, initializer_range=_INIT_STD)
+        return InternVLConfig(vision_config=vision, text_config=qwen3, downsample_ratio=0.5,
+                              image_token_id=tokenizer.convert_tokens_to_ids("<IMG_CONTEXT>"))
     if family == "qwen2-vl":
         vision = dict(depth=1, embed_dim=32, hidden_size=hidden, num_heads=2, mlp_ratio=2,
                       initializer_range=_INIT_STD)
@@ -117,6 +137,7 @@ def _config(family: str, tokenizer: Any, hidden: int, layers: int) -> Any:
 
 def _model_class(family: str) -> Any:
     from transformers import (
+        InternVLForConditionalGeneration,
         Qwen2_5_VLForConditionalGeneration,
         Qwen2VLForConditionalGeneration,
         Qwen3_5ForConditionalGeneration,
@@ -126,7 +147,19 @@ def _model_class(family: str) -> Any:
     return {"qwen2-vl": Qwen2VLForConditionalGeneration,
             "qwen2.5-vl": Qwen2_5_VLForConditionalGeneration,
             "qwen3-vl": Qwen3VLForConditionalGeneration,
-            "qwen3.5": Qwen3_5ForConditionalGeneration}[family]
+            "qwen3.5": Qwen3_5ForConditionalGeneration,
+            "internvl": InternVLForConditionalGeneration}[family]
+
+
+def _qwen_image_processor(patch: int, qwen3: bool, min_pixels: int, max_pixels: int) -> Any:
+    from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import (
+        Qwen2VLImageProcessorPil,
+    )
+
+    return Qwen2VLImageProcessorPil(
+        patch_size=patch, merge_size=2, temporal_patch_size=2,
+        size={"shortest_edge": int(min_pixels), "longest_edge": int(max_pixels)},
+        **({"image_mean": [0.5] * 3, "image_std": [0.5] * 3} if qwen3 else {}))
 
 
 def build_tiny_vlm(path: str | Path, family: TinyFamily = "qwen2-vl", *, seed: int = 0,
@@ -136,8 +169,10 @@ def build_tiny_vlm(path: str | Path, family: TinyFamily = "qwen2-vl", *, seed: i
 
     Args:
         path: output folder (created).
-        family: ``"qwen2-vl"``, ``"qwen2.5-vl"``, ``"qwen3-vl"`` or ``"qwen3.5"`` (the
-            hybrid linear/full-attention decoder of Qwen3.5, the last layer full).
+        family: ``"qwen2-vl"``, ``"qwen2.5-vl"``, ``"qwen3-vl"``, ``"qwen3.5"`` (the
+            hybrid linear/full-attention decoder of Qwen3.5, the last layer full) or
+            ``"internvl"`` (transformers' InternVL layout with a Qwen3 decoder, 448-px
+            single-tile images of 256 tokens; ``min_pixels``/``max_pixels`` do not apply).
         seed: weight initialisation seed; the same seed gives the same weights.
         hidden_size: text hidden size (multiple of 16).
         num_layers: text decoder layers.
@@ -150,9 +185,6 @@ def build_tiny_vlm(path: str | Path, family: TinyFamily = "qwen2-vl", *, seed: i
             ``overwrite`` is False.
     """
     import torch
-    from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import (
-        Qwen2VLImageProcessorPil,
-    )
 
     if family not in TINY_FAMILIES:
         raise ValueError(f"unknown tiny VLM family {family!r}; choose one of {', '.join(TINY_FAMILIES)}")
@@ -162,17 +194,24 @@ def build_tiny_vlm(path: str | Path, family: TinyFamily = "qwen2-vl", *, seed: i
     if (path / "config.json").exists() and not overwrite:
         raise ValueError(f"{path} already holds a checkpoint; pass overwrite=True to replace it")
     path.mkdir(parents=True, exist_ok=True)
-    tokenizer = _tokenizer()
+    tokenizer = _tokenizer(_INTERNVL_TOKENS if family == "internvl" else None)
     config = _config(family, tokenizer, hidden_size, num_layers)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = _model_class(family)(config).eval()
     qwen3 = family in ("qwen3-vl", "qwen3.5")
     patch = 16 if qwen3 else 14
-    image_processor = Qwen2VLImageProcessorPil(
-        patch_size=patch, merge_size=2, temporal_patch_size=2,
-        size={"shortest_edge": int(min_pixels), "longest_edge": int(max_pixels)},
-        **({"image_mean": [0.5] * 3, "image_std": [0.5] * 3} if qwen3 else {}))
+    if family == "internvl":
+        from transformers.models.got_ocr2.image_processing_pil_got_ocr2 import (
+            GotOcr2ImageProcessorPil,
+        )
+
+        # one 448x448 tile per image (no dynamic tiling), ImageNet normalisation
+        image_processor = GotOcr2ImageProcessorPil(
+            size={"height": 448, "width": 448}, crop_to_patches=False,
+            image_mean=[0.485, 0.456, 0.406], image_std=[0.229, 0.224, 0.225])
+    else:
+        image_processor = _qwen_image_processor(patch, qwen3, min_pixels, max_pixels)
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     model.generation_config.eos_token_id = config.text_config.eos_token_id
     model.save_pretrained(path)
