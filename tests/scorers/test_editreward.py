@@ -335,7 +335,8 @@ def test_the_catalog_lists_the_release() -> None:
 
     result = CliRunner().invoke(app, ["list", "scorers"], env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
-    line = next(x for x in result.output.splitlines() if "  released: " in x)
+    lines = [x for x in result.output.splitlines() if "  released: " in x]
+    line = next(x for x in lines if "EditReward" in x)
     assert "TIGER-Lab/EditReward-Qwen2.5-7B-VL" in line and "Qwen/Qwen2.5-VL-7B-Instruct" in line
     release = scorer_info("editreward").release
     default = VARIANTS["qwen2.5-vl-7b"]
