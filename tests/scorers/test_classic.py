@@ -194,16 +194,19 @@ def test_aurora_ground_truth_preserves_more_than_a_mismatched_image(classic) -> 
                     for a, b in zip(truth, mismatched, strict=True)])
     assert wins >= 0.9, wins
     assert all(not r.flags for r in truth), [(r.id, r.flags) for r in truth if r.flags]
-    # degenerate outputs of every real source: floored below the real edit, and flagged
+    # degenerate outputs of real sources (every 4th of the subset, 50 sources: each
+    # pass over all 198 took a fifth of this test's time): floored below the real edit,
+    # and flagged
+    sources, kept = samples[::4], truth[::4]
     rgba = np.zeros((64, 64, 4), dtype=np.uint8)
     rgba[:8, :8] = 255  # 98 % transparent
     outputs = {"blank": Image.new("RGB", (256, 256)), "blank ": Image.new("RGB", (256, 256), "white"),
                "transparent": Image.fromarray(rgba, "RGBA"), "tiny": Image.new("RGB", (1, 1), "grey")}
     for flag, image in outputs.items():
-        results = classic.score([(s.source, image, s.instruction) for s in samples])
+        results = classic.score([(s.source, image, s.instruction) for s in sources])
         assert all(flag.strip() in r.flags for r in results), flag
         assert all(r.scores["content_preservation"] < t.scores["content_preservation"]
-                   for r, t in zip(results, truth, strict=True)), flag
+                   for r, t in zip(results, kept, strict=True)), flag
 
 
 @pytest.mark.parametrize("name", ["classic", "ssim"])
