@@ -188,6 +188,24 @@ def _fstring(body: str, placeholders: object) -> str:
     return source.replace("\\x00", "{").replace("\\x01", "}")
 
 
+def _random_lora(base_model: str | Path, config: object, *, seed: int, std: float) -> object:
+    """``base_model`` (float32) with LoRA layers of ``config``, all LoRA weights drawn
+    from N(0, std²) after seeding torch with ``seed`` (non-zero B: merging changes the
+    model); returns the :class:`peft.PeftModel`."""
+    import torch
+    from peft import get_peft_model
+    from transformers import AutoModelForImageTextToText
+
+    torch.manual_seed(seed)
+    model = AutoModelForImageTextToText.from_pretrained(base_model, dtype=torch.float32)
+    peft_model = get_peft_model(model, config)
+    with torch.no_grad():
+        for name, param in peft_model.named_parameters():
+            if "lora_" in name:
+                param.normal_(0.0, std)
+    return peft_model
+
+
 def build_lora_adapter(path: str | Path, base_model: str | Path, *, seed: int = 0,
                        rank: int = 4, alpha: int = 8,
                        target_modules: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj"),
@@ -195,21 +213,12 @@ def build_lora_adapter(path: str | Path, base_model: str | Path, *, seed: int = 
     """Write a random LoRA adapter for ``base_model`` (a tiny VLM folder) to ``path`` in
     PEFT's layout, the language model's attention projections adapted (``target_modules``,
     rank ``rank``, scaling ``alpha / rank``). Returns ``path``."""
-    import torch
-    from peft import LoraConfig, get_peft_model
-    from transformers import AutoModelForImageTextToText
+    from peft import LoraConfig
 
     path = Path(path)
-    torch.manual_seed(seed)
-    model = AutoModelForImageTextToText.from_pretrained(base_model, dtype=torch.float32)
     config = LoraConfig(r=rank, lora_alpha=alpha, init_lora_weights=False,
                         target_modules=rf".*language_model.*\.({'|'.join(target_modules)})")
-    peft_model = get_peft_model(model, config)
-    with torch.no_grad():  # visible effect on a tiny model: B of the same scale as A
-        for name, param in peft_model.named_parameters():
-            if "lora_" in name:
-                param.normal_(0.0, 0.2)
-    peft_model.save_pretrained(str(path))
+    _random_lora(base_model, config, seed=seed, std=0.2).save_pretrained(str(path))
     return path
 
 
@@ -225,21 +234,16 @@ def build_lora_state_release(path: str | Path, base_model: str | Path, lora: dic
     import json
 
     import torch
-    from peft import LoraConfig, get_peft_model
+    from peft import LoraConfig
     from peft.utils import get_peft_model_state_dict
     from safetensors.torch import save_file
-    from transformers import AutoModelForImageTextToText
 
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
-    torch.manual_seed(seed)
-    model = AutoModelForImageTextToText.from_pretrained(base_model, dtype=torch.float32)
-    peft_model = get_peft_model(model, LoraConfig(task_type="CAUSAL_LM", init_lora_weights=False,
-                                                  **lora))
-    with torch.no_grad():
-        for name, param in peft_model.named_parameters():
-            if "lora_" in name:
-                param.normal_(0.0, 0.05)
+    peft_model = _random_lora(base_model, LoraConfig(task_type="CAUSAL_LM",
+                                                     init_lora_weights=False, **lora),
+                              seed=seed, std=0.05)
+    model = peft_model.get_base_model()
     state = {k: v.contiguous() for k, v in get_peft_model_state_dict(peft_model).items()}
     save_file(state, str(path / "adapter_model.safetensors"))
     hidden = model.get_input_embeddings().weight.shape[1]
@@ -265,18 +269,13 @@ def build_peft_head_release(path: str | Path, base_model: str | Path, lora: dict
     import json
 
     import torch
-    from peft import LoraConfig, get_peft_model
-    from transformers import AutoModelForImageTextToText
+    from peft import LoraConfig
 
     path = Path(path)
-    torch.manual_seed(seed)
-    model = AutoModelForImageTextToText.from_pretrained(base_model, dtype=torch.float32)
-    peft_model = get_peft_model(model, LoraConfig(task_type="CAUSAL_LM", init_lora_weights=False,
-                                                  **lora))
-    with torch.no_grad():
-        for name, param in peft_model.named_parameters():
-            if "lora_" in name:
-                param.normal_(0.0, 0.05)
+    peft_model = _random_lora(base_model, LoraConfig(task_type="CAUSAL_LM",
+                                                     init_lora_weights=False, **lora),
+                              seed=seed, std=0.05)
+    model = peft_model.get_base_model()
     peft_model.save_pretrained(str(path))
     hidden = model.get_input_embeddings().weight.shape[1]
     head = torch.nn.Sequential(torch.nn.Linear(hidden, hidden // 2), torch.nn.SiLU(),

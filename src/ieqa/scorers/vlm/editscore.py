@@ -47,7 +47,7 @@ from typing import Any
 
 from ieqa.backends import Prompt
 from ieqa.backends.base import fit_qwen_grid
-from ieqa.prompts.published import PublishedText, SourceFile, load_texts, prompts_record
+from ieqa.prompts.published import PublishedText, SourceFile
 from ieqa.scorers.base import ScorerError
 from ieqa.scorers.vlm.base import DEFAULT_MAX_INSTRUCTION_CHARS, LoadedSample
 from ieqa.scorers.vlm.vie_judge import VIE_DIMENSIONS, VieJudge
@@ -131,6 +131,7 @@ class EditScoreScorer(VieJudge):
 
     readout = "editscore"
     malformed_rules = ("error", "midpoint")
+    prompt_sources = PROMPT_SOURCES
 
     def __init__(self, *, model: str | Path | None = None, adapter: str | Path | None = None,
                  variant: str = "7b", revision: str | None = None,
@@ -156,8 +157,7 @@ class EditScoreScorer(VieJudge):
                        temperature=temperature, top_p=top_p, top_k=top_k, seed=seed,
                        max_new_tokens=max_new_tokens, on_malformed=on_malformed)
         chosen = VARIANTS[variant]
-        self.texts = load_texts(PROMPT_SOURCES, prompts_dir=prompts)  # fails before the model
-        self.prompts_dir = str(prompts) if prompts is not None else None
+        self.texts = self.load_prompts(prompts)  # fails before the model
         self.variant = variant
         self.pq_images = pq_images
         options = dict(backend_options or {})
@@ -192,9 +192,7 @@ class EditScoreScorer(VieJudge):
 
     def readout_config(self) -> dict[str, Any]:
         return {"variant": self.variant, **super().readout_config(),
-                "pq_images": self.pq_images,
-                "prompts": prompts_record(PROMPT_SOURCES, self.prompts_dir),
-                "provenance": {"prompts": self.prompts_dir}}
+                "pq_images": self.pq_images}
 
     # ----------------------------------------------------------------------- prompts
     @staticmethod

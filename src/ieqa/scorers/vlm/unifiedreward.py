@@ -32,10 +32,9 @@ from pathlib import Path
 from typing import Any
 
 from ieqa.backends import Prompt
-from ieqa.prompts.published import PublishedText, SourceFile, load_texts, prompts_record
-from ieqa.scorers.base import ScorerError
+from ieqa.prompts.published import PublishedText, SourceFile
 from ieqa.scorers.vlm.base import DEFAULT_MAX_INSTRUCTION_CHARS, LoadedSample
-from ieqa.scorers.vlm.vie_judge import VIE_DIMENSIONS, VieJudge
+from ieqa.scorers.vlm.vie_judge import VieJudge
 
 __all__ = ["UnifiedRewardEditScorer", "PROMPT_SOURCES", "DEFAULT_MODEL", "DEFAULT_BASE_URL"]
 
@@ -73,6 +72,7 @@ class UnifiedRewardEditScorer(VieJudge):
     """
 
     readout = "unifiedreward-edit"
+    prompt_sources = PROMPT_SOURCES
 
     def __init__(self, *, model: str | None = None, base_url: str | None = None,
                  prompts: str | Path | None = None, max_new_tokens: int = MAX_TOKENS,
@@ -80,30 +80,14 @@ class UnifiedRewardEditScorer(VieJudge):
                  max_instruction_chars: int | None = DEFAULT_MAX_INSTRUCTION_CHARS,
                  backend: Any = None, backend_options: dict[str, Any] | None = None) -> None:
         self.configure(score_range=SCORE_RANGE, max_new_tokens=max_new_tokens)
-        self.texts = load_texts(PROMPT_SOURCES, prompts_dir=prompts)
-        self.prompts_dir = str(prompts) if prompts is not None else None
-        options = dict(backend_options or {})
-        if backend is None:
-            base_url = base_url or DEFAULT_BASE_URL
-            model = model or DEFAULT_MODEL
-            for key, value in (("max_pixels", None), ("image_format", "jpeg"),
-                               ("jpeg_quality", JPEG_QUALITY),
-                               ("extra_body", {"do_sample": False})):
-                options.setdefault(key, value)
-        elif model is not None or base_url is not None:
-            raise ScorerError("pass either backend= or model=/base_url=, not both")
-        super().__init__(model=model, base_url=base_url, backend=backend, template="editreward",
-                         dimensions=VIE_DIMENSIONS, batch_size=batch_size,
-                         max_instruction_chars=max_instruction_chars, backend_options=options)
-        if hasattr(self.backend, "forward"):
-            raise ScorerError("unifiedreward-edit sends the authors' requests to their vLLM "
-                              "server (-O base_url=URL --model NAME); a local transformers "
-                              "model is not the published protocol")
-
-    def readout_config(self) -> dict[str, Any]:
-        return {**super().readout_config(),
-                "prompts": prompts_record(PROMPT_SOURCES, self.prompts_dir),
-                "provenance": {"prompts": self.prompts_dir}}
+        self.texts = self.load_prompts(prompts)
+        self.init_server_judge(model=model, base_url=base_url, backend=backend,
+                               backend_options=backend_options, default_model=DEFAULT_MODEL,
+                               default_base_url=DEFAULT_BASE_URL, batch_size=batch_size,
+                               max_instruction_chars=max_instruction_chars,
+                               request={"max_pixels": None, "image_format": "jpeg",
+                                        "jpeg_quality": JPEG_QUALITY,
+                                        "extra_body": {"do_sample": False}})
 
     def prompts(self, item: LoadedSample) -> tuple[Prompt, Prompt]:
         """The instruction-following and the quality request of one edit: the images,

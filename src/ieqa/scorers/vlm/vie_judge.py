@@ -27,13 +27,15 @@ from __future__ import annotations
 
 import math
 from abc import abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from ieqa.backends import Prompt
 from ieqa.prompts.answers import JudgeParseError, parse_vie_answer
+from ieqa.prompts.published import PublishedText, load_texts, prompts_record
 from ieqa.scorers.base import ScorerError, ScoreResult
-from ieqa.scorers.vlm.base import LoadedSample, VLMScorer
+from ieqa.scorers.vlm.base import DEFAULT_MAX_INSTRUCTION_CHARS, LoadedSample, VLMScorer
 
 __all__ = ["VieJudge", "REDUCTIONS", "VIE_DIMENSIONS", "vie_overall"]
 
@@ -80,6 +82,40 @@ class VieJudge(VLMScorer):
     #: what ``on_malformed`` may be for this judge (``"midpoint"`` only where its
     #: released code substitutes the midpoint)
     malformed_rules: tuple[str, ...] = ("error",)
+    #: the authors' texts the judge's prompts are built from (recorded in its config)
+    prompt_sources: tuple[PublishedText, ...] = ()
+    prompts_dir: str | None = None
+
+    def load_prompts(self, prompts: str | Path | None) -> dict[str, str]:
+        """The authors' texts (:mod:`ieqa.prompts.published`), from ``prompts`` (a local
+        copy, ``--prompts``) or the pinned files; kept for the config."""
+        self.prompts_dir = str(prompts) if prompts is not None else None
+        return load_texts(self.prompt_sources, prompts_dir=prompts)
+
+    def init_server_judge(self, *, model: str | None, base_url: str | None, backend: Any,
+                          backend_options: Mapping[str, Any] | None, default_model: str,
+                          default_base_url: str, request: Mapping[str, Any],
+                          batch_size: int = 8,
+                          max_instruction_chars: int | None = DEFAULT_MAX_INSTRUCTION_CHARS,
+                          ) -> None:
+        """Build the judge on an OpenAI-compatible server, as its authors send requests:
+        ``request`` holds the backend settings of their requests (image format, ...),
+        which ``backend_options`` may override; a local transformers model is refused."""
+        options = dict(backend_options or {})
+        if backend is None:
+            base_url, model = base_url or default_base_url, model or default_model
+            for key, value in request.items():
+                options.setdefault(key, value)
+        elif model is not None or base_url is not None:
+            raise ScorerError("pass either backend= or model=/base_url=, not both")
+        VLMScorer.__init__(self, model=model, base_url=base_url, backend=backend,
+                           template="editreward", dimensions=VIE_DIMENSIONS,
+                           batch_size=batch_size, max_instruction_chars=max_instruction_chars,
+                           backend_options=options)
+        if hasattr(self.backend, "forward"):
+            raise ScorerError(f"{self.readout} sends its authors' requests to an OpenAI-"
+                              "compatible server (-O base_url=URL --model NAME); a local "
+                              "transformers model is not the published protocol")
 
     def configure(self, *, score_range: int, num_pass: int = 1, reduction: str = "average_last",
                   temperature: float | None = None, top_p: float | None = None,
@@ -126,7 +162,9 @@ class VieJudge(VLMScorer):
         return {"score_range": self.score_range_asked, "num_pass": self.num_pass,
                 "reduction": self.reduction, "temperature": self.temperature,
                 "top_p": self.top_p, "top_k": self.top_k, "seed": self.seed,
-                "max_new_tokens": self.max_new_tokens, "on_malformed": self.on_malformed}
+                "max_new_tokens": self.max_new_tokens, "on_malformed": self.on_malformed,
+                **({"prompts": prompts_record(self.prompt_sources, self.prompts_dir),
+                    "provenance": {"prompts": self.prompts_dir}} if self.prompt_sources else {})}
 
     def config(self) -> dict[str, Any]:
         out = super().config()

@@ -29,10 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from ieqa.backends import Prompt
-from ieqa.prompts.published import PublishedText, SourceFile, load_texts, prompts_record
-from ieqa.scorers.base import ScorerError
+from ieqa.prompts.published import PublishedText, SourceFile
 from ieqa.scorers.vlm.base import DEFAULT_MAX_INSTRUCTION_CHARS, LoadedSample
-from ieqa.scorers.vlm.vie_judge import VIE_DIMENSIONS, VieJudge
+from ieqa.scorers.vlm.vie_judge import VieJudge
 
 __all__ = ["VIEScoreScorer", "PROMPT_SOURCES", "DEFAULT_MODEL", "DEFAULT_BASE_URL"]
 
@@ -69,6 +68,7 @@ class VIEScoreScorer(VieJudge):
     """
 
     readout = "viescore"
+    prompt_sources = PROMPT_SOURCES
 
     def __init__(self, *, model: str | None = None, base_url: str | None = None,
                  prompts: str | Path | None = None, max_new_tokens: int = MAX_TOKENS,
@@ -76,32 +76,16 @@ class VIEScoreScorer(VieJudge):
                  max_instruction_chars: int | None = DEFAULT_MAX_INSTRUCTION_CHARS,
                  backend: Any = None, backend_options: dict[str, Any] | None = None) -> None:
         self.configure(score_range=10, max_new_tokens=max_new_tokens)
-        self.texts = load_texts(PROMPT_SOURCES, prompts_dir=prompts)
-        self.prompts_dir = str(prompts) if prompts is not None else None
-        options = dict(backend_options or {})
-        if backend is None:
-            base_url = base_url or DEFAULT_BASE_URL
-            model = model or DEFAULT_MODEL
-            for key, value in (("max_pixels", None), ("image_format", "jpeg"),
-                               ("jpeg_quality", JPEG_QUALITY)):
-                options.setdefault(key, value)
-        elif model is not None or base_url is not None:
-            raise ScorerError("pass either backend= or model=/base_url=, not both")
-        super().__init__(model=model, base_url=base_url, backend=backend, template="editreward",
-                         dimensions=VIE_DIMENSIONS, batch_size=batch_size,
-                         max_instruction_chars=max_instruction_chars, backend_options=options)
-        if hasattr(self.backend, "forward"):
-            raise ScorerError("viescore sends VIEScore's requests to an OpenAI-compatible "
-                              "server (-O base_url=URL --model NAME); a local transformers "
-                              "model is not the published protocol")
+        self.texts = self.load_prompts(prompts)
+        self.init_server_judge(model=model, base_url=base_url, backend=backend,
+                               backend_options=backend_options, default_model=DEFAULT_MODEL,
+                               default_base_url=DEFAULT_BASE_URL, batch_size=batch_size,
+                               max_instruction_chars=max_instruction_chars,
+                               request={"max_pixels": None, "image_format": "jpeg",
+                                        "jpeg_quality": JPEG_QUALITY})
         self.sc_text = "\n".join([self.texts["context"], self.texts["edit_rule"],
                                   self.texts["sc_scale"]])
         self.pq_text = "\n".join([self.texts["context"], self.texts["pq_rule"]])
-
-    def readout_config(self) -> dict[str, Any]:
-        return {**super().readout_config(),
-                "prompts": prompts_record(PROMPT_SOURCES, self.prompts_dir),
-                "provenance": {"prompts": self.prompts_dir}}
 
     def prompts(self, item: LoadedSample) -> tuple[Prompt, Prompt]:
         """The SC and the PQ request of one edit: the text, then the images."""
