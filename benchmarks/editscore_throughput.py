@@ -15,7 +15,7 @@ Compared in the same run (the median of ``--repeats``, after a short untimed war
 released loop (each answer generated on its own right after seeding, the reference; what
 the scorer does) and one batched ``generate`` over all prompts and passes (faster, but a
 pass then depends on its batch: not reproducible from its seed). Printed: edits/s,
-generated tokens/s (re-tokenised answers) and the ratio to the reference. The run fails
+generated tokens/s (the backend's count of generated token ids, end token included) and the ratio to the reference. The run fails
 (exit 1) when the released loop does not give the same answers twice (checked on the first
 two prompts, up to 32 tokens).
 """
@@ -115,7 +115,7 @@ def main() -> None:
                 out = vlm.generate(queries, seed_per_sample=one_at_a_time, **sampling)
                 synchronize(args.device)
                 times[name].append(time.perf_counter() - t0)
-                tokens[name] = sum(len(vlm.tokenizer(g.text)["input_ids"]) for gens in out
+                tokens[name] = sum(g.raw["usage"]["completion_tokens"] for gens in out
                                    for g in gens)
         # a pass is reproducible from its seed: the released loop twice on the first prompts
         check = {**sampling, "max_new_tokens": min(32, args.max_new_tokens)}

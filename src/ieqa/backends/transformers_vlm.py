@@ -720,7 +720,8 @@ class TransformersVLM:
                 top = None
                 if top_logprobs > 0:
                     top = [self._top_logprobs(step[j], top_logprobs) for step in out.logits[:length]]
-                row.append(Generation(text=text, top_logprobs=top, finish_reason=finish))
+                row.append(Generation(text=text, top_logprobs=top, finish_reason=finish,
+                                      raw={"usage": {"completion_tokens": length}}))
             results.append(row)
         return results
 
