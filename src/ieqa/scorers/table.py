@@ -152,6 +152,19 @@ PUBLISHED_TABLE: tuple[ScorerInfo, ...] = (
                release={"hub_id": "gpt-4o-2024-05-13 via the OpenAI API (or any "
                                   "OpenAI-compatible judge)",
                         "paper": "VIEScore (Ku et al., ACL 2024)"}),
+    ScorerInfo("gedit-judge", "GEdit-Bench's official judge as released: VIEScore's tie "
+               "prompts from the benchmark's file, the edit resized to the source's size, "
+               "text then JPEG images, max_tokens 1400, gpt-4.1 by default; an unparsable "
+               "answer is asked once more, then a row error (on_malformed=random: the "
+               "released random integer, flagged); SC = min, PQ = min, O = sqrt(SC*PQ) on 0-10",
+               "vlm",
+               ("instruction_alignment", "content_preservation", "visual_quality", "sc_min",
+                "overall"), higher_better=True, needs_source=True, needs_instruction=True,
+               factory="ieqa.scorers.vlm.gedit_judge:GEditJudge", score_range=(0.0, 10.0),
+               units="0-10",
+               release={"hub_id": "gpt-4.1 via the OpenAI API (or any OpenAI-compatible "
+                                  "judge)",
+                        "paper": "Step1X-Edit (Liu et al. 2025), GEdit-Bench"}),
     ScorerInfo("unifiedreward-edit", "UnifiedReward-Edit pointwise as published: the authors' "
                "instruction-following and quality requests (images then text, JPEG q95, "
                "do_sample false, max_tokens 4096) to their vLLM server; 0-25 scores "

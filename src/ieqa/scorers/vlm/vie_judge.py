@@ -17,7 +17,16 @@ and ``overall`` by ``reduction`` (:func:`vie_overall`).
 **Malformed answers** make the row an error naming the pass, the prompt and the reason;
 nothing is guessed. ``on_malformed="midpoint"`` (only where a judge's released code does so)
 substitutes ``score_range / 2`` for each score of an unreadable answer, labelled: the row
-carries the flag ``substituted`` and its ``raw`` the count.
+carries the flag ``substituted`` and its ``raw`` the count. ``on_malformed="random"`` (only
+where a judge's released code does so: GEdit-Bench) substitutes a uniformly random integer
+in ``[0, score_range]`` for an unreadable or failed answer, drawn from a generator seeded by
+the sample id, the pass and the prompt (reproducible; the released code's is not), labelled
+the same way. A judge whose released code asks again before giving up
+(:attr:`VieJudge.reask_unparsable`) re-sends both prompts of an edit whose answers did not
+all parse, that many times; ``raw["reasked"]`` keeps the first answers.
+
+Each pass records what the server said about itself (``model``, ``system_fingerprint``)
+and the tokens it counted (``usage``) under ``sc_server`` / ``pq_server`` in ``raw``.
 
 A subclass builds the two prompts (:meth:`VieJudge.prompts`) and sets the sampling of its
 release.
@@ -26,6 +35,7 @@ release.
 from __future__ import annotations
 
 import math
+import random
 from abc import abstractmethod
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -85,6 +95,9 @@ class VieJudge(VLMScorer):
     #: the authors' texts the judge's prompts are built from (recorded in its config)
     prompt_sources: tuple[PublishedText, ...] = ()
     prompts_dir: str | None = None
+    #: how many times both prompts of an edit are asked again when an answer did not parse
+    #: (0: never; GEdit-Bench's released code asks once more)
+    reask_unparsable: int = 0
 
     def load_prompts(self, prompts: str | Path | None) -> dict[str, str]:
         """The authors' texts (:mod:`ieqa.prompts.published`), from ``prompts`` (a local
@@ -184,12 +197,39 @@ class VieJudge(VLMScorer):
     # ----------------------------------------------------------------------- scoring
     def score_items(self, items: Sequence[LoadedSample]) -> list[ScoreResult]:
         prompts = [p for item in items for p in self.prompts(item)]
-        answers = self.backend.generate(prompts, max_new_tokens=self.max_new_tokens,
-                                        temperature=self.temperature, top_p=self.top_p,
-                                        top_k=self.top_k, num_samples=self.num_pass,
-                                        seed=self.seed, seed_per_sample=self.seed is not None)
-        return [self._result(item, answers[2 * k], answers[2 * k + 1])
-                for k, item in enumerate(items)]
+        answers = self._ask(prompts)
+        first: dict[int, list[list[str]]] = {}
+        for _ in range(self.reask_unparsable):
+            again = [k for k in range(len(items))
+                     if not (self._readable(answers[2 * k]) and self._readable(answers[2 * k + 1]))]
+            if not again:
+                break
+            fresh = self._ask([p for k in again for p in (prompts[2 * k], prompts[2 * k + 1])])
+            for j, k in enumerate(again):
+                first.setdefault(k, []).append([g.error or g.text for g in
+                                                (*answers[2 * k], *answers[2 * k + 1])])
+                answers[2 * k], answers[2 * k + 1] = fresh[2 * j], fresh[2 * j + 1]
+        results = [self._result(item, answers[2 * k], answers[2 * k + 1])
+                   for k, item in enumerate(items)]
+        for k, earlier in first.items():
+            results[k].raw["reasked"] = earlier
+        return results
+
+    def _ask(self, prompts: Sequence[Prompt]) -> list[Any]:
+        return list(self.backend.generate(prompts, max_new_tokens=self.max_new_tokens,
+                                          temperature=self.temperature, top_p=self.top_p,
+                                          top_k=self.top_k, num_samples=self.num_pass,
+                                          seed=self.seed, seed_per_sample=self.seed is not None))
+
+    def _readable(self, gens: Sequence[Any]) -> bool:
+        for gen in gens:
+            if gen.error:
+                return False
+            try:
+                parse_vie_answer(gen.text, n_scores=2, high=self.score_range_asked)
+            except JudgeParseError:
+                return False
+        return True
 
     def _result(self, item: LoadedSample, sc_gens: Sequence[Any],
                 pq_gens: Sequence[Any]) -> ScoreResult:
@@ -202,6 +242,10 @@ class VieJudge(VLMScorer):
                 record["seed"] = self.seed + p
             read: dict[str, tuple[float, ...]] = {}
             for name, gen in (("SC", sc_gen), ("PQ", pq_gen)):
+                server = {k: gen.raw[k] for k in ("model", "system_fingerprint", "usage")
+                          if (gen.raw or {}).get(k) is not None}
+                if server:
+                    record[f"{name.lower()}_server"] = server
                 try:
                     if gen.error:
                         raise JudgeParseError(f"no answer: {gen.error}")
@@ -211,6 +255,12 @@ class VieJudge(VLMScorer):
                     record[f"{name.lower()}_error"] = exc.reason
                     if self.on_malformed == "midpoint" and not gen.error:
                         read[name] = (self.score_range_asked / 2,) * 2
+                        substituted += 1
+                    elif self.on_malformed == "random":
+                        guess = random.Random(f"{item.sample.id}|{p}|{name}").randint(
+                            0, self.score_range_asked)
+                        read[name] = (float(guess),) * 2
+                        record[f"{name.lower()}_substituted"] = guess
                         substituted += 1
                     continue
                 read[name] = answer.scores
@@ -240,7 +290,9 @@ class VieJudge(VLMScorer):
         flags = []
         if substituted:
             raw["substituted"] = substituted
-            raw["substitution_rule"] = "midpoint (on_malformed='midpoint')"
+            raw["substitution_rule"] = (
+                "midpoint (on_malformed='midpoint')" if self.on_malformed == "midpoint" else
+                "a uniformly random integer (on_malformed='random', the released code's rule)")
             flags.append("substituted")
         explanation = "\n".join(f"{name}: {text}" for name, text in reasoning.items()) or None
         return ScoreResult(id=item.sample.id, scores=scores, raw=raw, explanation=explanation,

@@ -1,0 +1,104 @@
+"""``ieqa bench-editor``: an editor's outputs on an editor benchmark, judged with the
+benchmark's official protocol (or a stand-in judge, labelled), aggregated as published and
+as ieqa computes it (:func:`ieqa.bench.editor.bench_editor`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from ieqa.bench.editor.report import TABLE_COLUMNS, editor_table, write_editor_outputs
+from ieqa.bench.editor.run import BENCHMARKS, MISSING_RULES, OFFICIAL_JUDGE, bench_editor
+from ieqa.commands.options import MODEL_OPT, OPTION_OPT, PROMPTS_OPT, make_scorer
+
+NAME = "bench-editor"
+console = Console()
+
+
+def _outputs(values: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for value in values:
+        name, sep, folder = value.partition("=")
+        if not sep:
+            name, folder = Path(value).name or value, value
+        if name in out:
+            raise typer.BadParameter(f"editor name {name!r} twice; write NAME=DIR",
+                                     param_hint="--outputs")
+        out[name] = folder
+    return out
+
+
+def _prices(value: str | None) -> tuple[float, float] | None:
+    if value is None:
+        return None
+    try:
+        a, b = (float(x) for x in value.split(","))
+    except ValueError:
+        raise typer.BadParameter(f"{value!r}: write INPUT,OUTPUT in USD per million tokens, "
+                                 "e.g. 2,8", param_hint="--price") from None
+    return a, b
+
+
+def command(
+    benchmark: str = typer.Argument(..., help=f"editor benchmark: {', '.join(BENCHMARKS)}"),
+    outputs: list[str] = typer.Option(..., "--outputs",
+                                      help="an editor's outputs in the benchmark's layout "
+                                           "(fullset/{task_type}/{language}/{key}.png): DIR or "
+                                           "NAME=DIR; repeat it to compare editors"),
+    data: Path | None = typer.Option(None, "--data", exists=True,
+                                     help="the benchmark's Parquet files (folder or file); "
+                                          "default: the hub dataset in the local cache"),
+    language: list[str] | None = typer.Option(None, "--language",
+                                              help="en and/or cn (zh is read as cn; default "
+                                                   "both)"),
+    judge: str = typer.Option(OFFICIAL_JUDGE, "--judge",
+                              help="the judge: the benchmark's own (default) or any scorer "
+                                   "of `ieqa list scorers` as a labelled stand-in"),
+    option: list[str] | None = OPTION_OPT,
+    model: str | None = MODEL_OPT,
+    prompts: Path | None = PROMPTS_OPT,
+    missing: str = typer.Option("error", "--missing",
+                                help="items without an output: error (list them and stop) or "
+                                     "skip (score the rest; the coverage is stated)"),
+    repeats: int = typer.Option(1, "--repeats", min=1,
+                                help="judge runs per editor; tables give their mean, "
+                                     "results.json their std"),
+    batch_size: int = typer.Option(8, "--batch-size", min=1, help="items per judge call"),
+    n_boot: int = typer.Option(1000, "--n-boot", min=2, help="bootstrap resamples of the CIs"),
+    price: str | None = typer.Option(None, "--price",
+                                     help="USD per million input,output tokens for the cost "
+                                          "line, e.g. 2,8"),
+    out: Path = typer.Option(..., "--out", "-o", help="result folder"),
+    overwrite: bool = typer.Option(False, "--overwrite",
+                                   help="discard score files made with another judge "
+                                        "configuration"),
+) -> None:
+    """Judge editors' outputs on an editor benchmark (GEdit-Bench) and print its table.
+
+    Writes OUT/items.jsonl, results.json, results.csv, report.html and the resumable score
+    files OUT/scores/EDITOR/repeat-N.jsonl (a re-run scores only what is missing or failed).
+    """
+    if missing not in MISSING_RULES:
+        raise typer.BadParameter(f"{missing!r}: choose error or skip", param_hint="--missing")
+    scorer = make_scorer(judge, option, model, None, prompts=prompts)
+    result = bench_editor(benchmark, _outputs(outputs), scorer, out, data=data,
+                          languages=language or ["en", "cn"], missing=missing, repeats=repeats,
+                          batch_size=batch_size, n_boot=n_boot, prices=_prices(price),
+                          overwrite=overwrite)
+    paths = write_editor_outputs(result, out)
+    res = result.results
+    table = Table(title=f"{benchmark}, judge: {escape(res['judge']['label'])}")
+    for column in TABLE_COLUMNS:
+        table.add_column(column)
+    for row in editor_table(res):
+        table.add_row(*[f"{v:.3f}" if isinstance(v, float) else escape(str(v))
+                        for v in (row[c] for c in TABLE_COLUMNS)])
+    console.print(table)
+    usage = res["judge"]["usage"]
+    console.print(f"judge tokens: {usage['prompt_tokens']} in, {usage['completion_tokens']} out"
+                  + (f", cost ${res['judge']['cost_usd']:.4f}" if "cost_usd" in res["judge"] else ""))
+    console.print(f"wrote {paths['results']}, {paths['items']} and {paths['report']}")

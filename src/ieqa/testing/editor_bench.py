@@ -1,0 +1,92 @@
+"""Offline stand-ins of editor benchmarks' data for tests and docs examples.
+
+:func:`build_gedit_fixture` writes a small dataset in the layout of the hub dataset
+``stepfun-ai/GEdit-Bench`` (one Parquet file with its columns; images as ``{"bytes",
+"path"}`` structs, as ``datasets`` stores an ``Image`` feature) and, optionally, an
+editor's outputs in the benchmark's layout. The pictures are random blocks: what a test
+checks is the protocol and the arithmetic, not the edits.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from PIL import Image
+
+from ieqa.data.loaders.gedit_bench import TASK_TYPES
+
+__all__ = ["build_gedit_fixture", "gedit_fixture_items", "write_gedit_outputs"]
+
+
+def gedit_fixture_items(per_type: int = 1, languages: Sequence[str] = ("en",),
+                        shared_key: bool = True) -> list[dict[str, object]]:
+    """Item records (task_type, key, instruction, instruction_language,
+    Intersection_exist, size): ``per_type`` items per task type and language; with
+    ``shared_key`` the first subject-remove and subject-replace items share their key, as in
+    the real data."""
+    items = []
+    for lang in languages:
+        for t, task in enumerate(TASK_TYPES):
+            for k in range(per_type):
+                key = f"{t:02d}{k:02d}"
+                if shared_key and k == 0 and task in ("subject-remove", "subject-replace"):
+                    key = "shared0"
+                items.append({"task_type": task, "key": key, "instruction_language": lang,
+                              "instruction": f"{task.replace('_', ' ')} number {k} ({lang})",
+                              "Intersection_exist": (t + k) % 2 == 0,
+                              "size": (48 + 8 * (t % 3), 40 + 8 * (k % 2))})
+    return items
+
+
+def _png(seed: int, size: tuple[int, int]) -> bytes:
+    rng = np.random.default_rng(seed)
+    arr = np.kron(rng.integers(0, 256, (size[1] // 8 + 1, size[0] // 8 + 1, 3)),
+                  np.ones((8, 8, 1)))[: size[1], : size[0]].astype(np.uint8)
+    buf = io.BytesIO()
+    Image.fromarray(arr).save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def build_gedit_fixture(folder: str | os.PathLike[str], items: Sequence[dict[str, object]]
+                        ) -> Path:
+    """Write ``items`` (from :func:`gedit_fixture_items`) as
+    ``folder/data/train-00000-of-00001.parquet``; returns ``folder``."""
+    folder = Path(folder)
+    (folder / "data").mkdir(parents=True, exist_ok=True)
+    image = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
+    rows = {"task_type": [], "key": [], "instruction": [], "instruction_language": [],
+            "input_image": [], "input_image_raw": [], "Intersection_exist": []}
+    for n, item in enumerate(items):
+        for col in ("task_type", "key", "instruction", "instruction_language",
+                    "Intersection_exist"):
+            rows[col].append(item[col])
+        size = item["size"]
+        rows["input_image"].append({"bytes": _png(n, size), "path": None})  # type: ignore[arg-type]
+        rows["input_image_raw"].append({"bytes": _png(n, (2 * size[0], 2 * size[1])),  # type: ignore[index]
+                                        "path": None})
+    table = pa.table({k: (pa.array(v, image) if k.startswith("input_image") else pa.array(v))
+                      for k, v in rows.items()})
+    pq.write_table(table, folder / "data" / "train-00000-of-00001.parquet")
+    return folder
+
+
+def write_gedit_outputs(folder: str | os.PathLike[str], items: Sequence[dict[str, object]],
+                        *, seed: int = 1000, skip: Sequence[int] = ()) -> Path:
+    """An editor's outputs of ``items`` in GEdit's layout under ``folder`` (each a random
+    picture of another size than its source, so the judge's resize is exercised), except
+    the indices in ``skip``; returns ``folder``."""
+    folder = Path(folder)
+    for n, item in enumerate(items):
+        if n in skip:
+            continue
+        path = (folder / "fullset" / str(item["task_type"]) / str(item["instruction_language"])
+                / f"{item['key']}.png")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(_png(seed + n, (64, 64)))
+    return folder

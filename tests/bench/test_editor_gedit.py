@@ -1,0 +1,304 @@
+"""``ieqa bench-editor gedit-bench``: GEdit-Bench's official judge protocol on the local chat
+test server, the benchmark's aggregation, missing outputs and the outputs written.
+
+The judge's requests are checked byte for byte against the ones GEdit-Bench's released
+``test_gedit_score.py`` builds (read from its code; nothing of it is copied): the edited
+image converted to RGB and resized to the source's size; per item an SC request (the
+context, the two-image edit rule and the SC scale joined by line breaks, the instruction in
+place of ``<instruction>``, then the source and the edit) and a PQ request (context and PQ
+rule, then the edit), each ``{"model": "gpt-4.1", "messages": [{"role": "user", "content":
+[text, images...]}], "max_tokens": 1400}`` serialised by ``json.dumps`` (``requests``'
+``json=``), each image a JPEG at Pillow's default quality after EXIF transposition and RGB
+conversion. The server answers only those exact bodies (anything else gets HTTP 500, so a
+differing request fails the test) from a script per item.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import math
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image, ImageOps
+
+from chat_server import FakeServer, Reply, serve
+from ieqa import create_scorer
+from ieqa.bench.editor import TASK_TYPES, bench_editor, macro_mean, write_editor_outputs
+from ieqa.bench.errors import BenchError
+from ieqa.prompts.answers import write_vie_answer
+from ieqa.testing.editor_bench import (
+    build_gedit_fixture,
+    gedit_fixture_items,
+    write_gedit_outputs,
+)
+
+_CONTENT_FILTER = {"error": {"code": "content_policy_violation", "message": "filtered",
+                             "type": "invalid_request_error"}}
+
+
+def _jpeg_url(image: Image.Image) -> str:
+    buf = io.BytesIO()
+    ImageOps.exif_transpose(image).convert("RGB").save(buf, format="JPEG")
+    return "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode("utf-8")
+
+
+def _constants(path: Path) -> dict[str, str]:
+    import ast
+
+    out = {}
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
+            value = eval(compile(ast.Expression(node.value), str(path), "eval"), {})  # noqa: S307
+            if isinstance(value, str):
+                out[node.targets[0].id] = value
+    return out
+
+
+def official_requests(prompts: Path, source: Path, edited: Path, instruction: str,
+                      model: str = "gpt-4.1") -> tuple[bytes, bytes]:
+    """The SC and PQ request bodies GEdit-Bench's released code sends for one item."""
+    c = _constants(prompts / "GEdit-Bench/viescore/vie_prompts.py")
+    sc_text = "\n".join([c["_context_no_delimit"], c["_prompts_0shot_two_image_edit_rule"],
+                         c["_prompts_0shot_tie_rule_SC"]]).replace("<instruction>", instruction)
+    pq_text = "\n".join([c["_context_no_delimit"], c["_prompts_0shot_rule_PQ"]])
+    src = Image.open(source)
+    ed = Image.open(edited).convert("RGB").resize((src.size[0], src.size[1]))
+
+    def body(text: str, images: list[Image.Image]) -> bytes:
+        content = [{"type": "text", "text": text}]
+        content += [{"type": "image_url", "image_url": {"url": _jpeg_url(im)}} for im in images]
+        return json.dumps({"model": model, "messages": [{"role": "user", "content": content}],
+                           "max_tokens": 1400}).encode()
+
+    return body(sc_text, [src, ed]), body(pq_text, [ed])
+
+
+class ScriptedJudge(FakeServer):
+    """Answers exactly the expected request bodies, each from its list of scripted replies
+    in order (the last one repeats); any other body gets HTTP 500."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.script: dict[bytes, list[Reply]] = {}
+        self._served: dict[bytes, int] = {}
+        self._lock = threading.Lock()
+
+    def next_reply(self, body):
+        raw = self.requests[-1].raw if self.requests else b""
+        for seen in reversed(self.requests):  # the request being answered
+            if json.loads(seen.raw) == body:
+                raw = seen.raw
+                break
+        if raw not in self.script:
+            return Reply(status=500, body={"error": {"message": "unexpected request body"}})
+        with self._lock:
+            n = self._served.get(raw, 0)
+            self._served[raw] = n + 1
+        replies = self.script[raw]
+        return replies[min(n, len(replies) - 1)]
+
+
+def _answer(content: str) -> Reply:
+    return Reply(body={"id": "x", "object": "chat.completion", "model": "gpt-4.1-2025-04-14",
+                       "system_fingerprint": "fp_test", "choices": [{
+                           "index": 0, "finish_reason": "stop",
+                           "message": {"role": "assistant", "content": content}}],
+                       "usage": {"prompt_tokens": 100, "completion_tokens": 20}})
+
+
+def _scores(a: float, b: float) -> Reply:
+    return _answer(write_vie_answer((a, b), "scripted"))
+
+
+@pytest.fixture
+def prompts(tmp_path):
+    from ieqa.scorers.vlm.gedit_judge import PROMPT_SOURCES
+    from ieqa.testing.releases import write_prompt_standins
+
+    return write_prompt_standins(tmp_path / "prompts", PROMPT_SOURCES)
+
+
+def _setup(tmp_path, items, skip=()):
+    data = build_gedit_fixture(tmp_path / "gedit", items)
+    outputs = write_gedit_outputs(tmp_path / "editor", items, skip=skip)
+    return data, outputs
+
+
+def _script_all(judge, prompts, out, items, outputs, plan):
+    """Script every item's two requests; ``plan[n]`` = (sc replies, pq replies)."""
+    for n, item in enumerate(items):
+        source = out / "sources" / item["task_type"] / item["instruction_language"] / f"{item['key']}.png"
+        edited = outputs / "fullset" / item["task_type"] / item["instruction_language"] / f"{item['key']}.png"
+        sc, pq = official_requests(prompts, source, edited, item["instruction"])
+        judge.script[sc], judge.script[pq] = plan[n]
+
+
+def test_gedit_protocol_per_item_scores_failures_and_macro_average(tmp_path, prompts):
+    items = gedit_fixture_items(per_type=1)
+    # text_change gets two more items, so the macro average differs from the item mean
+    items += [{**items[9], "key": f"extra{j}", "instruction": f"text change extra {j}"}
+              for j in range(2)]
+    data, outputs = _setup(tmp_path, items)
+    out = tmp_path / "result"
+    from ieqa.data.loaders.gedit_bench import read_gedit
+
+    read_gedit(data, ["en"], out / "sources")  # the sources as bench_editor writes them
+    rng = np.random.default_rng(0)
+    plan, expected = {}, {}
+    for n in range(len(items)):
+        a, b, c, d = (int(v) for v in rng.integers(0, 11, 4))
+        plan[n] = ([_scores(a, b)], [_scores(c, d)])
+        expected[n] = (min(a, b), min(c, d))
+    # item 1: an unparsable SC answer, then a good one on the re-ask (both asked again)
+    plan[1] = ([_answer("I cannot rate this."), _scores(7, 9)], [_scores(6, 8), _scores(5, 8)])
+    expected[1] = (7, 5)
+    # item 2: unparsable twice -> an error, counted, never a random score
+    plan[2] = ([_answer("no json here"), _answer("still none")], [_scores(6, 6)])
+    expected[2] = None
+    # item 3: an API error (content filter) -> an error
+    plan[3] = ([Reply(status=400, body=_CONTENT_FILTER)], [_scores(6, 6)])
+    expected[3] = None
+    with serve(ScriptedJudge()) as judge:
+        _script_all(judge, prompts, out, items, outputs, plan)
+        scorer = create_scorer("gedit-judge", base_url=judge.url, prompts=str(prompts),
+                               backend_options={"max_retries": 0})
+        result = bench_editor("gedit-bench", {"mine": outputs}, scorer, out, data=data,
+                              languages=["en"], progress=False, n_boot=200)
+        statuses = [json.loads(s.raw) for s in judge.requests]
+    assert statuses  # the server was asked
+    rows = {(r["task_type"], r["key"]): r for r in result.items}
+    assert len(rows) == len(items)  # the shared key under two task types stays two items
+    assert ("subject-remove", "shared0") in rows and ("subject-replace", "shared0") in rows
+    for n, item in enumerate(items):
+        row = rows[(item["task_type"], item["key"])]
+        if expected[n] is None:
+            assert row["error"] is not None and row["sc"] is None, row
+            continue
+        sc, pq = expected[n]
+        assert row["error"] is None, row
+        assert (row["sc"], row["pq"]) == (sc, pq)
+        assert row["o"] == pytest.approx(math.sqrt(sc * pq))
+    res = result.results
+    cov = res["coverage"]
+    assert (cov["items"], cov["with_output"], cov["scored"], cov["failed"]) == (13, 13, 11, 2)
+    assert cov["substituted"] == 0
+    ok = [(items[n]["task_type"], expected[n]) for n in range(len(items)) if expected[n]]
+    o_by_type: dict[str, list[float]] = {}
+    for task, (sc, pq) in ok:
+        o_by_type.setdefault(task, []).append(math.sqrt(sc * pq))
+    # types whose only item failed have no mean: the official average is NaN, as released
+    if len(o_by_type) < len(TASK_TYPES):
+        assert math.isnan(res["official"]["G_O"])
+    else:
+        by_hand = sum(sum(v) / len(v) for v in o_by_type.values()) / len(TASK_TYPES)
+        assert res["official"]["G_O"] == pytest.approx(by_hand)
+    for task, values in o_by_type.items():
+        assert res["official"]["per_task"][task]["G_O"] == pytest.approx(sum(values) / len(values))
+    all_o = [v for vs in o_by_type.values() for v in vs]
+    assert res["item_mean"]["G_O"] == pytest.approx(sum(all_o) / len(all_o))
+    judge_rec = res["judge"]
+    assert judge_rec["official"] and judge_rec["model"] == "gpt-4.1"
+    assert judge_rec["served_models"] == ["gpt-4.1-2025-04-14"]
+    assert judge_rec["system_fingerprints"] == ["fp_test"]
+    assert judge_rec["usage"]["prompt_tokens"] > 0
+
+
+def test_gedit_random_substitution_only_when_asked_and_labelled(tmp_path, prompts):
+    items = gedit_fixture_items(per_type=1)
+    data, outputs = _setup(tmp_path, items)
+    out = tmp_path / "result"
+    from ieqa.data.loaders.gedit_bench import read_gedit
+
+    read_gedit(data, ["en"], out / "sources")
+    plan = {n: ([_scores(8, 8)], [_scores(6, 7)]) for n in range(len(items))}
+    plan[0] = ([_answer("unreadable")], [_scores(6, 7)])
+    with serve(ScriptedJudge()) as judge:
+        _script_all(judge, prompts, out, items, outputs, plan)
+        scorer = create_scorer("gedit-judge", base_url=judge.url, prompts=str(prompts),
+                               on_malformed="random")
+        result = bench_editor("gedit-bench", {"mine": outputs}, scorer, out, data=data,
+                              languages=["en"], progress=False, n_boot=50)
+    cov = result.results["coverage"]
+    assert cov["failed"] == 0 and cov["substituted"] == 1
+    row = next(r for r in result.items if r["task_type"] == TASK_TYPES[0])
+    assert row["substituted"] and 0 <= row["sc"] <= 10 and row["sc"] == int(row["sc"])
+    # all 11 types scored: the official average is the mean of the per-type O values
+    per = result.results["official"]["per_task"]
+    assert result.results["official"]["G_O"] == pytest.approx(
+        sum(per[t]["G_O"] for t in TASK_TYPES) / 11)
+
+
+def test_missing_outputs_fail_with_the_list_or_are_skipped_and_stated(tmp_path, prompts):
+    # 20 items over all 11 types (the first two types have one item each)
+    items = [it for n, it in enumerate(gedit_fixture_items(per_type=2, shared_key=False))
+             if n not in (1, 3)]
+    data, outputs = _setup(tmp_path, items, skip=(3, 7, 15))
+    scorer = create_scorer("gedit-judge", base_url="http://127.0.0.1:9/v1", prompts=str(prompts))
+    with pytest.raises(BenchError) as info:
+        bench_editor("gedit-bench", {"mine": outputs}, scorer, tmp_path / "r1", data=data,
+                     languages=["en"], progress=False)
+    message = str(info.value)
+    assert "3 of 20 outputs missing" in message and "--missing skip" in message
+    for n in (3, 7, 15):
+        assert f"{items[n]['task_type']}/en/{items[n]['key']}.png" in message
+    out = tmp_path / "r2"
+    from ieqa.data.loaders.gedit_bench import read_gedit
+
+    read_gedit(data, ["en"], out / "sources")
+    plan = {n: ([_scores(9, 8)], [_scores(7, 7)]) for n in range(20)}
+    with serve(ScriptedJudge()) as judge:
+        _script_all(judge, prompts, out, [it for n, it in enumerate(items) if n not in (3, 7, 15)],
+                    outputs, [plan[n] for n in range(20) if n not in (3, 7, 15)])
+        scorer = create_scorer("gedit-judge", base_url=judge.url, prompts=str(prompts))
+        result = bench_editor("gedit-bench", {"mine": outputs}, scorer, out, data=data,
+                              languages=["en"], missing="skip", progress=False, n_boot=50)
+        assert len(judge.requests) == 2 * 17
+    paths = write_editor_outputs(result, out, plots=False)
+    assert result.results["coverage"]["text"].startswith("17 of 20 items")
+    assert "17 of 20 items" in paths["report"].read_text()
+    assert "17 of 20 items" in paths["csv"].read_text()
+    saved = json.loads(paths["results"].read_text())
+    assert saved["coverage"]["missing"] == 3 and len(saved["coverage"]["missing_ids"]) == 3
+    # every scored item: SC = min(9, 8), PQ = min(7, 7), O = sqrt(8 * 7)
+    assert saved["official"]["G_O"] == pytest.approx(math.sqrt(56))
+    assert (saved["official"]["G_SC"], saved["official"]["G_PQ"]) == (8.0, 7.0)
+    lines = paths["items"].read_text().splitlines()
+    assert len(lines) == 17 and {"task_type", "language", "key", "sc", "pq", "o", "error"} <= set(
+        json.loads(lines[0]))
+
+
+def test_published_gedit_rows_are_the_mean_of_their_task_types():
+    """GEdit-Bench's G_O = the mean of the 11 per-type O values, on published rows.
+
+    Sources: AIDC-AI/Ovis-U1 README.md @ dccf5eb3 ("GEdit-Bench-EN", 3 decimals) and
+    wyhlovecpp/GPT-Image-Edit README.md @ 60eb6c8d ("GEdit-EN-full", 2 decimals), columns in
+    GEdit's task-type order; each row's "Avg" is the published overall.
+    """
+    three_decimals = {  # Ovis-U1 README, GEdit-Bench-EN
+        "Step1X-Edit": ([6.547, 6.545, 6.204, 6.483, 6.787, 7.221, 6.975, 6.512, 7.068, 6.921,
+                         6.448], 6.701),
+        "BAGEL": ([7.324, 6.909, 6.381, 4.753, 4.573, 6.150, 7.896, 7.164, 7.021, 7.320, 6.218],
+                  6.519),
+        "GPT-4o": ([7.205, 6.491, 6.607, 8.096, 7.768, 6.961, 7.622, 8.331, 8.067, 7.427, 8.301],
+                   7.534),
+    }
+    two_decimals = {  # GPT-Image-Edit README, GEdit-EN-full
+        "Step1X-Edit": ([7.03, 6.26, 6.46, 3.66, 5.23, 7.24, 7.17, 6.42, 7.39, 7.40, 6.62], 6.44),
+        "FluxKontext dev": ([7.06, 7.03, 5.52, 5.62, 4.68, 5.55, 6.95, 6.76, 6.13, 6.10, 7.48],
+                            6.26),
+        "Ours": ([7.80, 7.54, 7.12, 7.75, 7.09, 6.74, 8.04, 7.95, 7.17, 5.45, 6.95], 7.24),
+    }
+    for table, tol in ((three_decimals, 5e-4), (two_decimals, 5e-3)):
+        for name, (per_type, published) in table.items():
+            g, per = macro_mean(per_type, list(TASK_TYPES), TASK_TYPES)
+            assert abs(g - published) <= tol + 1e-9, name
+            # an item-weighted mean (GEdit-EN's 606 items per type) would not match
+    counts = [40, 40, 40, 40, 70, 60, 60, 57, 60, 99, 40]  # items per type, 606 in all
+    values, published = three_decimals["Step1X-Edit"]
+    weighted = sum(v * n for v, n in zip(values, counts, strict=True)) / sum(counts)
+    assert abs(weighted - published) > 5e-4
