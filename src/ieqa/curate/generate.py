@@ -1,0 +1,244 @@
+"""``ieqa generate``: candidate edits from any diffusers image-editing pipeline
+(:func:`generate_candidates`).
+
+The pipeline is loaded with ``diffusers.DiffusionPipeline.from_pretrained`` (a hub id such
+as ``timbrooks/instruct-pix2pix``, ``Qwen/Qwen-Image-Edit`` or
+``black-forest-labs/FLUX.1-Kontext-dev``, or a local folder) and called per item and seed as
+``pipe(prompt=instruction, image=source, num_inference_steps=steps,
+generator=torch.Generator(device).manual_seed(seed), **call_options)``; ``call_options``
+carries what differs between pipelines (``image_guidance_scale``, ``true_cfg_scale``,
+``guidance_scale``, ...). Candidate ``k`` of every item uses ``seeds[k]``, so the same
+seed list reproduces the same candidates.
+
+Inputs are a GEdit-Bench dataset (:mod:`ieqa.data.loaders.gedit_bench`) or a manifest of
+``(id, source, instruction)`` rows (JSONL or CSV; paths relative to the manifest's folder).
+Outputs, under ``out``:
+
+* GEdit-Bench: the benchmark's layout, ``fullset/{task_type}/{language}/{key}.png`` with
+  one candidate, ``candidate-{k}/fullset/...`` with several (each folder one
+  ``--outputs`` of ``ieqa bench-editor``);
+* a manifest: ``images/{id}/candidate-{k}.png``;
+* always ``candidates.jsonl``: an ieqa manifest with one row per candidate (``id`` =
+  ``{item id}#{k}``, ``group_id`` = the item's id, ``editor`` = the pipeline, ``meta`` =
+  seed and k) that ``ieqa score`` reads, whose score file ``best-of-n`` and ``dpo-pairs``
+  read;
+* ``generate.json``: the run's settings; a re-run with other settings is refused unless
+  ``overwrite``.
+
+**Resumable**: every image is written atomically, and a re-run generates only the
+candidates whose file is not there yet.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ieqa.data.loaders.gedit_bench import output_path, read_gedit
+from ieqa.data.manifest import write_manifest
+from ieqa.data.schema import EditSample
+from ieqa.errors import IeqaError
+from ieqa.progress import progress_bar
+
+__all__ = ["GenerateError", "GenerationItem", "generate_candidates", "read_generation_items"]
+
+
+class GenerateError(IeqaError, ValueError):
+    """The generation inputs or options cannot be used as given."""
+
+
+@dataclass(frozen=True)
+class GenerationItem:
+    """One (source, instruction) to edit; ``outputs`` maps a candidate index to its file
+    (see :func:`candidate_path`)."""
+
+    id: str
+    source: Path
+    instruction: str
+    task: str | None = None
+    gedit: Any = None  # the GEditItem when the input is GEdit-Bench
+
+
+def read_generation_items(data: str | os.PathLike[str], *, languages: Sequence[str] = ("en",),
+                          work_dir: str | os.PathLike[str]) -> tuple[str, list[GenerationItem]]:
+    """``(kind, items)`` of ``data``: ``"gedit-bench"`` (the name: the hub dataset in the
+    local cache; or a folder of its Parquet files) or ``"manifest"`` (a .jsonl or .csv file
+    with ``id``, ``source``, ``instruction`` and optionally ``task``)."""
+    path = Path(data)
+    if str(data) == "gedit-bench" or (path.is_dir() and any(path.rglob("*.parquet"))):
+        items = read_gedit(None if str(data) == "gedit-bench" else path, languages,
+                           Path(work_dir) / "sources")
+        return "gedit-bench", [GenerationItem(i.id, i.source, i.instruction, i.task_type, i)
+                               for i in items]
+    if not path.is_file():
+        raise GenerateError(f"--data {data}: no such file; give a manifest (.jsonl or .csv with "
+                            "id, source, instruction), a GEdit-Bench folder or gedit-bench")
+    if path.suffix == ".jsonl":
+        with open(path, encoding="utf-8") as fh:
+            rows = [json.loads(line) for line in fh if line.strip()]
+    elif path.suffix == ".csv":
+        with open(path, newline="", encoding="utf-8") as fh:
+            rows = list(csv.DictReader(fh))
+    else:
+        raise GenerateError(f"--data {path}: a manifest must be .jsonl or .csv")
+    items, seen = [], set()
+    for n, row in enumerate(rows, 1):
+        missing = [k for k in ("id", "source", "instruction") if not row.get(k)]
+        if missing:
+            raise GenerateError(f"{path}, row {n}: no {', '.join(missing)}; each row needs id, "
+                                "source and instruction")
+        ident = str(row["id"])
+        if ident in seen:
+            raise GenerateError(f"{path}, row {n}: id {ident!r} twice")
+        seen.add(ident)
+        source = Path(row["source"])
+        source = source if source.is_absolute() else path.parent / source
+        if not source.is_file():
+            raise GenerateError(f"{path}, row {n}: source {source} does not exist")
+        items.append(GenerationItem(ident, source, str(row["instruction"]), row.get("task")))
+    if not items:
+        raise GenerateError(f"{path}: no rows")
+    return "manifest", items
+
+
+def _safe(ident: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", ident).strip("._") or "item"
+
+
+def candidate_path(out: Path, kind: str, item: GenerationItem, k: int, n_candidates: int) -> Path:
+    """Where candidate ``k`` of ``item`` is written (see the module docstring)."""
+    if kind == "gedit-bench":
+        base = out if n_candidates == 1 else out / f"candidate-{k}"
+        return output_path(base, item.gedit)
+    return out / "images" / _safe(item.id) / f"candidate-{k}.png"
+
+
+def _load_pipeline(pipeline: Any, device: str, dtype: str | None, revision: str | None) -> Any:
+    if not isinstance(pipeline, (str, os.PathLike)):
+        return pipeline
+    try:
+        import torch
+        from diffusers import DiffusionPipeline
+    except ImportError as exc:
+        raise GenerateError(f"ieqa generate needs diffusers ({exc}): pip install "
+                            "'ieqa[generate]'") from None
+    kwargs: dict[str, Any] = {}
+    if dtype is not None:
+        if not hasattr(torch, dtype):
+            raise GenerateError(f"--dtype {dtype}: not a torch dtype (float32, bfloat16, float16)")
+        kwargs["torch_dtype"] = getattr(torch, dtype)
+    if revision is not None:
+        kwargs["revision"] = revision
+    try:
+        pipe = DiffusionPipeline.from_pretrained(str(pipeline), **kwargs)
+    except (OSError, ValueError) as exc:
+        raise GenerateError(f"--pipeline {pipeline}: could not load a diffusers pipeline "
+                            f"({str(exc)[:300]}); give a hub id or a folder written by "
+                            "save_pretrained") from None
+    pipe.set_progress_bar_config(disable=True)
+    return pipe.to(device)
+
+
+def generate_candidates(
+    pipeline: Any,
+    data: str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    *,
+    num_candidates: int = 1,
+    seeds: Sequence[int] | None = None,
+    steps: int = 50,
+    call_options: Mapping[str, Any] | None = None,
+    languages: Sequence[str] = ("en",),
+    device: str = "cpu",
+    dtype: str | None = None,
+    revision: str | None = None,
+    overwrite: bool = False,
+    progress: bool = True,
+    on_item: Callable[[GenerationItem], None] | None = None,
+) -> dict[str, Any]:
+    """Generate ``num_candidates`` edits per item of ``data`` into ``out`` (see the module
+    docstring); returns the run record (also in ``out/generate.json``) with ``generated``
+    (candidates made now) and ``kept`` (found from an earlier run).
+
+    Args:
+        pipeline: a hub id or folder (loaded with ``DiffusionPipeline.from_pretrained``), or
+            a pipeline object.
+        data: a manifest, a GEdit-Bench folder, or ``"gedit-bench"``.
+        out: the output folder.
+        num_candidates: K >= 1 candidates per item.
+        seeds: K seeds (default ``0 .. K-1``); candidate k of every item uses ``seeds[k]``.
+        steps: ``num_inference_steps``.
+        call_options: more keyword arguments of the pipeline's call.
+        languages: GEdit-Bench languages (``en``, ``cn``).
+        device: where the pipeline runs (``cpu``, ``cuda``, ...).
+        dtype: torch dtype name for loading (``bfloat16``, ...; default the pipeline's).
+        revision: hub revision of ``pipeline``.
+        overwrite: start again when ``out`` holds a run with other settings.
+        progress: draw a progress bar.
+        on_item: called after each item's candidates are written.
+    """
+    if num_candidates < 1:
+        raise GenerateError(f"--num-candidates must be >= 1, got {num_candidates}")
+    seeds = list(range(num_candidates)) if seeds is None else [int(s) for s in seeds]
+    if len(seeds) != num_candidates:
+        raise GenerateError(f"--seeds gives {len(seeds)} seeds for --num-candidates "
+                            f"{num_candidates}; give one per candidate")
+    if steps < 1:
+        raise GenerateError(f"--steps must be >= 1, got {steps}")
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    name = str(pipeline) if isinstance(pipeline, (str, os.PathLike)) else type(pipeline).__name__
+    settings = {"pipeline": name, "revision": revision, "num_candidates": num_candidates,
+                "seeds": seeds, "steps": steps, "call_options": dict(call_options or {}),
+                "dtype": dtype, "data": str(data), "languages": list(languages)}
+    record_path = out / "generate.json"
+    if record_path.is_file() and not overwrite:
+        earlier = json.loads(record_path.read_text())
+        if earlier.get("settings") != settings:
+            raise GenerateError(f"{out} holds candidates made with other settings "
+                                f"({earlier.get('settings')}); pass --overwrite to make them "
+                                "again, or another --out")
+    kind, items = read_generation_items(data, languages=languages, work_dir=out)
+    todo = [(item, k) for item in items for k in range(num_candidates)
+            if overwrite or not candidate_path(out, kind, item, k, num_candidates).is_file()]
+    record = {"settings": settings, "kind": kind, "items": len(items),
+              "candidates": len(items) * num_candidates,
+              "kept": len(items) * num_candidates - len(todo), "generated": 0}
+    record_path.write_text(json.dumps({**record, "complete": False}, indent=2))
+    if todo:
+        import torch
+        from PIL import Image
+
+        pipe = _load_pipeline(pipeline, device, dtype, revision)
+        with progress_bar(f"Generating with {name}", len(todo), enabled=progress,
+                          unit="candidates") as advance:
+            for n, (item, k) in enumerate(todo):
+                target = candidate_path(out, kind, item, k, num_candidates)
+                with Image.open(item.source) as im:
+                    source = im.convert("RGB")
+                generator = torch.Generator(device=device).manual_seed(seeds[k])
+                image = pipe(prompt=item.instruction, image=source, num_inference_steps=steps,
+                             generator=generator, **dict(call_options or {})).images[0]
+                target.parent.mkdir(parents=True, exist_ok=True)
+                tmp = target.with_name(target.stem + ".partial.png")
+                image.save(tmp, format="PNG")
+                tmp.replace(target)
+                record["generated"] += 1
+                advance(1)
+                last = n + 1 == len(todo) or todo[n + 1][0] is not item
+                if last and on_item is not None:
+                    on_item(item)
+    rows = [EditSample(id=f"{item.id}#{k}", source=item.source,
+                       edited=candidate_path(out, kind, item, k, num_candidates),
+                       instruction=item.instruction, task=item.task, editor=name,
+                       group_id=item.id, meta={"seed": seeds[k], "k": k})
+            for item in items for k in range(num_candidates)]
+    write_manifest(rows, out / "candidates.jsonl")
+    record_path.write_text(json.dumps({**record, "complete": True}, indent=2))
+    return {**record, "complete": True}

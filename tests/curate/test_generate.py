@@ -1,0 +1,144 @@
+"""``ieqa generate`` on a tiny random diffusers pipeline built offline: K candidates per
+item in the documented layouts, read unchanged by ``ieqa score``, ``best-of-n``,
+``dpo-pairs`` and ``bench-editor``; a killed run resumes without regenerating what it
+finished."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+from typer.testing import CliRunner
+
+from ieqa.cli import app
+from ieqa.curate.generate import GenerateError, generate_candidates
+
+pytest.importorskip("diffusers")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from chat_server import FakeServer, Reply, serve  # noqa: E402
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def pipeline(tmp_path_factory):
+    from ieqa.testing.tiny_diffusers import build_tiny_pix2pix
+
+    return build_tiny_pix2pix(tmp_path_factory.mktemp("pix2pix") / "pipe")
+
+
+def _manifest(folder: Path, n: int = 3) -> Path:
+    rng = np.random.default_rng(0)
+    rows = []
+    for i in range(n):
+        img = folder / f"src{i}.png"
+        Image.fromarray(rng.integers(0, 256, (32, 40, 3), dtype=np.uint8)).save(img)
+        rows.append({"id": f"item{i}", "source": img.name, "instruction": f"make it red {i}",
+                     "task": "recolor"})
+    path = folder / "requests.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_generate_writes_k_candidates_that_score_best_of_n_and_dpo_pairs_read(tmp_path, pipeline):
+    manifest = _manifest(tmp_path)
+    out = tmp_path / "cands"
+    res = runner.invoke(app, ["generate", "--pipeline", str(pipeline), "--data", str(manifest),
+                              "-k", "2", "--seeds", "5,9", "--steps", "2", "-o", str(out),
+                              "-O", "image_guidance_scale=1.5"])
+    assert res.exit_code == 0, res.output
+    assert "6 generated now, 0 kept" in res.output
+    for i in range(3):
+        for k in range(2):
+            assert (out / "images" / f"item{i}" / f"candidate-{k}.png").is_file()
+    rows = [json.loads(line) for line in (out / "candidates.jsonl").read_text().splitlines()]
+    assert [r["id"] for r in rows] == [f"item{i}#{k}" for i in range(3) for k in range(2)]
+    assert {r["group_id"] for r in rows} == {"item0", "item1", "item2"}
+    assert [r["meta"]["seed"] for r in rows[:2]] == [5, 9]
+    # two seeds give two different candidates; the same seed gives the same one again
+    a = np.asarray(Image.open(out / "images/item0/candidate-0.png"))
+    b = np.asarray(Image.open(out / "images/item0/candidate-1.png"))
+    assert not np.array_equal(a, b)
+    again = generate_candidates(str(pipeline), manifest, tmp_path / "again", num_candidates=1,
+                                seeds=[5], steps=2, call_options={"image_guidance_scale": 1.5},
+                                progress=False)
+    assert again["generated"] == 3
+    assert np.array_equal(a, np.asarray(Image.open(tmp_path / "again/images/item0/candidate-0.png")))
+    # the manifest goes through ieqa score, then best-of-n and dpo-pairs, unchanged
+    scores = tmp_path / "scores.jsonl"
+    res = runner.invoke(app, ["score", str(out / "candidates.jsonl"), "-s", "classic", "-o",
+                              str(scores)])
+    assert res.exit_code == 0, res.output
+    res = runner.invoke(app, ["best-of-n", str(scores), "--group-by", "group_id", "--by",
+                              "content_preservation", "-o", str(tmp_path / "best.jsonl")])
+    assert res.exit_code == 0, res.output
+    assert len((tmp_path / "best.jsonl").read_text().splitlines()) == 3
+    res = runner.invoke(app, ["dpo-pairs", str(scores), "--mode", "self", "--by",
+                              "content_preservation", "-o", str(tmp_path / "dpo")])
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "dpo" / "dpo.jsonl").is_file()
+
+
+def test_a_killed_run_resumes_without_regenerating_finished_items(tmp_path, pipeline):
+    manifest = _manifest(tmp_path)
+    out = tmp_path / "cands"
+
+    def stop_after_first(item):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        generate_candidates(str(pipeline), manifest, out, num_candidates=2, steps=2,
+                            progress=False, on_item=stop_after_first)
+    done = sorted(out.glob("images/*/*.png"))
+    assert [p.parent.name for p in done] == ["item0", "item0"]
+    stamps = {p: p.stat().st_mtime_ns for p in done}
+    record = generate_candidates(str(pipeline), manifest, out, num_candidates=2, steps=2,
+                                 progress=False)
+    assert (record["generated"], record["kept"]) == (4, 2)
+    assert all(p.stat().st_mtime_ns == t for p, t in stamps.items())
+    assert not list(out.glob("images/*/*.partial.png"))
+    with pytest.raises(GenerateError, match="other settings"):
+        generate_candidates(str(pipeline), manifest, out, num_candidates=2, steps=3,
+                            progress=False)
+
+
+class FixedJudge(FakeServer):
+    def next_reply(self, body):
+        from ieqa.prompts.answers import write_vie_answer
+
+        return Reply(body={"id": "x", "object": "chat.completion", "model": body["model"],
+                           "choices": [{"index": 0, "finish_reason": "stop", "message": {
+                               "role": "assistant", "content": write_vie_answer((8, 6), "ok")}}]})
+
+
+def test_gedit_candidates_are_in_the_benchmark_layout_for_bench_editor(tmp_path, pipeline):
+    from ieqa.scorers.vlm.gedit_judge import PROMPT_SOURCES
+    from ieqa.testing.editor_bench import build_gedit_fixture, gedit_fixture_items
+    from ieqa.testing.releases import write_prompt_standins
+
+    data = build_gedit_fixture(tmp_path / "gedit", gedit_fixture_items(per_type=1))
+    out = tmp_path / "step1x"
+    record = generate_candidates(str(pipeline), data, out, steps=2, progress=False)
+    assert record["generated"] == 11
+    assert (out / "fullset" / "subject-remove" / "en" / "shared0.png").is_file()
+    assert (out / "fullset" / "subject-replace" / "en" / "shared0.png").is_file()
+    prompts = write_prompt_standins(tmp_path / "prompts", PROMPT_SOURCES)
+    with serve(FixedJudge()) as judge:
+        res = runner.invoke(app, ["bench-editor", "gedit-bench", "--data", str(data),
+                                  "--outputs", f"tiny={out}", "--language", "en", "-O",
+                                  f"base_url={judge.url}", "--prompts", str(prompts),
+                                  "-o", str(tmp_path / "result"), "--n-boot", "50"])
+    assert res.exit_code == 0, res.output
+    results = json.loads((tmp_path / "result" / "results.json").read_text())
+    assert results["coverage"]["text"] == "11 of 11 items"
+    assert results["official"]["G_SC"] == 6.0 and results["official"]["G_PQ"] == 6.0
+    assert (tmp_path / "result" / "report.html").is_file()
+    # K = 2 over GEdit-Bench: one benchmark-layout folder per candidate
+    two = generate_candidates(str(pipeline), data, tmp_path / "k2", num_candidates=2, steps=2,
+                              progress=False)
+    assert two["generated"] == 22
+    assert (tmp_path / "k2" / "candidate-1" / "fullset" / "text_change" / "en").is_dir()
