@@ -302,3 +302,42 @@ def test_published_gedit_rows_are_the_mean_of_their_task_types():
     values, published = three_decimals["Step1X-Edit"]
     weighted = sum(v * n for v, n in zip(values, counts, strict=True)) / sum(counts)
     assert abs(weighted - published) > 5e-4
+
+
+class Drifting(FakeServer):
+    """A judge that answers 8 to every score in its first half of requests, 6 after."""
+
+    def __init__(self, switch_after: int) -> None:
+        super().__init__()
+        self.switch_after = switch_after
+
+    def next_reply(self, body):
+        with self.lock:
+            n = len(self.requests)
+        v = 8 if n <= self.switch_after else 6
+        return _scores(v, v)
+
+
+def test_repeats_give_mean_and_std_and_a_stand_in_judge_is_labelled(tmp_path, prompts):
+    items = gedit_fixture_items(per_type=1)
+    data, outputs = _setup(tmp_path, items)
+    with serve(Drifting(switch_after=2 * len(items))) as judge:
+        scorer = create_scorer("gedit-judge", base_url=judge.url, prompts=str(prompts))
+        result = bench_editor("gedit-bench", {"mine": outputs}, scorer, tmp_path / "r",
+                              data=data, languages=["en"], repeats=2, progress=False, n_boot=50)
+    official = result.results["official"]
+    assert official["G_O"] == pytest.approx(7.0)  # mean of 8 (repeat 1) and 6 (repeat 2)
+    assert official["std"]["G_O"] == pytest.approx(math.sqrt(2))  # sample std of (8, 6)
+    assert result.results["judge"]["official"]
+    from ieqa.scorers.vlm.viescore import PROMPT_SOURCES as VIE
+    from ieqa.testing.releases import write_prompt_standins
+
+    vie = write_prompt_standins(tmp_path / "vie", VIE)
+    with serve(Drifting(switch_after=10 ** 6)) as judge:
+        stand_in = create_scorer("viescore", base_url=judge.url, prompts=str(vie))
+        result = bench_editor("gedit-bench", {"mine": outputs}, stand_in, tmp_path / "s",
+                              data=data, languages=["en"], progress=False, n_boot=50)
+    rec = result.results["judge"]
+    assert not rec["official"] and "stand-in judge viescore" in rec["label"]
+    paths = write_editor_outputs(result, tmp_path / "s", plots=False)
+    assert "stand-in judge viescore" in paths["report"].read_text()

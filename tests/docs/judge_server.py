@@ -3,7 +3,7 @@
 The chat-completions server of ``tests/chat_server.py`` on 127.0.0.1 with answers a judge
 would give: a JSON object of 1-5 scores for the dimensions the prompt lists (derived from
 the request's bytes, so different edits get different scores), ``{"score": [..]}`` lists
-for VIEScore prompts, critiques in the ReasonEdit format (one in four cut short before
+for VIEScore prompts (and their stand-in files, as GEdit-Bench's judge sends them), critiques in the ReasonEdit format (one in four cut short before
 its scores) and EPAIQA stage-3 answers for the critique prompts, top log-probabilities
 over the five level words (for ``vlm-levels``), a verdict line for pairwise prompts, and
 for the explanation-judge rubric (``epaiqa-explain-judge``) a JSON object of PA / LNA /
@@ -83,7 +83,9 @@ class StandInJudge(FakeServer):
                 content = (f"The prompt completion is {('not', 'partially')[completion - 1]} "
                            "followed. The edit is missing. Therefore, the overall editing "
                            f"quality level of the image is {('bad', 'poor')[completion - 1]}.")
-        elif '"score": [' in text:  # VIEScore-style: two 0-10 sub-scores in a list
+        elif '"score": [' in text or "Stand-in text for sc_scale" in text or (
+                "Stand-in text for pq_rule" in text):
+            # VIEScore-style (also its stand-in prompt files): two 0-10 sub-scores in a list
             content = json.dumps({"score": [digest[0] % 11, digest[1] % 11],
                                   "reasoning": "stand-in judge"})
         else:

@@ -13,7 +13,15 @@ from rich.table import Table
 
 from ieqa.bench.editor.report import TABLE_COLUMNS, editor_table, write_editor_outputs
 from ieqa.bench.editor.run import BENCHMARKS, MISSING_RULES, OFFICIAL_JUDGE, bench_editor
-from ieqa.commands.options import MODEL_OPT, OPTION_OPT, PROMPTS_OPT, make_scorer
+from ieqa.commands.options import (
+    ADAPTER_OPT,
+    BASE_MODEL_OPT,
+    MODEL_OPT,
+    OPTION_OPT,
+    PROMPTS_OPT,
+    REVISION_OPT,
+    make_scorer,
+)
 
 NAME = "bench-editor"
 console = Console()
@@ -61,6 +69,9 @@ def command(
     option: list[str] | None = OPTION_OPT,
     model: str | None = MODEL_OPT,
     prompts: Path | None = PROMPTS_OPT,
+    base_model: str | None = BASE_MODEL_OPT,
+    revision: str | None = REVISION_OPT,
+    adapter: str | None = ADAPTER_OPT,
     missing: str = typer.Option("error", "--missing",
                                 help="items without an output: error (list them and stop) or "
                                      "skip (score the rest; the coverage is stated)"),
@@ -84,7 +95,8 @@ def command(
     """
     if missing not in MISSING_RULES:
         raise typer.BadParameter(f"{missing!r}: choose error or skip", param_hint="--missing")
-    scorer = make_scorer(judge, option, model, None, prompts=prompts)
+    scorer = make_scorer(judge, option, model, None, prompts=prompts, base_model=base_model,
+                         revision=revision, adapter=adapter)
     result = bench_editor(benchmark, _outputs(outputs), scorer, out, data=data,
                           languages=language or ["en", "cn"], missing=missing, repeats=repeats,
                           batch_size=batch_size, n_boot=n_boot, prices=_prices(price),
