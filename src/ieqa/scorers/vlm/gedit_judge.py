@@ -28,14 +28,13 @@ benchmark's ``GEdit-Bench/viescore/vie_prompts.py`` at a pinned commit with a SH
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from ieqa.backends import Prompt
 from ieqa.prompts.published import PublishedText, SourceFile
-from ieqa.scorers.vlm.base import DEFAULT_MAX_INSTRUCTION_CHARS, LoadedSample
-from ieqa.scorers.vlm.vie_judge import VieJudge
-from ieqa.scorers.vlm.viescore import JPEG_QUALITY, MAX_TOKENS
+from ieqa.scorers.base import ScorerError
+from ieqa.scorers.vlm.base import LoadedSample
+from ieqa.scorers.vlm.viescore import DEFAULT_BASE_URL, VIEScoreScorer
 
 __all__ = ["GEditJudge", "PROMPT_SOURCES", "DEFAULT_MODEL", "DEFAULT_BASE_URL", "REVISION"]
 
@@ -52,54 +51,35 @@ PROMPT_SOURCES: tuple[PublishedText, ...] = (
     PublishedText("pq_rule", _PROMPTS, "_prompts_0shot_rule_PQ"),
 )
 
-#: the released judge's model name (undated, as released) and endpoint
+#: the released judge's model name (undated, as released)
 DEFAULT_MODEL = "gpt-4.1"
-DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 
-class GEditJudge(VieJudge):
-    """GEdit-Bench's judge as released (see the module docstring).
+class GEditJudge(VIEScoreScorer):
+    """GEdit-Bench's judge as released (see the module docstring): VIEScore's request
+    (:class:`~ieqa.scorers.vlm.viescore.VIEScoreScorer`) from the benchmark's prompt file,
+    the edit resized to the source's size, one re-ask.
 
     Args:
         model: the judge's model name (default ``gpt-4.1``, as released; a dated snapshot
             such as ``gpt-4.1-2025-04-14`` pins it).
-        base_url: the OpenAI-compatible endpoint (default OpenAI's); the key comes from
-            ``OPENAI_API_KEY`` (``-O backend_options={api_key_env: NAME}`` for another).
-        prompts: a local copy of the benchmark's repository (``--prompts``).
         on_malformed: ``"error"`` (default: the row is an error, counted) or ``"random"``
             (the released rule: a random integer 0-10, seeded and flagged).
         reask_unparsable: how many times both prompts are asked again when an answer does
             not parse (1 as released; 0 never).
-        max_new_tokens: the request's ``max_tokens`` (1400 as released).
-        (other arguments: :class:`~ieqa.scorers.vlm.base.VLMScorer`)
+        (other arguments: :class:`~ieqa.scorers.vlm.viescore.VIEScoreScorer`)
     """
 
     readout = "gedit-judge"
     prompt_sources = PROMPT_SOURCES
     malformed_rules = ("error", "random")
+    default_model = DEFAULT_MODEL
 
-    def __init__(self, *, model: str | None = None, base_url: str | None = None,
-                 prompts: str | Path | None = None, on_malformed: str = "error",
-                 reask_unparsable: int = 1, max_new_tokens: int = MAX_TOKENS,
-                 batch_size: int = 8,
-                 max_instruction_chars: int | None = DEFAULT_MAX_INSTRUCTION_CHARS,
-                 backend: Any = None, backend_options: dict[str, Any] | None = None) -> None:
+    def __init__(self, *, reask_unparsable: int = 1, **kwargs: Any) -> None:
         if int(reask_unparsable) < 0:
-            from ieqa.scorers.base import ScorerError
-
             raise ScorerError(f"reask_unparsable must be >= 0, got {reask_unparsable}")
         self.reask_unparsable = int(reask_unparsable)
-        self.configure(score_range=10, max_new_tokens=max_new_tokens, on_malformed=on_malformed)
-        self.texts = self.load_prompts(prompts)
-        self.init_server_judge(model=model, base_url=base_url, backend=backend,
-                               backend_options=backend_options, default_model=DEFAULT_MODEL,
-                               default_base_url=DEFAULT_BASE_URL, batch_size=batch_size,
-                               max_instruction_chars=max_instruction_chars,
-                               request={"max_pixels": None, "image_format": "jpeg",
-                                        "jpeg_quality": JPEG_QUALITY})
-        self.sc_text = "\n".join([self.texts["context"], self.texts["edit_rule"],
-                                  self.texts["sc_scale"]])
-        self.pq_text = "\n".join([self.texts["context"], self.texts["pq_rule"]])
+        super().__init__(**kwargs)
 
     def readout_config(self) -> dict[str, Any]:
         return {**super().readout_config(), "reask_unparsable": self.reask_unparsable,
@@ -112,6 +92,4 @@ class GEditJudge(VieJudge):
         edited = item.edited.convert("RGB")
         if edited.size != item.source.size:
             edited = edited.resize(item.source.size)
-        sc = Prompt(parts=(self.sc_text.replace("<instruction>", item.sample.instruction),
-                           item.source, edited))
-        return sc, Prompt(parts=(self.pq_text, edited))
+        return super().prompts(LoadedSample(item.sample, item.source, edited))

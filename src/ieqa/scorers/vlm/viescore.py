@@ -64,21 +64,25 @@ class VIEScoreScorer(VieJudge):
             ``OPENAI_API_KEY`` (``-O backend_options={api_key_env: NAME}`` for another).
         prompts: a local copy of the authors' repository (``--prompts``).
         max_new_tokens: the request's ``max_tokens`` (1400 as published).
+        on_malformed: ``"error"``, the only rule here (a subclass may allow more).
         (other arguments: :class:`~ieqa.scorers.vlm.base.VLMScorer`)
     """
 
     readout = "viescore"
     prompt_sources = PROMPT_SOURCES
+    #: the judge's model name when none is given (a subclass with other prompt files,
+    #: GEdit-Bench's judge, sets its own)
+    default_model = DEFAULT_MODEL
 
     def __init__(self, *, model: str | None = None, base_url: str | None = None,
                  prompts: str | Path | None = None, max_new_tokens: int = MAX_TOKENS,
-                 batch_size: int = 8,
+                 on_malformed: str = "error", batch_size: int = 8,
                  max_instruction_chars: int | None = DEFAULT_MAX_INSTRUCTION_CHARS,
                  backend: Any = None, backend_options: dict[str, Any] | None = None) -> None:
-        self.configure(score_range=10, max_new_tokens=max_new_tokens)
+        self.configure(score_range=10, max_new_tokens=max_new_tokens, on_malformed=on_malformed)
         self.texts = self.load_prompts(prompts)
         self.init_server_judge(model=model, base_url=base_url, backend=backend,
-                               backend_options=backend_options, default_model=DEFAULT_MODEL,
+                               backend_options=backend_options, default_model=self.default_model,
                                default_base_url=DEFAULT_BASE_URL, batch_size=batch_size,
                                max_instruction_chars=max_instruction_chars,
                                request={"max_pixels": None, "image_format": "jpeg",
