@@ -20,7 +20,36 @@ from typing import Any, Protocol, runtime_checkable
 
 from PIL import Image
 
-__all__ = ["Prompt", "Generation", "VLMBackend", "fit_pixel_budget", "fit_qwen_grid"]
+__all__ = ["EncodedImage", "Prompt", "Generation", "VLMBackend", "fit_pixel_budget",
+           "fit_qwen_grid"]
+
+
+@dataclass(frozen=True, eq=False)
+class EncodedImage:
+    """An image that a server is sent as given bytes under a given media type, not
+    re-encoded: a judge whose released code sends each image file's bytes unchanged
+    (ImgEdit-Bench's sends every file, JPEG or not, as ``data:image/png;base64,...``).
+
+    Attributes:
+        data: the bytes sent (base64-encoded into the data URL).
+        mime: the media type written in the data URL, e.g. ``"image/png"``.
+        image: the decoded RGB image (what a local model is given, and ``Prompt.images``).
+    """
+
+    data: bytes
+    mime: str
+    image: Image.Image
+
+    @classmethod
+    def from_file(cls, path: str | object, mime: str) -> EncodedImage:
+        """The file's bytes as they are, labelled ``mime``, with the decoded image."""
+        import io
+        from pathlib import Path
+
+        data = Path(str(path)).read_bytes()
+        with Image.open(io.BytesIO(data)) as im:
+            decoded = im.convert("RGB")
+        return cls(data=data, mime=mime, image=decoded)
 
 
 @dataclass(frozen=True)
@@ -53,8 +82,9 @@ class Prompt:
     def __post_init__(self) -> None:
         object.__setattr__(self, "parts", tuple(self.parts))
         for part in self.parts:
-            if not isinstance(part, (str, Image.Image)):
-                raise TypeError(f"a prompt part must be text or a PIL image, got {type(part).__name__}")
+            if not isinstance(part, (str, Image.Image, EncodedImage)):
+                raise TypeError("a prompt part must be text, a PIL image or an EncodedImage, "
+                                f"got {type(part).__name__}")
         if not self.chat and self.system:
             raise ValueError("a prompt with chat=False has no system message (it is the "
                              "model's whole input as written)")
@@ -64,8 +94,10 @@ class Prompt:
 
     @property
     def images(self) -> list[Image.Image]:
-        """The images in the order they appear."""
-        return [p for p in self.parts if isinstance(p, Image.Image)]
+        """The images in the order they appear (an :class:`EncodedImage` as its decoded
+        image)."""
+        return [p.image if isinstance(p, EncodedImage) else p for p in self.parts
+                if not isinstance(p, str)]
 
     def messages(self) -> list[dict[str, Any]]:
         """Chat messages in the transformers chat-template format: images are

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from PIL import Image
 
-from ieqa.backends.base import Generation, Prompt, fit_pixel_budget
+from ieqa.backends.base import EncodedImage, Generation, Prompt, fit_pixel_budget
 from ieqa.backends.processor import BackendError
 from ieqa.retry import Backoff, retry_after_s
 
@@ -222,7 +222,7 @@ class OpenAICompatBackend:
                 "jpeg_quality": self.jpeg_quality, "extra_body": dict(self.extra_body),
                 "answer_prefix_mode": self.answer_prefix_mode}
 
-    def generate(self, prompts: Sequence[Prompt], *, max_new_tokens: int = 256,
+    def generate(self, prompts: Sequence[Prompt], *, max_new_tokens: int | None = 256,
                  temperature: float | None = 0.0, top_p: float | None = 1.0,
                  top_k: int | None = None, num_samples: int = 1, seed: int | None = None,
                  seed_per_sample: bool = False, top_logprobs: int = 0,
@@ -235,7 +235,9 @@ class OpenAICompatBackend:
 
         Args:
             prompts: the queries.
-            max_new_tokens: most tokens per answer (``max_tokens`` in the request).
+            max_new_tokens: most tokens per answer (``max_tokens`` in the request;
+                ``None``: not sent, the server's limit applies, as a released judge that
+                sends none).
             temperature, top_p: sampling settings (``temperature=0``: greedy; ``None``:
                 not sent, the server's default applies).
             top_k: sample among the k most likely tokens (sent as ``top_k``, a vLLM/SGLang
@@ -261,8 +263,8 @@ class OpenAICompatBackend:
         """
         if num_samples < 1:
             raise ValueError(f"num_samples must be >= 1, got {num_samples}")
-        if max_new_tokens < 1:
-            raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
+        if max_new_tokens is not None and max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be >= 1 or None, got {max_new_tokens}")
         if top_logprobs < 0:
             raise ValueError(f"top_logprobs must be >= 0, got {top_logprobs}")
         if top_k is not None and top_k < 1:
@@ -286,7 +288,8 @@ class OpenAICompatBackend:
         if not prompts:
             return []
 
-        sampling: dict[str, Any] = {"max_tokens": int(max_new_tokens)}
+        sampling: dict[str, Any] = ({} if max_new_tokens is None
+                                    else {"max_tokens": int(max_new_tokens)})
         for key, value in (("temperature", temperature), ("top_p", top_p)):
             if value is not None:
                 sampling[key] = float(value)
@@ -371,6 +374,10 @@ class OpenAICompatBackend:
         for part in prompt.parts:
             if isinstance(part, str):
                 content.append({"type": "text", "text": part})
+            elif isinstance(part, EncodedImage):  # sent as given, never re-encoded
+                data = base64.b64encode(part.data).decode("ascii")
+                content.append({"type": "image_url",
+                                "image_url": {"url": f"data:{part.mime};base64,{data}"}})
             else:
                 content.append({"type": "image_url", "image_url": {"url": images.url(part)}})
         messages: list[dict[str, Any]] = []

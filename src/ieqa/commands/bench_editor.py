@@ -11,8 +11,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ieqa.bench.editor.report import TABLE_COLUMNS, editor_table, write_editor_outputs
-from ieqa.bench.editor.run import BENCHMARKS, MISSING_RULES, OFFICIAL_JUDGE, bench_editor
+from ieqa.bench.editor.report import editor_table, table_columns, write_editor_outputs
+from ieqa.bench.editor.run import BENCHMARKS, MISSING_RULES, bench_editor, get_protocol
+from ieqa.bench.errors import BenchError
 from ieqa.commands.options import (
     ADAPTER_OPT,
     BASE_MODEL_OPT,
@@ -55,17 +56,21 @@ def command(
     benchmark: str = typer.Argument(..., help=f"editor benchmark: {', '.join(BENCHMARKS)}"),
     outputs: list[str] = typer.Option(..., "--outputs",
                                       help="an editor's outputs in the benchmark's layout "
-                                           "(fullset/{task_type}/{language}/{key}.png): DIR or "
-                                           "NAME=DIR; repeat it to compare editors"),
+                                           "(gedit-bench: fullset/{task_type}/{language}/{key}"
+                                           ".png; imgedit-bench: {key}.png): DIR or NAME=DIR; "
+                                           "repeat it to compare editors"),
     data: Path | None = typer.Option(None, "--data", exists=True,
-                                     help="the benchmark's Parquet files (folder or file); "
-                                          "default: the hub dataset in the local cache"),
+                                     help="the benchmark's data (gedit-bench: its Parquet "
+                                          "files, folder or file; imgedit-bench: Benchmark.tar "
+                                          "or the folder it unpacks to); default: the hub "
+                                          "dataset in the local cache"),
     language: list[str] | None = typer.Option(None, "--language",
                                               help="en and/or cn (zh is read as cn; default "
-                                                   "both)"),
-    judge: str = typer.Option(OFFICIAL_JUDGE, "--judge",
-                              help="the judge: the benchmark's own (default) or any scorer "
-                                   "of `ieqa list scorers` as a labelled stand-in"),
+                                                   "both; imgedit-bench is en only)"),
+    judge: str | None = typer.Option(None, "--judge",
+                                     help="the judge: the benchmark's own (default: "
+                                          "gedit-judge, imgedit-judge) or any scorer of `ieqa "
+                                          "list scorers` as a labelled stand-in"),
     option: list[str] | None = OPTION_OPT,
     model: str | None = MODEL_OPT,
     prompts: Path | None = PROMPTS_OPT,
@@ -88,14 +93,19 @@ def command(
                                    help="discard score files made with another judge "
                                         "configuration"),
 ) -> None:
-    """Judge editors' outputs on an editor benchmark (GEdit-Bench) and print its table.
+    """Judge editors' outputs on an editor benchmark (GEdit-Bench, ImgEdit-Bench) and print
+    its table.
 
     Writes OUT/items.jsonl, results.json, results.csv, report.html and the resumable score
     files OUT/scores/EDITOR/repeat-N.jsonl (a re-run scores only what is missing or failed).
     """
     if missing not in MISSING_RULES:
         raise typer.BadParameter(f"{missing!r}: choose error or skip", param_hint="--missing")
-    scorer = make_scorer(judge, option, model, None, prompts=prompts, base_model=base_model,
+    try:
+        protocol = get_protocol(benchmark)
+    except BenchError as exc:
+        raise typer.BadParameter(str(exc), param_hint="BENCHMARK") from None
+    scorer = make_scorer(judge or protocol.official_judge, option, model, None, prompts=prompts, base_model=base_model,
                          revision=revision, adapter=adapter)
     result = bench_editor(benchmark, _outputs(outputs), scorer, out, data=data,
                           languages=language or ["en", "cn"], missing=missing, repeats=repeats,
@@ -104,11 +114,12 @@ def command(
     paths = write_editor_outputs(result, out)
     res = result.results
     table = Table(title=f"{benchmark}, judge: {escape(res['judge']['label'])}")
-    for column in TABLE_COLUMNS:
+    columns = table_columns(benchmark)
+    for column in columns:
         table.add_column(column)
     for row in editor_table(res):
         table.add_row(*[f"{v:.3f}" if isinstance(v, float) else escape(str(v))
-                        for v in (row[c] for c in TABLE_COLUMNS)])
+                        for v in (row[c] for c in columns)])
     console.print(table)
     usage = res["judge"]["usage"]
     console.print(f"judge tokens: {usage['prompt_tokens']} in, {usage['completion_tokens']} out"

@@ -4,7 +4,8 @@ A released evaluator (EditReward, EditScore, VIEScore, ...) was trained or tuned
 authors' prompt text, and scores as published only with that text. ieqa does not carry
 those texts: each published evaluator names the authors' source files that hold them
 (:class:`SourceFile`: repository, pinned commit, path and SHA-256) and the string
-constants to take from each (:class:`PublishedText`). :func:`load_texts` fetches each file
+constants to take from each (:class:`PublishedText`; for a JSON file, the keys of its
+top-level object). :func:`load_texts` fetches each file
 once into ieqa's cache (:func:`cache_dir`), checks its SHA-256 and reads the constants by
 parsing the file, never by executing it.
 
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import json
 import logging
 import os
 import re
@@ -45,7 +47,7 @@ from ieqa.testing.releases import STANDIN_MARKER
 
 __all__ = ["SourceFile", "PublishedText", "PublishedPromptError", "cache_dir", "fetch_source",
            "prompts_record",
-           "read_constants", "load_texts", "is_standin", "RAW_URL"]
+           "read_constants", "read_json_texts", "load_texts", "is_standin", "RAW_URL"]
 
 log = logging.getLogger(__name__)
 
@@ -355,6 +357,31 @@ def _field(node: ast.expr) -> str | None:
     return None
 
 
+def read_json_texts(path: str | Path, names: Sequence[str]) -> dict[str, str]:
+    """String values of a JSON file's top-level object, by key (a prompt file published
+    as JSON, e.g. ImgEdit-Bench's ``prompts.json``: one prompt per edit type).
+
+    Raises:
+        PublishedPromptError: the file is not a JSON object, or a key is missing or not a
+            string.
+    """
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise PublishedPromptError(f"{path} is not a JSON file ieqa can read: {exc}") from exc
+    if not isinstance(data, dict):
+        raise PublishedPromptError(f"{path}: expected a JSON object of prompt texts, got "
+                                   f"{type(data).__name__}")
+    out = {}
+    for name in names:
+        if not isinstance(data.get(name), str):
+            raise PublishedPromptError(f"{path} has no text under the key {name!r}; is this "
+                                       "the file at the pinned commit?")
+        out[name] = data[name]
+    return out
+
+
 def load_texts(texts: Sequence[PublishedText], *, prompts_dir: str | Path | None = None,
                verify: bool = True) -> dict[str, str]:
     """The texts, by :attr:`PublishedText.name` (each file fetched and parsed once).
@@ -369,7 +396,9 @@ def load_texts(texts: Sequence[PublishedText], *, prompts_dir: str | Path | None
     out: dict[str, str] = {}
     for source, wanted in by_file.items():
         path = fetch_source(source, prompts_dir=prompts_dir, verify=verify)
-        values = read_constants(path, [t.constant for t in wanted])
+        names = [t.constant for t in wanted]
+        values = read_json_texts(path, names) if path.suffix == ".json" else \
+            read_constants(path, names)
         for text in wanted:
             value = values[text.constant]
             needed = [*("{" + p + "}" for p in text.placeholders), *text.markers]

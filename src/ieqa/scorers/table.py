@@ -165,6 +165,18 @@ PUBLISHED_TABLE: tuple[ScorerInfo, ...] = (
                release={"hub_id": "gpt-4.1 via the OpenAI API (or any OpenAI-compatible "
                                   "judge)",
                         "paper": "Step1X-Edit (Liu et al. 2025), GEdit-Bench"}),
+    ScorerInfo("imgedit-judge", "ImgEdit-Bench's official judge as released: the edit "
+               "type's rubric from the benchmark's prompts.json, text then the source and the "
+               "edit as their files' bytes (data:image/png), no max_tokens or temperature, "
+               "gpt-4.1 by default; three 1-5 scores, overall their mean; any other answer "
+               "is a row error (the released reading is kept beside it)", "vlm",
+               ("instruction_alignment", "overall"), higher_better=True, needs_source=True,
+               needs_instruction=True,
+               factory="ieqa.scorers.vlm.imgedit_judge:ImgEditJudge", score_range=(1.0, 5.0),
+               units="1-5",
+               release={"hub_id": "gpt-4.1 via the OpenAI API (or any OpenAI-compatible "
+                                  "judge)",
+                        "paper": "ImgEdit (Ye et al. 2025), ImgEdit-Bench"}),
     ScorerInfo("unifiedreward-edit", "UnifiedReward-Edit pointwise as published: the authors' "
                "instruction-following and quality requests (images then text, JPEG q95, "
                "do_sample false, max_tokens 4096) to their vLLM server; 0-25 scores "

@@ -128,6 +128,19 @@ def write_prompt_standins(folder: str | Path, texts: object) -> Path:
     for text in texts:  # type: ignore[attr-defined]
         by_file.setdefault(text.source.path, []).append(text)  # type: ignore[attr-defined]
     for rel, items in by_file.items():
+        if rel.endswith(".json"):  # a JSON object of texts by key
+            import json
+
+            texts_by_key = {}
+            for text in items:
+                needed = [*("{" + p + "}" for p in text.placeholders),  # type: ignore[attr-defined]
+                          *text.markers]  # type: ignore[attr-defined]
+                texts_by_key[text.constant] = (  # type: ignore[attr-defined]
+                    f"\nStand-in text for {text.name}: {' '.join(needed)}\n")  # type: ignore[attr-defined]
+            path = folder / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(texts_by_key, indent=2) + "\n")
+            continue
         lines = ["# ieqa stand-in for the authors' file of this path (ieqa.testing)",
                  'raise SystemExit("a prompt file is parsed, never executed")', ""]
         branches: dict[str, list[tuple[str, str, str, list[str]]]] = {}

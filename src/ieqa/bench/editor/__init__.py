@@ -1,6 +1,10 @@
 """Editor benchmarks: an editor's outputs judged as a benchmark publishes them.
 
-* GEdit-Bench's data, output layout and task types: :mod:`ieqa.data.loaders.gedit_bench`
+* protocol — :class:`EditorProtocol`, what a benchmark is to ``bench-editor``
+* gedit — GEdit-Bench (:class:`GEditProtocol`; its data, output layout and task types:
+  :mod:`ieqa.data.loaders.gedit_bench`)
+* imgedit — ImgEdit-Bench's basic suite (:class:`ImgEditProtocol`; data:
+  :mod:`ieqa.data.loaders.imgedit_bench`)
 * aggregate — the benchmarks' aggregations (:func:`macro_mean`, :func:`imgedit_overall`,
   bootstrap, repeats)
 * run — :func:`bench_editor` (``ieqa bench-editor``)
@@ -16,8 +20,17 @@ from ieqa.bench.editor.aggregate import (
     repeat_summary,
     stratified_bootstrap,
 )
-from ieqa.bench.editor.report import editor_table, write_editor_outputs
-from ieqa.bench.editor.run import BENCHMARKS, EditorBenchResult, bench_editor
+from ieqa.bench.editor.gedit import GEditProtocol
+from ieqa.bench.editor.imgedit import ImgEditProtocol
+from ieqa.bench.editor.protocol import EditorProtocol
+from ieqa.bench.editor.report import editor_table, table_columns, write_editor_outputs
+from ieqa.bench.editor.run import (
+    BENCHMARKS,
+    PROTOCOLS,
+    EditorBenchResult,
+    bench_editor,
+    get_protocol,
+)
 from ieqa.data.loaders.gedit_bench import (
     GEDIT_DATASET,
     TASK_TYPES,
@@ -26,7 +39,8 @@ from ieqa.data.loaders.gedit_bench import (
     read_gedit,
 )
 
-__all__ = ["BENCHMARKS", "EditorBenchResult", "GEDIT_DATASET", "GEditItem", "TASK_TYPES",
-           "bench_editor", "editor_table", "imgedit_overall", "item_mean", "macro_mean",
+__all__ = ["BENCHMARKS", "PROTOCOLS", "EditorBenchResult", "EditorProtocol", "GEDIT_DATASET",
+           "GEditItem", "GEditProtocol", "ImgEditProtocol", "TASK_TYPES", "get_protocol",
+           "table_columns", "bench_editor", "editor_table", "imgedit_overall", "item_mean", "macro_mean",
            "output_path", "read_gedit", "repeat_summary", "stratified_bootstrap",
            "write_editor_outputs"]

@@ -6,56 +6,48 @@ and a gallery of each editor's worst items).
 from __future__ import annotations
 
 import json
-import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ieqa.bench.editor.run import EditorBenchResult
-from ieqa.data.loaders.gedit_bench import TASK_TYPES
+from ieqa.bench.editor.run import EditorBenchResult, get_protocol
 from ieqa.report import GalleryItem, HtmlReport, bar_chart, thumbnail, write_csv, write_json
 
-__all__ = ["editor_table", "write_editor_outputs", "TABLE_COLUMNS"]
+__all__ = ["editor_table", "table_columns", "write_editor_outputs", "TABLE_COLUMNS"]
 
-TABLE_COLUMNS: tuple[str, ...] = (
-    "editor", "language", "G_SC", "G_PQ", "G_O", "G_SC-I", "G_PQ-I", "G_O-I", "G_O 95% CI",
-    "G_O item mean (ieqa)", "coverage")
+#: GEdit-Bench's table columns (:func:`table_columns` gives any benchmark's)
+TABLE_COLUMNS: tuple[str, ...] = get_protocol("gedit-bench").columns
 
 
-def _ci_text(ci: Sequence[float] | None) -> str:
-    if not ci or any(not math.isfinite(v) for v in ci):
-        return "–"
-    return f"[{ci[0]:.3f}, {ci[1]:.3f}]"
+def table_columns(benchmark: str) -> tuple[str, ...]:
+    """The columns of ``benchmark``'s table (editors as rows)."""
+    return get_protocol(benchmark).columns
 
 
 def editor_table(results: dict[str, Any]) -> list[dict[str, Any]]:
-    """One row per editor and language: the official and intersection numbers, the CI of
-    G_O, ieqa's item mean and the coverage (the std over repeats in brackets' place when
-    ``repeats > 1`` is in the JSON, not the table)."""
-    rows = []
-    for editor, by_lang in results["editors"].items():
-        for lang, r in by_lang.items():
-            rows.append({"editor": editor, "language": lang,
-                         **{k: r["official"][k] for k in ("G_SC", "G_PQ", "G_O")},
-                         **{f"{k}-I": r["intersection"][k] for k in ("G_SC", "G_PQ", "G_O")},
-                         "G_O 95% CI": _ci_text(r["ci"].get("G_O")),
-                         "G_O item mean (ieqa)": r["item_mean"]["G_O"],
-                         "coverage": r["coverage"]["text"]})
-    return rows
+    """One row per editor and language: the benchmark's numbers as published, ieqa's
+    beside them, the CI and the coverage (the std over repeats is in ``results.json`` and
+    the report, not the table)."""
+    protocol = get_protocol(results["benchmark"])
+    return [{"editor": editor, "language": lang, **protocol.table_row(r),
+             "coverage": r["coverage"]["text"]}
+            for editor, by_lang in results["editors"].items() for lang, r in by_lang.items()]
 
 
-def _gallery(items: Sequence[dict[str, Any]], editor: str, k: int) -> list[GalleryItem]:
+def _gallery(items: Sequence[dict[str, Any]], editor: str, k: int,
+             benchmark: str) -> list[GalleryItem]:
+    protocol = get_protocol(benchmark)
     mine = [i for i in items if i["editor"] == editor and i["repeat"] == 1]
     failed = [i for i in mine if i["error"] is not None]
-    worst = sorted((i for i in mine if i["error"] is None), key=lambda i: i["o"])[:k]
+    worst = sorted((i for i in mine if i["error"] is None),
+                   key=lambda i: i[protocol.main_field])[:k]
     cards = []
     for i in failed[:k] + worst:
         lines = [i["instruction"][:120]]
         lines.append(f"error: {i['error'][:160]}" if i["error"] is not None else
-                     f"SC {i['sc']:.1f}  PQ {i['pq']:.1f}  O {i['o']:.2f}"
-                     + ("  (substituted)" if i["substituted"] else ""))
-        cards.append(GalleryItem(title=f"{i['task_type']}/{i['language']}/{i['key']}",
+                     protocol.card_line(i))
+        cards.append(GalleryItem(title=protocol.item_title(i),
                                  images=[("source", thumbnail(i["source"])),
                                          ("edited", thumbnail(i["edited"]))], lines=lines))
     return cards
@@ -75,9 +67,10 @@ def write_editor_outputs(result: EditorBenchResult, out_dir: str | os.PathLike[s
             fh.write(json.dumps({k: v for k, v in item.items()
                                  if k not in ("source", "edited", "instruction")}) + "\n")
     write_json(paths["results"], result.results)
-    rows = editor_table(result.results)
-    write_csv(paths["csv"], rows, TABLE_COLUMNS)
     res = result.results
+    protocol = get_protocol(res["benchmark"])
+    rows = editor_table(res)
+    write_csv(paths["csv"], rows, protocol.columns)
     judge = res["judge"]
     report = HtmlReport(f"{res['benchmark']}: editors judged by {judge['name']}")
     report.add_paragraph(f"Judge: {judge['label']}; model {judge.get('model')}, temperature "
@@ -88,39 +81,40 @@ def write_editor_outputs(result: EditorBenchResult, out_dir: str | os.PathLike[s
                          f"{judge['usage']['completion_tokens']} out"
                          + (f"; cost ${judge['cost_usd']:.4f}" if "cost_usd" in judge else "")
                          + f". Repeats: {res['repeats']}.")
-    report.add_paragraph("G_SC / G_PQ / G_O: " + res["aggregation"]["official"] + "; -I: "
-                         + res["aggregation"]["intersection"] + "; item mean: "
-                         + res["aggregation"]["item_mean"] + ". Failed items are not in any "
-                         "mean and are counted in the coverage column; the CI is a 95 % "
-                         "bootstrap over items within task types.")
+    report.add_paragraph(" ".join(f"{part}: {text}." for part, text in res["aggregation"].items())
+                         + " Failed items are not in ieqa's means and are counted in the "
+                           "coverage column; the CI is a 95 % bootstrap over items within "
+                           "task types.")
     report.add_heading("Editors")
-    report.add_table(rows, TABLE_COLUMNS, caption="coverage: "
+    report.add_table(rows, list(protocol.columns), caption="coverage: "
                      + "; ".join(f"{r['editor']} ({r['language']}): {r['coverage']}" for r in rows))
     if res["repeats"] > 1:
         std_rows = [{"editor": e, "language": lang,
-                     **{k: r["official"]["std"][k] for k in ("G_SC", "G_PQ", "G_O")}}
+                     **{f"{part} {k}": v for part in protocol.parts
+                        for k, v in r[part]["std"].items()}}
                     for e, by_lang in res["editors"].items() for lang, r in by_lang.items()]
-        report.add_table(std_rows, ["editor", "language", "G_SC", "G_PQ", "G_O"],
+        report.add_table(std_rows, list(std_rows[0]),
                          caption=f"standard deviation over {res['repeats']} judge runs")
     for editor, by_lang in res["editors"].items():
         report.add_heading(f"{editor}", level=3)
         for lang, r in by_lang.items():
-            per = r["official"]["per_task"]
-            report.add_table([{"task_type": t, **per[t]} for t in TASK_TYPES],
-                             ["task_type", "G_SC", "G_PQ", "G_O"],
+            type_rows, type_columns = protocol.per_type_rows(r)
+            report.add_table(type_rows, type_columns,
                              caption=f"{editor}, {lang}: per task type ({r['coverage']['text']})")
             if plots:
                 try:
-                    fig = bar_chart(list(TASK_TYPES), [per[t]["G_O"] for t in TASK_TYPES],
-                                    title=f"{editor} ({lang}): G_O per task type",
-                                    ylabel="O (judge scale)")
+                    fig = bar_chart(list(protocol.task_types), protocol.type_values(r),
+                                    title=f"{editor} ({lang}): {protocol.main_metric} per "
+                                          "task type",
+                                    ylabel=f"{protocol.main_metric} (judge scale)")
                 except ImportError:
                     plots = False
                 else:
-                    report.add_figure(fig, f"{editor}, {lang}: O by task type")
-        cards = _gallery(result.items, editor, gallery_size)
+                    report.add_figure(fig, f"{editor}, {lang}: {protocol.main_metric} by "
+                                           "task type")
+        cards = _gallery(result.items, editor, gallery_size, res["benchmark"])
         if cards:
             report.add_gallery(cards, caption=f"{editor}: failed items, then the {gallery_size} "
-                                              "lowest O (first repeat)")
+                                              f"lowest {protocol.main_field} (first repeat)")
     report.save(paths["report"])
     return paths

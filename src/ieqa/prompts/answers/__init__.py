@@ -16,6 +16,8 @@ JSON scores            (judges only)                      :func:`parse_json_scor
                                                           :func:`parse_viescore`
 VIEScore/EditScore     :func:`write_vie_answer`           :func:`parse_vie_answer`
 (as published)
+ImgEdit rubric lines   :func:`write_criteria_answer`      :func:`parse_criteria_answer`,
+                                                          :func:`released_criteria_scores`
 =====================  =================================  ==================================
 
 Parsers raise :class:`JudgeParseError` (or return a failed
@@ -29,6 +31,12 @@ from __future__ import annotations
 
 from ieqa.data.dimensions import LEVEL_WORDS
 from ieqa.prompts.answers._text import JudgeParseError, ParsedScores, rescale
+from ieqa.prompts.answers.criteria import (
+    parse_criteria_answer,
+    released_criteria_mean,
+    released_criteria_scores,
+    write_criteria_answer,
+)
 from ieqa.prompts.answers.critique import Critique, format_stability
 from ieqa.prompts.answers.digits import digit_values, digits_target, format_digits
 from ieqa.prompts.answers.epaiqa import COMPLETION_WORDS, epaiqa_answer, parse_epaiqa
@@ -70,5 +78,6 @@ __all__ = [
     "level_index", "level_target", "parse_critique", "parse_epaiqa", "parse_explanation",
     "parse_json_scores", "parse_level", "parse_output", "parse_reasonedit", "parse_region",
     "parse_text_score", "parse_verdict", "parse_vie_answer", "parse_viescore", "rescale",
-    "write_verdict", "write_vie_answer",
+    "write_verdict", "write_vie_answer", "parse_criteria_answer", "released_criteria_mean",
+    "released_criteria_scores", "write_criteria_answer",
 ]

@@ -1,0 +1,102 @@
+"""What an editor benchmark is to ``bench-editor``: :class:`EditorProtocol`.
+
+A protocol says where the benchmark's items come from and where an editor's output of each
+lies, which judge is the benchmark's own, how one judged row becomes the item's numbers,
+and how items become the published table. :func:`ieqa.bench.editor.run.bench_editor` does
+the rest the same way for every benchmark (outputs present or missing, resumable scoring,
+repeats, coverage, the judge's record), and :mod:`ieqa.bench.editor.report` writes what the
+protocol's table says.
+
+Each item a protocol reads has ``id``, ``task_type``, ``language``, ``key``,
+``instruction``, ``source`` (a path) and ``intersection``.
+"""
+
+from __future__ import annotations
+
+import os
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ieqa.scorers.base import Scorer
+
+__all__ = ["EditorProtocol"]
+
+
+class EditorProtocol(ABC):
+    """One editor benchmark (see the module docstring)."""
+
+    #: the benchmark's name on the command line
+    name: str = ""
+    #: the hub dataset its data comes from
+    dataset: str = ""
+    #: the catalog name of the benchmark's own judge
+    official_judge: str = ""
+    #: how its judge is called in tables (``"ImgEdit-Bench's official judge"``)
+    official_label: str = ""
+    #: the output layout, as the missing-output message states it
+    layout: str = ""
+    #: the task types, in the published tables' order
+    task_types: tuple[str, ...] = ()
+    #: the languages it has, in order
+    languages: tuple[str, ...] = ("en",)
+    #: the parts of a language's result that hold numbers (averaged over repeats)
+    parts: tuple[str, ...] = ()
+    #: the headline numbers of each part (their std over repeats is reported)
+    metrics: tuple[str, ...] = ()
+    #: the metric the per-type bars and the worst-items gallery use
+    main_metric: str = ""
+    #: the item field of :attr:`main_metric` (the gallery sorts on it)
+    main_field: str = ""
+    #: the table's columns (:meth:`table_row`)
+    columns: tuple[str, ...] = ()
+
+    @abstractmethod
+    def read_items(self, data: str | os.PathLike[str] | None, languages: Sequence[str],
+                   work_dir: Path) -> list[Any]:
+        """The benchmark's items of ``languages`` (``work_dir``: where sources may be
+        written or the data unpacked)."""
+
+    @abstractmethod
+    def output_path(self, folder: str | os.PathLike[str], item: Any) -> Path:
+        """Where an editor's output of ``item`` lies under ``folder``."""
+
+    @abstractmethod
+    def item_values(self, row: Mapping[str, Any], judge: Scorer) -> dict[str, Any]:
+        """The item's numbers from its judged row (``None`` values when there are none)
+        and ``error`` (``None``, or why the item has no number)."""
+
+    @abstractmethod
+    def aggregate(self, entries: Sequence[Mapping[str, Any]], n_boot: int) -> dict[str, Any]:
+        """One language and repeat: the parts (:attr:`parts`) and ``ci`` of these items."""
+
+    @abstractmethod
+    def aggregation(self) -> dict[str, str]:
+        """What each part is, in words (recorded in ``results.json`` and the report)."""
+
+    @abstractmethod
+    def table_row(self, result: Mapping[str, Any]) -> dict[str, Any]:
+        """The table's numbers of one editor and language (:attr:`columns` without
+        ``editor``, ``language`` and ``coverage``)."""
+
+    @abstractmethod
+    def per_type_rows(self, result: Mapping[str, Any]) -> tuple[list[dict[str, Any]],
+                                                                 list[str]]:
+        """The per-type table of one editor and language: rows and columns."""
+
+    @abstractmethod
+    def type_values(self, result: Mapping[str, Any]) -> list[float]:
+        """The main metric per task type (in :attr:`task_types`' order), for the bars."""
+
+    @abstractmethod
+    def card_line(self, entry: Mapping[str, Any]) -> str:
+        """One judged item's numbers, as the report's gallery shows them."""
+
+    def item_title(self, entry: Mapping[str, Any]) -> str:
+        """How the report names an item."""
+        return f"{entry['task_type']}/{entry['key']}"
+
+    def generation_extra(self) -> dict[str, Any]:
+        """What ``results.json`` records of the benchmark beyond the common fields."""
+        return {}
