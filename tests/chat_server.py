@@ -99,6 +99,51 @@ class FakeServer:
                      sleep_s=self.delay(body))
 
 
+class ScriptedJudge(FakeServer):
+    """Answers exactly the expected requests, each from its list of scripted replies in
+    order (the last one repeats); any other request gets HTTP 500, so a request that
+    differs fails the test. ``script`` is keyed by the request body's bytes
+    (``by="raw"``), or by :func:`canonical` of its parsed JSON (``by="json"``: every field
+    and every string the same, key order and whitespace aside)."""
+
+    def __init__(self, by: str = "raw") -> None:
+        super().__init__()
+        self.by = by
+        self.script: dict[bytes, list[Reply]] = {}
+        self._served: dict[bytes, int] = {}
+        self._lock = threading.Lock()
+
+    def next_reply(self, body):
+        raw = self.requests[-1].raw if self.requests else b""
+        for seen in reversed(self.requests):  # the request being answered
+            if json.loads(seen.raw) == body:
+                raw = seen.raw
+                break
+        key = raw if self.by == "raw" else canonical(json.loads(raw))
+        if key not in self.script:
+            return Reply(status=500, body={"error": {"message": "unexpected request body"}})
+        with self._lock:
+            n = self._served.get(key, 0)
+            self._served[key] = n + 1
+        replies = self.script[key]
+        return replies[min(n, len(replies) - 1)]
+
+
+def canonical(body: Any) -> bytes:
+    """A request body as comparable bytes: sorted keys, no whitespace."""
+    return json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
+
+
+def chat_answer(content: str, model: str = "gpt-4.1-2025-04-14") -> Reply:
+    """A chat completion answering ``content``, with a model id, a system fingerprint and
+    token usage (100 in, 20 out), as OpenAI's API returns them."""
+    return Reply(body={"id": "x", "object": "chat.completion", "model": model,
+                       "system_fingerprint": "fp_test", "choices": [{
+                           "index": 0, "finish_reason": "stop",
+                           "message": {"role": "assistant", "content": content}}],
+                       "usage": {"prompt_tokens": 100, "completion_tokens": 20}})
+
+
 def _make_handler(server: FakeServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"

@@ -19,14 +19,13 @@ import base64
 import io
 import json
 import math
-import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
 from PIL import Image, ImageOps
 
-from chat_server import FakeServer, Reply, serve
+from chat_server import FakeServer, Reply, ScriptedJudge, chat_answer, serve
 from ieqa import create_scorer
 from ieqa.bench.editor import TASK_TYPES, bench_editor, macro_mean, write_editor_outputs
 from ieqa.bench.errors import BenchError
@@ -78,37 +77,8 @@ def official_requests(prompts: Path, source: Path, edited: Path, instruction: st
     return body(sc_text, [src, ed]), body(pq_text, [ed])
 
 
-class ScriptedJudge(FakeServer):
-    """Answers exactly the expected request bodies, each from its list of scripted replies
-    in order (the last one repeats); any other body gets HTTP 500."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.script: dict[bytes, list[Reply]] = {}
-        self._served: dict[bytes, int] = {}
-        self._lock = threading.Lock()
-
-    def next_reply(self, body):
-        raw = self.requests[-1].raw if self.requests else b""
-        for seen in reversed(self.requests):  # the request being answered
-            if json.loads(seen.raw) == body:
-                raw = seen.raw
-                break
-        if raw not in self.script:
-            return Reply(status=500, body={"error": {"message": "unexpected request body"}})
-        with self._lock:
-            n = self._served.get(raw, 0)
-            self._served[raw] = n + 1
-        replies = self.script[raw]
-        return replies[min(n, len(replies) - 1)]
-
-
 def _answer(content: str) -> Reply:
-    return Reply(body={"id": "x", "object": "chat.completion", "model": "gpt-4.1-2025-04-14",
-                       "system_fingerprint": "fp_test", "choices": [{
-                           "index": 0, "finish_reason": "stop",
-                           "message": {"role": "assistant", "content": content}}],
-                       "usage": {"prompt_tokens": 100, "completion_tokens": 20}})
+    return chat_answer(content)
 
 
 def _scores(a: float, b: float) -> Reply:

@@ -91,6 +91,8 @@ _WHITE = (255, 255, 255)
 #: ``PIL.Image.info`` key holding the fraction of pixels (0-1) that were transparent (alpha
 #: below 128) in an image composited over the background
 TRANSPARENT_INFO_KEY = "ieqa.transparent_fraction"
+#: ``PIL.Image.info`` key holding the path an image was loaded from (:func:`file_of`)
+FILE_KEY = "ieqa.file"
 _MEMORY = "<memory>"
 _BYTES = "<bytes>"
 _LFS_MAGIC = b"version https://git-lfs"
@@ -140,7 +142,23 @@ def load_image(
     with _opened(ref) as (source, label):
         if isinstance(source, np.ndarray):
             return _from_array(source, max_pixels, background)
-        return _finish(source, label, max_pixels, background)
+        image = _finish(source, label, max_pixels, background)
+    path = file_of(ref) if isinstance(ref, Image.Image) else (
+        os.fspath(ref) if isinstance(ref, (str, os.PathLike)) else None)
+    if path is not None:
+        image.info[FILE_KEY] = (path, image.size)
+    return image
+
+
+def file_of(image: Image.Image) -> str | None:
+    """The path of the file ``image`` was loaded from by :func:`load_image` (or that of
+    the image it is a same-size copy of), ``None`` for an image made in memory or changed
+    in size since: a judge whose released code sends each image file's bytes unchanged
+    needs the file."""
+    value = image.info.get(FILE_KEY)
+    if isinstance(value, tuple) and len(value) == 2 and tuple(value[1]) == image.size:
+        return str(value[0])
+    return None
 
 
 def image_size(ref: ImageRef | str) -> tuple[int, int]:

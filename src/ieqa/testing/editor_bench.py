@@ -3,14 +3,18 @@
 :func:`build_gedit_fixture` writes a small dataset in the layout of the hub dataset
 ``stepfun-ai/GEdit-Bench`` (one Parquet file with its columns; images as ``{"bytes",
 "path"}`` structs, as ``datasets`` stores an ``Image`` feature) and, optionally, an
-editor's outputs in the benchmark's layout. The pictures are random blocks: what a test
-checks is the protocol and the arithmetic, not the edits.
+editor's outputs in the benchmark's layout. :func:`build_imgedit_fixture` does the same
+for ImgEdit-Bench (the annotation ``singleturn.json`` and JPEG sources in folders, as the
+hub archive unpacks; optionally the archive itself). The pictures are random blocks: what
+a test checks is the protocol and the arithmetic, not the edits.
 """
 
 from __future__ import annotations
 
 import io
+import json
 import os
+import tarfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -20,8 +24,10 @@ import pyarrow.parquet as pq
 from PIL import Image
 
 from ieqa.data.loaders.gedit_bench import TASK_TYPES
+from ieqa.data.loaders.imgedit_bench import EDIT_TYPES
 
-__all__ = ["build_gedit_fixture", "gedit_fixture_items", "write_gedit_outputs"]
+__all__ = ["build_gedit_fixture", "gedit_fixture_items", "write_gedit_outputs",
+           "imgedit_fixture_items", "build_imgedit_fixture", "write_imgedit_outputs"]
 
 
 def gedit_fixture_items(per_type: int = 1, languages: Sequence[str] = ("en",),
@@ -44,12 +50,12 @@ def gedit_fixture_items(per_type: int = 1, languages: Sequence[str] = ("en",),
     return items
 
 
-def _png(seed: int, size: tuple[int, int]) -> bytes:
+def _png(seed: int, size: tuple[int, int], fmt: str = "PNG") -> bytes:
     rng = np.random.default_rng(seed)
     arr = np.kron(rng.integers(0, 256, (size[1] // 8 + 1, size[0] // 8 + 1, 3)),
                   np.ones((8, 8, 1)))[: size[1], : size[0]].astype(np.uint8)
     buf = io.BytesIO()
-    Image.fromarray(arr).save(buf, format="PNG")
+    Image.fromarray(arr).save(buf, format=fmt)
     return buf.getvalue()
 
 
@@ -89,4 +95,56 @@ def write_gedit_outputs(folder: str | os.PathLike[str], items: Sequence[dict[str
                 / f"{item['key']}.png")
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(_png(seed + n, (64, 64)))
+    return folder
+
+
+def imgedit_fixture_items(per_type: int = 1, *, old_names: bool = False
+                          ) -> list[dict[str, object]]:
+    """Item records (key, id, prompt, edit_type, size): ``per_type`` items per edit type,
+    keys numbered from 1 as in the real annotation; ``old_names`` spells ``adjust`` as
+    ``alter``, as copies made before June 2025 do."""
+    items = []
+    for t, etype in enumerate(EDIT_TYPES):
+        for k in range(per_type):
+            name = "alter" if old_names and etype == "adjust" else etype
+            items.append({"key": str(1 + t * per_type + k), "id": f"cat{t % 3}/{t:02d}{k:03d}.jpg",
+                          "prompt": f"{etype} edit number {k}", "edit_type": name,
+                          "size": (48 + 8 * (t % 3), 40 + 8 * (k % 2))})
+    return items
+
+
+def build_imgedit_fixture(folder: str | os.PathLike[str], items: Sequence[dict[str, object]],
+                          *, archive: bool = False) -> Path:
+    """Write ``items`` (from :func:`imgedit_fixture_items`) as the unpacked
+    ``folder/Benchmark/singleturn/`` (``singleturn.json`` and JPEG sources); with
+    ``archive``, also pack it as ``folder/Benchmark.tar`` and return that path, else
+    return ``folder/Benchmark/singleturn``."""
+    folder = Path(folder)
+    root = folder / "Benchmark" / "singleturn"
+    root.mkdir(parents=True, exist_ok=True)
+    annotation = {}
+    for n, item in enumerate(items):
+        path = root / str(item["id"])
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(_png(n, item["size"], "JPEG"))  # type: ignore[arg-type]
+        annotation[str(item["key"])] = {"id": item["id"], "prompt": item["prompt"],
+                                        "edit_type": item["edit_type"]}
+    (root / "singleturn.json").write_text(json.dumps(annotation, indent=4))
+    if not archive:
+        return root
+    tar_path = folder / "Benchmark.tar"
+    with tarfile.open(tar_path, "w") as tar:
+        tar.add(folder / "Benchmark", arcname="Benchmark")
+    return tar_path
+
+
+def write_imgedit_outputs(folder: str | os.PathLike[str], items: Sequence[dict[str, object]],
+                          *, seed: int = 2000, skip: Sequence[int] = ()) -> Path:
+    """An editor's outputs of ``items`` in ImgEdit's layout (``folder/{key}.png``), except
+    the indices in ``skip``; returns ``folder``."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    for n, item in enumerate(items):
+        if n not in skip:
+            (folder / f"{item['key']}.png").write_bytes(_png(seed + n, (64, 56)))
     return folder

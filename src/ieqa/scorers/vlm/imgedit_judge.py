@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from ieqa.backends import EncodedImage, Prompt
+from ieqa.data.images import file_of
 from ieqa.data.loaders.base import BenchmarkFormatError
 from ieqa.data.loaders.imgedit_bench import EDIT_TYPES, normalise_edit_type
 from ieqa.prompts.answers import (
@@ -69,18 +70,17 @@ IMAGE_MIME = "image/png"
 LOCAL_MAX_NEW_TOKENS = 1024
 
 
-def _file_image(ref: Any, decoded: Any) -> EncodedImage:
-    """The image as the released script sends it: the file's bytes under ``image/png``
-    (an in-memory image, which has no file, as PNG bytes)."""
-    if isinstance(ref, (str, Path)):
-        data = Path(ref).read_bytes()
-    elif isinstance(ref, bytes):
-        data = ref
+def _file_image(image: Any) -> EncodedImage:
+    """The image as the released script sends it: the bytes of the file it was loaded
+    from under ``image/png`` (an image made in memory, which has no file, as PNG bytes)."""
+    path = file_of(image)
+    if path is not None:
+        data = Path(path).read_bytes()
     else:
         buf = io.BytesIO()
-        decoded.save(buf, format="PNG")
+        image.save(buf, format="PNG")
         data = buf.getvalue()
-    return EncodedImage(data=data, mime=IMAGE_MIME, image=decoded)
+    return EncodedImage(data=data, mime=IMAGE_MIME, image=image)
 
 
 class ImgEditJudge(VLMScorer):
@@ -118,6 +118,7 @@ class ImgEditJudge(VLMScorer):
         if backend is None and (base_url is not None or model is None):
             base_url, model = base_url or DEFAULT_BASE_URL, model or self.default_model
             options.setdefault("max_pixels", None)  # the file's bytes go as they are
+            options.setdefault("extra_body", {"stream": False})  # as the released request
         super().__init__(model=model, base_url=base_url, backend=backend,
                          template="editreward", dimensions=("instruction_alignment",),
                          batch_size=batch_size, max_instruction_chars=max_instruction_chars,
@@ -160,8 +161,7 @@ class ImgEditJudge(VLMScorer):
         assert item.source is not None
         text = self.texts[normalise_edit_type(item.sample.task or "")]
         return Prompt(parts=(text.replace("<edit_prompt>", item.sample.instruction),
-                             _file_image(item.sample.source, item.source),
-                             _file_image(item.sample.edited, item.edited)))
+                             _file_image(item.source), _file_image(item.edited)))
 
     # ----------------------------------------------------------------------- scoring
     def score_items(self, items: Sequence[LoadedSample]) -> list[ScoreResult]:

@@ -1,0 +1,185 @@
+"""ImgEdit-Bench through ``bench-editor`` against a scripted judge on 127.0.0.1.
+
+The judge's requests are checked against the one ImgEdit's released
+``Benchmark/Basic/basic_bench.py`` builds (read from its code; nothing of it is copied):
+the edit type's text of ``prompts.json`` with the instruction in place of
+``<edit_prompt>``, then the source file's bytes and the output file's bytes, each
+base64-encoded unchanged under ``data:image/png`` (the sources are JPEGs), in ``{"model":
+"gpt-4.1", "stream": false, "messages": [one user message]}`` and nothing else. The released
+script sends it through the ``openai`` client, whose serialisation (key order, separators)
+depends on the client's and httpx's versions, so the server compares the parsed body: every
+field and every string, the images' bytes included. Anything else gets HTTP 500, so a
+differing request fails the test.
+
+The expected numbers are worked out here from the released scripts' rules: item score =
+``round(mean of the score lines, 2)`` (``step1_get_avgscore.py``), type score =
+``round(mean of its items, 2)`` (``step2_typescore.py``), and the two "Overall"
+conventions papers print.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+
+import pytest
+
+from chat_server import FakeServer, Reply, ScriptedJudge, canonical, chat_answer, serve
+from ieqa import create_scorer
+from ieqa.bench.editor import bench_editor, editor_table, write_editor_outputs
+from ieqa.bench.errors import BenchError
+from ieqa.data.loaders.imgedit_bench import EDIT_TYPES
+from ieqa.prompts.answers import write_criteria_answer
+from ieqa.testing.editor_bench import (
+    build_imgedit_fixture,
+    imgedit_fixture_items,
+    write_imgedit_outputs,
+)
+
+_CONTENT_FILTER = {"error": {"code": "content_policy_violation", "message": "filtered",
+                             "type": "invalid_request_error"}}
+
+
+@pytest.fixture
+def prompts(tmp_path):
+    from ieqa.scorers.vlm.imgedit_judge import PROMPT_SOURCES
+    from ieqa.testing.releases import write_prompt_standins
+
+    return write_prompt_standins(tmp_path / "prompts", PROMPT_SOURCES)
+
+
+def official_request(prompts, source, edited, instruction, edit_type, model="gpt-4.1"):
+    """The body ImgEdit's released code sends for one item (as parsed JSON)."""
+    texts = json.loads((prompts / "Benchmark/Basic/prompts.json").read_text())
+    type_key = {"alter": "adjust"}.get(edit_type, edit_type)  # the data's old name
+
+    def url(path):
+        return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("utf-8")
+
+    return {"model": model, "stream": False, "messages": [{"role": "user", "content": [
+        {"type": "text", "text": texts[type_key].replace("<edit_prompt>", instruction)},
+        {"type": "image_url", "image_url": {"url": url(source)}},
+        {"type": "image_url", "image_url": {"url": url(edited)}}]}]}
+
+
+def _criteria(a, b, c):
+    return chat_answer(write_criteria_answer(
+        [("Prompt Compliance", a), ("Visual Naturalness", b), ("Physical & Detail", c)],
+        "scripted"))
+
+
+def test_imgedit_protocol_requests_item_scores_and_both_overalls(tmp_path, prompts):
+    items = imgedit_fixture_items(per_type=1, old_names=True)  # adjust spelled "alter"
+    # extract gets two more items, so the item-weighted overall differs from the mean
+    items += [{**items[2], "key": str(100 + j), "prompt": f"extract extra {j}",
+               "id": f"cat2/extra{j}.jpg"} for j in range(2)]
+    root = build_imgedit_fixture(tmp_path / "imgedit", items)
+    outputs = write_imgedit_outputs(tmp_path / "editor", items)
+    plan = {n: ([3, 4, 5][n % 3], [5, 4, 2][n % 3], 4) for n in range(len(items))}
+    replies = {n: _criteria(*plan[n]) for n in plan}
+    # item 1 (adjust, "alter" in the data): two score lines -> ieqa fails it, the released
+    # reading keeps mean(4, 5) = 4.5
+    replies[1] = chat_answer("Brief reasoning: fine.\nPrompt Compliance: 4\nVisual: 5")
+    # item 3: no score line -> a failure, and dropped by the released reading too
+    replies[3] = chat_answer("I cannot rate this edit.")
+    # item 4: an API error -> a failure (the released scoring script stops on it)
+    replies[4] = Reply(status=400, body=_CONTENT_FILTER)
+    # item 5: a score out of the 1-5 scale -> ieqa fails it; the released reading keeps 7
+    replies[5] = _criteria(7, 5, 3)
+    with serve(ScriptedJudge(by="json")) as judge:
+        for n, item in enumerate(items):
+            body = official_request(prompts, root / item["id"], outputs / f"{item['key']}.png",
+                                    item["prompt"], item["edit_type"])
+            judge.script[canonical(body)] = [replies[n]]
+        scorer = create_scorer("imgedit-judge", base_url=judge.url, prompts=str(prompts),
+                               backend_options={"max_retries": 0})
+        result = bench_editor("imgedit-bench", {"mine": outputs}, scorer, tmp_path / "out",
+                              data=tmp_path / "imgedit", languages=["en"], progress=False,
+                              n_boot=200)
+        assert len(judge.requests) == len(items)  # one request per item, none refused
+    rows = {r["key"]: r for r in result.items}
+    assert rows["2"]["task_type"] == "adjust"  # "alter" is read as adjust
+    released, ieqa_scores = {}, {}
+    for n, item in enumerate(items):
+        row = rows[item["key"]]
+        if n in (1, 3, 4, 5):
+            assert row["error"] is not None and row["score"] is None, row
+        else:
+            assert row["error"] is None, row
+            assert row["score"] == pytest.approx(sum(plan[n]) / 3)
+            ieqa_scores[n] = sum(plan[n]) / 3
+        expected = {1: 4.5, 3: None, 4: None, 5: round(15 / 3, 2)}.get(
+            n, round(sum(plan[n]) / 3, 2))
+        assert row["released_score"] == expected
+        if expected is not None:
+            released[n] = expected
+    types = [("adjust" if i["edit_type"] == "alter" else i["edit_type"]) for i in items]
+    by_type = {t: [released[n] for n in released if types[n] == t] for t in EDIT_TYPES}
+    type_scores = {t: round(sum(v) / len(v), 2) for t, v in by_type.items() if v}
+    res = result.results
+    official = res["official"]
+    # the two types whose only item failed (remove: no score line; replace: API error)
+    assert set(EDIT_TYPES) - set(type_scores) == {"replace", "remove"}
+    assert all(math.isnan(official["per_type"][t]) for t in ("replace", "remove"))
+    for t, v in type_scores.items():
+        assert official["per_type"][t] == v
+    assert math.isnan(official["overall_mean_of_types"])  # a type without score, as released
+    assert official["scored"] == len(released)
+    cov = res["coverage"]
+    assert (cov["items"], cov["scored"], cov["failed"]) == (11, 7, 4)
+    mine = res["ieqa"]
+    ok_types = {t: [ieqa_scores[n] for n in ieqa_scores if types[n] == t] for t in EDIT_TYPES}
+    assert mine["item_mean"] == pytest.approx(sum(ieqa_scores.values()) / len(ieqa_scores))
+    assert mine["per_type"]["extract"] == pytest.approx(sum(ok_types["extract"]) / 3)
+    judge_rec = res["judge"]
+    assert judge_rec["official"] and judge_rec["served_models"] == ["gpt-4.1-2025-04-14"]
+    assert judge_rec["system_fingerprints"] == ["fp_test"]
+    assert judge_rec["usage"]["prompt_tokens"] == 100 * (len(items) - 1)  # the error has none
+    paths = write_editor_outputs(result, tmp_path / "out", plots=False)
+    assert "11 items" in paths["report"].read_text() or "7 of 11 items" in paths["report"].read_text()
+    table = editor_table(res)[0]
+    assert table["extract"] == official["per_type"]["extract"]
+    assert table["coverage"] == "7 of 11 items (4 failed to score)"
+
+
+class _Fixed(FakeServer):
+    """Answers every request with the same valid rubric answer (3, 4, 5)."""
+
+    def next_reply(self, body):
+        return _criteria(3, 4, 5)
+
+
+def test_imgedit_from_the_archive_overalls_and_missing_outputs(tmp_path, prompts):
+    items = imgedit_fixture_items(per_type=2)
+    archive = build_imgedit_fixture(tmp_path / "hub", items, archive=True)
+    outputs = write_imgedit_outputs(tmp_path / "editor", items, skip=(0, 5, 9))
+    with serve(_Fixed()) as judge:
+        scorer = create_scorer("imgedit-judge", base_url=judge.url, prompts=str(prompts))
+        with pytest.raises(BenchError, match=r"(?s)layout is \{key\}\.png.*3 of 18 outputs missing"):
+            bench_editor("imgedit-bench", {"mine": outputs}, scorer, tmp_path / "out",
+                         data=archive, progress=False)
+        result = bench_editor("imgedit-bench", {"mine": outputs}, scorer, tmp_path / "out",
+                              data=archive, missing="skip", progress=False, n_boot=100)
+    res = result.results
+    assert res["coverage"]["text"] == "15 of 18 items (3 without an output)"
+    assert res["official"]["per_type"] == {t: 4.0 for t in EDIT_TYPES}
+    assert res["official"]["overall_mean_of_types"] == 4.0
+    assert res["official"]["overall_item_weighted"] == 4.0
+    assert (tmp_path / "out" / "data" / ".extracted").is_file()  # the archive, unpacked once
+
+
+def test_imgedit_judge_refuses_an_unknown_edit_type(tmp_path, prompts):
+    from ieqa.data.schema import EditSample
+
+    items = imgedit_fixture_items(per_type=1)
+    root = build_imgedit_fixture(tmp_path / "imgedit", items)
+    outputs = write_imgedit_outputs(tmp_path / "editor", items)
+    with serve(_Fixed()) as judge:
+        scorer = create_scorer("imgedit-judge", base_url=judge.url, prompts=str(prompts))
+        good = EditSample(id="a", source=root / items[0]["id"], edited=outputs / "1.png",
+                          instruction="add a hat", task="add")
+        bad = good.model_copy(update={"id": "b", "task": "recolour"})
+        ok, failed = scorer.score([good, bad])
+    assert ok.error is None and ok.scores["overall"] == pytest.approx(4.0)
+    assert "edit type" in failed.error and "adjust" in failed.error
