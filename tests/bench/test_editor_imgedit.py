@@ -77,6 +77,8 @@ def test_imgedit_protocol_requests_item_scores_and_both_overalls(tmp_path, promp
     root = build_imgedit_fixture(tmp_path / "imgedit", items)
     outputs = write_imgedit_outputs(tmp_path / "editor", items)
     plan = {n: ([3, 4, 5][n % 3], [5, 4, 2][n % 3], 4) for n in range(len(items))}
+    # extract's mean (3.67 + 4.33 + 4.67) / 3 = 4.2233 shows the type score's rounding
+    plan[9], plan[10] = (4, 4, 5), (5, 5, 4)
     replies = {n: _criteria(*plan[n]) for n in plan}
     # item 1 (adjust, "alter" in the data): two score lines -> ieqa fails it, the released
     # reading keeps mean(4, 5) = 4.5
@@ -138,16 +140,25 @@ def test_imgedit_protocol_requests_item_scores_and_both_overalls(tmp_path, promp
     assert judge_rec["usage"]["prompt_tokens"] == 100 * (len(items) - 1)  # the error has none
     paths = write_editor_outputs(result, tmp_path / "out", plots=False)
     assert "11 items" in paths["report"].read_text() or "7 of 11 items" in paths["report"].read_text()
+    assert official["per_type"]["extract"] == 4.22
     table = editor_table(res)[0]
     assert table["extract"] == official["per_type"]["extract"]
     assert table["coverage"] == "7 of 11 items (4 failed to score)"
 
 
+def _type_scores(etype):
+    i = EDIT_TYPES.index(etype)
+    return (1 + i % 5, 1 + (i + 2) % 5, 5)
+
+
 class _Fixed(FakeServer):
-    """Answers every request with the same valid rubric answer (3, 4, 5)."""
+    """Answers every request with a valid rubric answer that depends on the edit type (read
+    from the stand-in rubric's text)."""
 
     def next_reply(self, body):
-        return _criteria(3, 4, 5)
+        text = body["messages"][0]["content"][0]["text"]
+        etype = text.split("Stand-in text for ")[1].split(":")[0]
+        return _criteria(*_type_scores(etype))
 
 
 def test_imgedit_from_the_archive_overalls_and_missing_outputs(tmp_path, prompts):
@@ -163,9 +174,13 @@ def test_imgedit_from_the_archive_overalls_and_missing_outputs(tmp_path, prompts
                               data=archive, missing="skip", progress=False, n_boot=100)
     res = result.results
     assert res["coverage"]["text"] == "15 of 18 items (3 without an output)"
-    assert res["official"]["per_type"] == {t: 4.0 for t in EDIT_TYPES}
-    assert res["official"]["overall_mean_of_types"] == 4.0
-    assert res["official"]["overall_item_weighted"] == 4.0
+    per_type = {t: round(sum(_type_scores(t)) / 3, 2) for t in EDIT_TYPES}
+    assert res["official"]["per_type"] == per_type
+    counts = {t: 2 - (t in ("add", "extract", "remove")) for t in EDIT_TYPES}  # 0, 5, 9 skipped
+    assert res["official"]["overall_mean_of_types"] == round(sum(per_type.values()) / 9, 2)
+    weighted = round(sum(per_type[t] * counts[t] for t in EDIT_TYPES) / 15, 2)
+    assert res["official"]["overall_item_weighted"] == weighted
+    assert weighted != res["official"]["overall_mean_of_types"]
     assert (tmp_path / "out" / "data" / ".extracted").is_file()  # the archive, unpacked once
 
 
@@ -181,5 +196,5 @@ def test_imgedit_judge_refuses_an_unknown_edit_type(tmp_path, prompts):
                           instruction="add a hat", task="add")
         bad = good.model_copy(update={"id": "b", "task": "recolour"})
         ok, failed = scorer.score([good, bad])
-    assert ok.error is None and ok.scores["overall"] == pytest.approx(4.0)
+    assert ok.error is None and ok.scores["overall"] == pytest.approx(sum(_type_scores("add")) / 3)
     assert "edit type" in failed.error and "adjust" in failed.error

@@ -110,3 +110,25 @@ def test_writers_refuse_what_their_parser_could_not_read() -> None:
         write_verdict("A>>B")
     with pytest.raises(ValueError, match="digit score"):
         format_digits(10.0)
+
+
+def test_criteria_round_trip_and_the_released_reading() -> None:
+    criteria = [("Prompt Compliance", 4), ("Visual Naturalness", 2), ("Physical & Detail", 5)]
+    text = answers.write_criteria_answer(criteria, "a hat, but\nblurred")
+    assert answers.parse_criteria_answer(text) == criteria
+    assert answers.released_criteria_scores(text) == [4, 2, 5]
+    assert answers.released_criteria_mean(text) == 3.67  # round(11 / 3, 2), as released
+    # the released reading takes any number of score lines and any integer; ieqa does not
+    two = "Brief reasoning: x\nA: 4\nB: 5"
+    assert answers.released_criteria_mean(two) == 4.5
+    with pytest.raises(answers.JudgeParseError, match="expected 3"):
+        answers.parse_criteria_answer(two)
+    wide = answers.write_criteria_answer([("A", 7), ("B", 5), ("C", 3)])
+    assert answers.released_criteria_mean(wide) == 5.0
+    with pytest.raises(answers.JudgeParseError, match="not a score 1-5"):
+        answers.parse_criteria_answer(wide)
+    # a line with two ": " (reasoning) or a non-digit value is not a score, as released
+    assert answers.released_criteria_scores("Note: a: 3\nA: 4/5\nB: 3") == [3]
+    assert answers.released_criteria_mean("no scores") is None
+    with pytest.raises(ValueError, match="cannot be written"):
+        answers.write_criteria_answer([("A: B", 3)])

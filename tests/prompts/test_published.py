@@ -202,3 +202,21 @@ def test_branch_and_assignment_texts_of_a_function_are_read(tmp_path) -> None:
     for name in ("build_query(mode=c)", "other(mode=a)", "infer(device2)"):
         with pytest.raises(PublishedPromptError):
             read_constants(path, [name])
+
+
+def test_texts_of_a_json_prompt_file_are_read_by_key(tmp_path) -> None:
+    from ieqa.prompts.published import PublishedPromptError, read_json_texts
+    from ieqa.scorers.vlm.imgedit_judge import PROMPT_SOURCES
+    from ieqa.testing.releases import write_prompt_standins
+
+    (tmp_path / "p.json").write_text('{"add": "Rate <edit_prompt>.", "n": 3}')
+    assert read_json_texts(tmp_path / "p.json", ["add"]) == {"add": "Rate <edit_prompt>."}
+    with pytest.raises(PublishedPromptError, match="no text under the key 'n'"):
+        read_json_texts(tmp_path / "p.json", ["n"])
+    (tmp_path / "bad.json").write_text("[1]")
+    with pytest.raises(PublishedPromptError, match="JSON object"):
+        read_json_texts(tmp_path / "bad.json", ["add"])
+    folder = write_prompt_standins(tmp_path / "standins", PROMPT_SOURCES)
+    texts = load_texts(PROMPT_SOURCES, prompts_dir=folder)
+    assert set(texts) == {t.name for t in PROMPT_SOURCES} and len(texts) == 9
+    assert all("<edit_prompt>" in v for v in texts.values())
