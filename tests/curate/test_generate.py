@@ -142,3 +142,40 @@ def test_gedit_candidates_are_in_the_benchmark_layout_for_bench_editor(tmp_path,
                               progress=False)
     assert two["generated"] == 22
     assert (tmp_path / "k2" / "candidate-1" / "fullset" / "text_change" / "en").is_dir()
+
+
+class RubricJudge(FakeServer):
+    """Answers every request with ImgEdit's answer format: scores 2, 4, 5."""
+
+    def next_reply(self, body):
+        from ieqa.prompts.answers import write_criteria_answer
+
+        content = write_criteria_answer([("A", 2), ("B", 4), ("C", 5)], "fixed")
+        return Reply(body={"id": "x", "object": "chat.completion", "model": "judge",
+                           "choices": [{"index": 0, "finish_reason": "stop", "message": {
+                               "role": "assistant", "content": content}}]})
+
+
+def test_imgedit_candidates_from_the_archive_are_what_bench_editor_reads(tmp_path, pipeline):
+    from ieqa.scorers.vlm.imgedit_judge import PROMPT_SOURCES
+    from ieqa.testing.editor_bench import build_imgedit_fixture, imgedit_fixture_items
+    from ieqa.testing.releases import write_prompt_standins
+
+    archive = build_imgedit_fixture(tmp_path / "hub", imgedit_fixture_items(per_type=1),
+                                    archive=True)
+    out = tmp_path / "edits"
+    res = runner.invoke(app, ["generate", "--pipeline", str(pipeline), "--data", str(archive),
+                              "--steps", "2", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    assert sorted(p.name for p in out.glob("*.png")) == sorted(f"{k}.png" for k in range(1, 10))
+    prompts = write_prompt_standins(tmp_path / "prompts", PROMPT_SOURCES)
+    with serve(RubricJudge()) as judge:
+        res = runner.invoke(app, ["bench-editor", "imgedit-bench", "--data", str(archive),
+                                  "--outputs", f"tiny={out}", "-O", f"base_url={judge.url}",
+                                  "--prompts", str(prompts), "-o", str(tmp_path / "result"),
+                                  "--n-boot", "50"])
+    assert res.exit_code == 0, res.output
+    assert "imgedit-bench, judge: ImgEdit-Bench" in res.output
+    results = json.loads((tmp_path / "result" / "results.json").read_text())
+    assert results["coverage"]["text"] == "9 of 9 items"
+    assert results["official"]["overall_mean_of_types"] == 3.67  # round(11 / 3, 2)

@@ -31,7 +31,9 @@ def command(
                                       "Qwen/Qwen-Image-Edit, ...) or a save_pretrained folder"),
     data: str = typer.Option(..., "--data",
                              help="a manifest (.jsonl/.csv: id, source, instruction), a "
-                                  "GEdit-Bench folder of Parquet files, or gedit-bench"),
+                                  "GEdit-Bench folder of Parquet files, ImgEdit-Bench's "
+                                  "Benchmark.tar or the folder it unpacks to, or the name "
+                                  "gedit-bench / imgedit-bench (the hub cache)"),
     num_candidates: int = typer.Option(1, "--num-candidates", "-k", min=1,
                                        help="candidates per item"),
     seeds: str | None = typer.Option(None, "--seeds",
@@ -54,7 +56,7 @@ def command(
 ) -> None:
     """Generate K candidate edits per item; re-running resumes where it stopped.
 
-    Writes the images (GEdit-Bench's layout for GEdit-Bench), OUT/candidates.jsonl (a
+    Writes the images (a benchmark's own layout for a benchmark), OUT/candidates.jsonl (a
     manifest for ieqa score, then best-of-n and dpo-pairs) and OUT/generate.json.
     """
     record = generate_candidates(pipeline, data, out, num_candidates=num_candidates,

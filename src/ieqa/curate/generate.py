@@ -10,13 +10,14 @@ carries what differs between pipelines (``image_guidance_scale``, ``true_cfg_sca
 ``guidance_scale``, ...). Candidate ``k`` of every item uses ``seeds[k]``, so the same
 seed list reproduces the same candidates.
 
-Inputs are a GEdit-Bench dataset (:mod:`ieqa.data.loaders.gedit_bench`) or a manifest of
-``(id, source, instruction)`` rows (JSONL or CSV; paths relative to the manifest's folder).
-Outputs, under ``out``:
+Inputs are a GEdit-Bench dataset (:mod:`ieqa.data.loaders.gedit_bench`), ImgEdit-Bench's
+(:mod:`ieqa.data.loaders.imgedit_bench`) or a manifest of ``(id, source, instruction)`` rows
+(JSONL or CSV; paths relative to the manifest's folder). Outputs, under ``out``:
 
 * GEdit-Bench: the benchmark's layout, ``fullset/{task_type}/{language}/{key}.png`` with
   one candidate, ``candidate-{k}/fullset/...`` with several (each folder one
   ``--outputs`` of ``ieqa bench-editor``);
+* ImgEdit-Bench: its layout, ``{key}.png``, or ``candidate-{k}/{key}.png``;
 * a manifest: ``images/{id}/candidate-{k}.png``;
 * always ``candidates.jsonl``: an ieqa manifest with one row per candidate (``id`` =
   ``{item id}#{k}``, ``group_id`` = the item's id, ``editor`` = the pipeline, ``meta`` =
@@ -40,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ieqa.data.loaders.gedit_bench import output_path, read_gedit
+from ieqa.data.loaders import gedit_bench, imgedit_bench
 from ieqa.data.manifest import write_manifest
 from ieqa.data.schema import EditSample
 from ieqa.errors import IeqaError
@@ -62,23 +63,32 @@ class GenerationItem:
     source: Path
     instruction: str
     task: str | None = None
-    gedit: Any = None  # the GEditItem when the input is GEdit-Bench
+    bench_item: Any = None  # the benchmark's item (GEditItem, ImgEditItem) for a benchmark
 
 
 def read_generation_items(data: str | os.PathLike[str], *, languages: Sequence[str] = ("en",),
                           work_dir: str | os.PathLike[str]) -> tuple[str, list[GenerationItem]]:
     """``(kind, items)`` of ``data``: ``"gedit-bench"`` (the name: the hub dataset in the
-    local cache; or a folder of its Parquet files) or ``"manifest"`` (a .jsonl or .csv file
-    with ``id``, ``source``, ``instruction`` and optionally ``task``)."""
+    local cache; or a folder of its Parquet files), ``"imgedit-bench"`` (the name: the hub
+    archive in the local cache; or ``Benchmark.tar``, or a folder holding
+    ``singleturn.json``) or ``"manifest"`` (a .jsonl or .csv file with ``id``, ``source``,
+    ``instruction`` and optionally ``task``)."""
     path = Path(data)
     if str(data) == "gedit-bench" or (path.is_dir() and any(path.rglob("*.parquet"))):
-        items = read_gedit(None if str(data) == "gedit-bench" else path, languages,
-                           Path(work_dir) / "sources")
+        items = gedit_bench.read_gedit(None if str(data) == "gedit-bench" else path, languages,
+                                       Path(work_dir) / "sources")
         return "gedit-bench", [GenerationItem(i.id, i.source, i.instruction, i.task_type, i)
                                for i in items]
+    if str(data) == "imgedit-bench" or path.suffix == ".tar" or (path.is_dir() and any(
+            next(path.rglob(name), None) for name in imgedit_bench.ANNOTATION_FILES)):
+        items = imgedit_bench.read_imgedit(None if str(data) == "imgedit-bench" else path,
+                                           Path(work_dir) / "data")
+        return "imgedit-bench", [GenerationItem(i.id, i.source, i.instruction, i.task_type, i)
+                                 for i in items]
     if not path.is_file():
         raise GenerateError(f"--data {data}: no such file; give a manifest (.jsonl or .csv with "
-                            "id, source, instruction), a GEdit-Bench folder or gedit-bench")
+                            "id, source, instruction), a GEdit-Bench or ImgEdit-Bench folder, "
+                            "gedit-bench or imgedit-bench")
     if path.suffix == ".jsonl":
         with open(path, encoding="utf-8") as fh:
             rows = [json.loads(line) for line in fh if line.strip()]
@@ -113,9 +123,10 @@ def _safe(ident: str) -> str:
 
 def candidate_path(out: Path, kind: str, item: GenerationItem, k: int, n_candidates: int) -> Path:
     """Where candidate ``k`` of ``item`` is written (see the module docstring)."""
-    if kind == "gedit-bench":
+    if kind in ("gedit-bench", "imgedit-bench"):
         base = out if n_candidates == 1 else out / f"candidate-{k}"
-        return output_path(base, item.gedit)
+        loader = gedit_bench if kind == "gedit-bench" else imgedit_bench
+        return loader.output_path(base, item.bench_item)
     return out / "images" / _safe(item.id) / f"candidate-{k}.png"
 
 
@@ -169,7 +180,8 @@ def generate_candidates(
     Args:
         pipeline: a hub id or folder (loaded with ``DiffusionPipeline.from_pretrained``), or
             a pipeline object.
-        data: a manifest, a GEdit-Bench folder, or ``"gedit-bench"``.
+        data: a manifest, a GEdit-Bench or ImgEdit-Bench folder (or ImgEdit's
+            ``Benchmark.tar``), or ``"gedit-bench"`` / ``"imgedit-bench"``.
         out: the output folder.
         num_candidates: K >= 1 candidates per item.
         seeds: K seeds (default ``0 .. K-1``); candidate k of every item uses ``seeds[k]``.
