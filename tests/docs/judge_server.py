@@ -3,7 +3,8 @@
 The chat-completions server of ``tests/chat_server.py`` on 127.0.0.1 with answers a judge
 would give: a JSON object of 1-5 scores for the dimensions the prompt lists (derived from
 the request's bytes, so different edits get different scores), ``{"score": [..]}`` lists
-for VIEScore prompts (and their stand-in files, as GEdit-Bench's judge sends them), critiques in the ReasonEdit format (one in four cut short before
+for VIEScore prompts (and their stand-in files, as GEdit-Bench's judge sends them), ImgEdit-Bench's
+rubric lines (for its stand-in prompt file), critiques in the ReasonEdit format (one in four cut short before
 its scores) and EPAIQA stage-3 answers for the critique prompts, top log-probabilities
 over the five level words (for ``vlm-levels``), a verdict line for pairwise prompts, and
 for the explanation-judge rubric (``epaiqa-explain-judge``) a JSON object of PA / LNA /
@@ -88,6 +89,12 @@ class StandInJudge(FakeServer):
             # VIEScore-style (also its stand-in prompt files): two 0-10 sub-scores in a list
             content = json.dumps({"score": [digest[0] % 11, digest[1] % 11],
                                   "reasoning": "stand-in judge"})
+        elif re.search(r"Stand-in text for (add|adjust|extract|replace|remove|background|"
+                       r"style|compose|action):", text):
+            # ImgEdit-Bench's rubric (its stand-in prompt file): three 1-5 criterion lines
+            content = "Brief reasoning: stand-in judge.\n" + "\n".join(
+                f"{name}: {1 + digest[i] % 5}" for i, name in
+                enumerate(("Instruction Compliance", "Visual Naturalness", "Detail")))
         else:
             scores = {d: 1 + digest[i] % 5 for i, d in enumerate(_DIMENSIONS)}
             content = json.dumps({**scores, "reasoning": "stand-in judge"})
