@@ -132,3 +132,19 @@ def test_criteria_round_trip_and_the_released_reading() -> None:
     assert answers.released_criteria_mean("no scores") is None
     with pytest.raises(ValueError, match="cannot be written"):
         answers.write_criteria_answer([("A: B", 3)])
+
+
+def test_final_score_round_trip_and_the_released_reading() -> None:
+    text = answers.write_final_score_answer(4, "The banana is brown.")
+    assert answers.parse_final_score(text) == 4
+    assert answers.released_final_scores(text) == [4]
+    # the released reading takes every number of the run after "Final Score"
+    assert answers.released_final_scores("**Final Score:** 4, 5") == [4, 5]
+    with pytest.raises(answers.JudgeParseError, match="2 numbers"):
+        answers.parse_final_score("**Final Score:** 4, 5")
+    assert answers.released_final_scores("Final Scores: n/a") == []  # the phrase, no number
+    assert answers.released_final_scores("no score here") is None
+    with pytest.raises(answers.JudgeParseError, match="outside 0-1"):
+        answers.parse_final_score("**Final Score**: **3**", low=0, high=1)
+    with pytest.raises(ValueError, match="final score"):
+        answers.write_final_score_answer(3, "my final score is high")

@@ -30,7 +30,7 @@ def test_filters() -> None:
                                              "vlm-gaussian", "vlm-dual", "vlm-pairwise", "critique",
                                              "editreward", "editscore", "viescore",
                                              "unifiedreward-edit", "reasonedit", "re-reward",
-                                             "edithf", "gedit-judge", "imgedit-judge"}
+                                             "edithf", "gedit-judge", "imgedit-judge", "rise-judge"}
     assert ieqa.list_scorers() == list_scorers()
 
 

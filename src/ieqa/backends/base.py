@@ -34,11 +34,13 @@ class EncodedImage:
         data: the bytes sent (base64-encoded into the data URL).
         mime: the media type written in the data URL, e.g. ``"image/png"``.
         image: the decoded RGB image (what a local model is given, and ``Prompt.images``).
+        detail: the ``image_url`` part's ``detail`` (``"high"``, ...), or None (not sent).
     """
 
     data: bytes
     mime: str
     image: Image.Image
+    detail: str | None = None
 
     @classmethod
     def from_file(cls, path: str | object, mime: str) -> EncodedImage:

@@ -376,8 +376,10 @@ class OpenAICompatBackend:
                 content.append({"type": "text", "text": part})
             elif isinstance(part, EncodedImage):  # sent as given, never re-encoded
                 data = base64.b64encode(part.data).decode("ascii")
-                content.append({"type": "image_url",
-                                "image_url": {"url": f"data:{part.mime};base64,{data}"}})
+                url: dict[str, Any] = {"url": f"data:{part.mime};base64,{data}"}
+                if part.detail is not None:
+                    url["detail"] = part.detail
+                content.append({"type": "image_url", "image_url": url})
             else:
                 content.append({"type": "image_url", "image_url": {"url": images.url(part)}})
         messages: list[dict[str, Any]] = []

@@ -177,6 +177,19 @@ PUBLISHED_TABLE: tuple[ScorerInfo, ...] = (
                release={"hub_id": "gpt-4.1 via the OpenAI API (or any OpenAI-compatible "
                                   "judge)",
                         "paper": "ImgEdit (Ye et al. 2025), ImgEdit-Bench"}),
+    ScorerInfo("rise-judge", "RISEBench's official judge as released: per item up to three "
+               "requests (consistency, reasoning, plausibility) with the category's prompts "
+               "from the benchmark's utils.py, images shrunk to 768 px as JPEG, "
+               "gpt-4.1-2025-04-14 at temperature 0; one 'Final Score' 1-5 per answer (0/1 "
+               "read as 1/5 for logical items) or a row error; overall = the lowest (5 = "
+               "solved)", "vlm",
+               ("content_preservation", "instruction_alignment", "visual_quality", "overall"),
+               higher_better=True, needs_source=True, needs_instruction=True,
+               factory="ieqa.scorers.vlm.rise_judge:RiseJudge", score_range=(1.0, 5.0),
+               units="1-5",
+               release={"hub_id": "gpt-4.1-2025-04-14 via the OpenAI API (or any "
+                                  "OpenAI-compatible judge)",
+                        "paper": "RISEBench (Zhao et al. 2025)"}),
     ScorerInfo("unifiedreward-edit", "UnifiedReward-Edit pointwise as published: the authors' "
                "instruction-following and quality requests (images then text, JPEG q95, "
                "do_sample false, max_tokens 4096) to their vLLM server; 0-25 scores "

@@ -5,7 +5,9 @@
 "path"}`` structs, as ``datasets`` stores an ``Image`` feature) and, optionally, an
 editor's outputs in the benchmark's layout. :func:`build_imgedit_fixture` does the same
 for ImgEdit-Bench (the annotation ``singleturn.json`` and JPEG sources in folders, as the
-hub archive unpacks; optionally the archive itself). The pictures are random blocks: what
+hub archive unpacks; optionally the archive itself), :func:`build_rise_fixture` for
+RISEBench (its JSON list and image folders, one item of each kind its judge treats
+differently). The pictures are random blocks: what
 a test checks is the protocol and the arithmetic, not the edits.
 """
 
@@ -27,7 +29,8 @@ from ieqa.data.loaders.gedit_bench import TASK_TYPES
 from ieqa.data.loaders.imgedit_bench import EDIT_TYPES
 
 __all__ = ["build_gedit_fixture", "gedit_fixture_items", "write_gedit_outputs",
-           "imgedit_fixture_items", "build_imgedit_fixture", "write_imgedit_outputs"]
+           "imgedit_fixture_items", "build_imgedit_fixture", "write_imgedit_outputs",
+           "rise_fixture_items", "build_rise_fixture", "write_rise_outputs"]
 
 
 def gedit_fixture_items(per_type: int = 1, languages: Sequence[str] = ("en",),
@@ -147,4 +150,59 @@ def write_imgedit_outputs(folder: str | os.PathLike[str], items: Sequence[dict[s
     for n, item in enumerate(items):
         if n not in skip:
             (folder / f"{item['key']}.png").write_bytes(_png(seed + n, (64, 56)))
+    return folder
+
+
+def rise_fixture_items() -> list[dict[str, object]]:
+    """One RISEBench item of each kind its judge treats differently: temporal (plain, and
+    with ``reasoning_img``), causal ``consistency_free``, spatial (plain, with
+    ``reasoning_img``, with an answer image) and logical (answer text, answer image)."""
+    kinds = [("temporal_reasoning", {}), ("temporal_reasoning", {"reasoning_img": "yes"}),
+             ("causal_reasoning", {"consistency_free": True}),
+             ("spatial_reasoning", {}), ("spatial_reasoning", {"reasoning_img": "yes"}),
+             ("spatial_reasoning", {"reference_img": True}),
+             ("logical_reasoning", {"reference_txt": "B3"}),
+             ("logical_reasoning", {"reference_img": True})]
+    items = []
+    for n, (category, extra) in enumerate(kinds, 1):
+        item: dict[str, object] = {"index": f"{category}_{n}", "category": category,
+                                   "instruction": f"{category.split('_')[0]} task {n}",
+                                   "image": f"{category}_images/{n}.png"}
+        if category != "logical_reasoning":
+            item["reference"] = f"what a correct edit {n} shows"
+        if extra.get("reference_img"):
+            item["reference_img"] = f"{category}_images/{n}_ref.png"
+        for key in ("reasoning_img", "consistency_free", "reference_txt"):
+            if key in extra:
+                item[key] = extra[key]
+        items.append(item)
+    return items
+
+
+def build_rise_fixture(folder: str | os.PathLike[str], items: Sequence[dict[str, object]]
+                       ) -> Path:
+    """Write ``items`` (from :func:`rise_fixture_items`) as ``folder/data/data_total.json``
+    with their images beside it, as the repository's RISEBench-64; returns the JSON path."""
+    root = Path(folder) / "data"
+    for n, item in enumerate(items):
+        for key, size in (("image", (40 + 8 * (n % 3), 48)), ("reference_img", (56, 40))):
+            if key in item:
+                path = root / str(item[key])
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_bytes(_png(3000 + 10 * n + len(key), size))
+    (root / "data_total.json").write_text(json.dumps(list(items), indent=2))
+    return root / "data_total.json"
+
+
+def write_rise_outputs(folder: str | os.PathLike[str], items: Sequence[dict[str, object]],
+                       *, seed: int = 4000, skip: Sequence[int] = ()) -> Path:
+    """An editor's outputs of ``items`` in RISEBench's layout
+    (``folder/images/{category}/{index}.png``), except the indices in ``skip``."""
+    folder = Path(folder)
+    for n, item in enumerate(items):
+        if n in skip:
+            continue
+        path = folder / "images" / str(item["category"]) / f"{item['index']}.png"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(_png(seed + n, (900, 600)))  # larger than 768: the thumbnail shrinks it
     return folder

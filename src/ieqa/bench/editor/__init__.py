@@ -5,6 +5,7 @@
   :mod:`ieqa.data.loaders.gedit_bench`)
 * imgedit — ImgEdit-Bench's basic suite (:class:`ImgEditProtocol`; data:
   :mod:`ieqa.data.loaders.imgedit_bench`)
+* rise — RISEBench (:class:`RiseProtocol`; data: :mod:`ieqa.data.loaders.risebench`)
 * aggregate — the benchmarks' aggregations (:func:`macro_mean`, :func:`imgedit_overall`,
   bootstrap, repeats)
 * run — :func:`bench_editor` (``ieqa bench-editor``)
@@ -17,6 +18,7 @@ from ieqa.bench.editor.aggregate import (
     imgedit_overall,
     item_mean,
     macro_mean,
+    pooled_accuracy,
     repeat_summary,
     stratified_bootstrap,
 )
@@ -24,6 +26,7 @@ from ieqa.bench.editor.gedit import GEditProtocol
 from ieqa.bench.editor.imgedit import ImgEditProtocol
 from ieqa.bench.editor.protocol import EditorProtocol
 from ieqa.bench.editor.report import editor_table, table_columns, write_editor_outputs
+from ieqa.bench.editor.rise import RiseProtocol
 from ieqa.bench.editor.run import (
     BENCHMARKS,
     PROTOCOLS,
@@ -40,7 +43,7 @@ from ieqa.data.loaders.gedit_bench import (
 )
 
 __all__ = ["BENCHMARKS", "PROTOCOLS", "EditorBenchResult", "EditorProtocol", "GEDIT_DATASET",
-           "GEditItem", "GEditProtocol", "ImgEditProtocol", "TASK_TYPES", "get_protocol",
+           "GEditItem", "GEditProtocol", "ImgEditProtocol", "RiseProtocol", "TASK_TYPES", "get_protocol",
            "table_columns", "bench_editor", "editor_table", "imgedit_overall", "item_mean", "macro_mean",
-           "output_path", "read_gedit", "repeat_summary", "stratified_bootstrap",
+           "output_path", "pooled_accuracy", "read_gedit", "repeat_summary", "stratified_bootstrap",
            "write_editor_outputs"]

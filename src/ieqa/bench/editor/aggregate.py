@@ -8,6 +8,9 @@
 * :func:`imgedit_overall` — ImgEdit-Bench's two "Overall" conventions from its per-type
   scores: the unweighted mean of the type scores and the item-weighted mean, each rounded
   to 2 decimals as published.
+* :func:`pooled_accuracy` — RISEBench's overall accuracy from its per-category
+  percentages: the solved items pooled over all categories (not the mean of the
+  categories).
 * :func:`stratified_bootstrap` — a percentile interval for :func:`macro_mean`, resampling
   items within each type (the types' sizes stay fixed).
 * :func:`repeat_summary` — mean and sample standard deviation of a number over repeated
@@ -23,7 +26,7 @@ import numpy as np
 
 from ieqa.bench.errors import BenchError
 
-__all__ = ["macro_mean", "item_mean", "per_type_means", "imgedit_overall",
+__all__ = ["macro_mean", "item_mean", "per_type_means", "imgedit_overall", "pooled_accuracy",
            "stratified_bootstrap", "repeat_summary"]
 
 
@@ -72,6 +75,22 @@ def imgedit_overall(type_scores: Mapping[str, float],
         out["item_weighted"] = round(sum(type_scores[t] * type_counts[t]
                                          for t in type_scores) / n, 2)
     return out
+
+
+def pooled_accuracy(per_category: Mapping[str, float],
+                    counts: Mapping[str, int]) -> float:
+    """The overall percentage of solved items from per-category percentages (0-100) and
+    the categories' item counts: each category's solved items are recovered as
+    ``round(pct * n / 100)`` and pooled, as RISEBench's overall is computed.
+
+    Raises:
+        BenchError: a category without a count.
+    """
+    missing = sorted(set(per_category) - set(counts))
+    if missing:
+        raise BenchError(f"no item count for category(ies) {', '.join(missing)}")
+    solved = sum(round(per_category[c] * counts[c] / 100) for c in per_category)
+    return 100 * solved / sum(counts[c] for c in per_category)
 
 
 def stratified_bootstrap(values: Sequence[float], types: Sequence[str],

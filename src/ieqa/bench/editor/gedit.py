@@ -69,7 +69,7 @@ class GEditProtocol(EditorProtocol):
     def output_path(self, folder: str | os.PathLike[str], item: Any) -> Path:
         return output_path(folder, item)
 
-    def item_values(self, row: Mapping[str, Any], judge: Scorer) -> dict[str, Any]:
+    def item_values(self, row: Mapping[str, Any], judge: Scorer, item: Any) -> dict[str, Any]:
         values = None if row.get("error") else self._scores(row, judge)
         return {"sc": values[0] if values else None, "pq": values[1] if values else None,
                 "o": values[2] if values else None,

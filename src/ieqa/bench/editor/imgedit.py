@@ -82,7 +82,7 @@ class ImgEditProtocol(EditorProtocol):
     def output_path(self, folder: str | os.PathLike[str], item: Any) -> Path:
         return output_path(folder, item)
 
-    def item_values(self, row: Mapping[str, Any], judge: Scorer) -> dict[str, Any]:
+    def item_values(self, row: Mapping[str, Any], judge: Scorer, item: Any) -> dict[str, Any]:
         raw = row.get("raw") or {}
         if judge.name == self.official_judge:
             released = _finite((raw.get("released") or {}).get("item_score"))

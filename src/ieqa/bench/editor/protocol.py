@@ -63,9 +63,14 @@ class EditorProtocol(ABC):
         """Where an editor's output of ``item`` lies under ``folder``."""
 
     @abstractmethod
-    def item_values(self, row: Mapping[str, Any], judge: Scorer) -> dict[str, Any]:
+    def item_values(self, row: Mapping[str, Any], judge: Scorer, item: Any) -> dict[str, Any]:
         """The item's numbers from its judged row (``None`` values when there are none)
         and ``error`` (``None``, or why the item has no number)."""
+
+    def sample_meta(self, item: Any) -> dict[str, Any]:
+        """What the judge needs of an item beyond source, output, instruction and task
+        (the sample's ``meta``)."""
+        return {}
 
     @abstractmethod
     def aggregate(self, entries: Sequence[Mapping[str, Any]], n_boot: int) -> dict[str, Any]:

@@ -33,6 +33,7 @@ from ieqa.bench.editor.aggregate import repeat_summary
 from ieqa.bench.editor.gedit import GEditProtocol
 from ieqa.bench.editor.imgedit import ImgEditProtocol
 from ieqa.bench.editor.protocol import EditorProtocol
+from ieqa.bench.editor.rise import RiseProtocol
 from ieqa.bench.errors import BenchError
 from ieqa.data.schema import EditSample
 from ieqa.scorers.base import Scorer
@@ -42,7 +43,8 @@ __all__ = ["BENCHMARKS", "MISSING_RULES", "PROTOCOLS", "EditorBenchResult", "ben
            "get_protocol", "judge_record"]
 
 #: the editor benchmarks ``bench-editor`` runs, by name
-PROTOCOLS: dict[str, EditorProtocol] = {p.name: p for p in (GEditProtocol(), ImgEditProtocol())}
+PROTOCOLS: dict[str, EditorProtocol] = {p.name: p for p in (GEditProtocol(), ImgEditProtocol(),
+                                                             RiseProtocol())}
 BENCHMARKS: tuple[str, ...] = tuple(PROTOCOLS)
 #: what to do with items an editor has no output for
 MISSING_RULES: tuple[str, ...] = ("error", "skip")
@@ -76,6 +78,7 @@ def _server_records(raw: Mapping[str, Any]) -> Iterator[Mapping[str, Any] | None
             yield record.get(key)
     if "text" in raw:  # a one-request judge (ImgEdit's)
         yield raw.get("server")
+    yield from raw.get("servers") or []  # one per request (RISEBench's)
 
 
 def judge_record(judge: Scorer, rows: Sequence[Mapping[str, Any]],
@@ -224,7 +227,8 @@ def bench_editor(
         by_id = {i.id: i for i in present[editor]}
         samples = [EditSample(id=i.id, source=i.source, edited=protocol.output_path(folder, i),
                               instruction=i.instruction, task=i.task_type, editor=editor,
-                              group_id=i.id) for i in present[editor]]
+                              group_id=i.id, meta=protocol.sample_meta(i))
+                   for i in present[editor]]
         per_lang_repeats: dict[str, list[dict[str, Any]]] = {lang: [] for lang in langs}
         substituted = {lang: 0 for lang in langs}
         failed_ids: dict[str, set[str]] = {lang: set() for lang in langs}
@@ -247,7 +251,7 @@ def bench_editor(
                 entry = {"editor": editor, "repeat": r, "task_type": item.task_type,
                          "language": item.language, "key": item.key,
                          "intersection": item.intersection,
-                         **protocol.item_values(row, judge),
+                         **protocol.item_values(row, judge, item),
                          "substituted": "substituted" in (row.get("flags") or []),
                          "source": str(item.source), "edited": row.get("edited"),
                          "instruction": item.instruction}

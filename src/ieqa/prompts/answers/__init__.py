@@ -18,6 +18,8 @@ VIEScore/EditScore     :func:`write_vie_answer`           :func:`parse_vie_answe
 (as published)
 ImgEdit rubric lines   :func:`write_criteria_answer`      :func:`parse_criteria_answer`,
                                                           :func:`released_criteria_scores`
+RISEBench final score  :func:`write_final_score_answer`   :func:`parse_final_score`,
+                                                          :func:`released_final_scores`
 =====================  =================================  ==================================
 
 Parsers raise :class:`JudgeParseError` (or return a failed
@@ -46,6 +48,11 @@ from ieqa.prompts.answers.explanation import (
     CritiqueFormatError,
     format_dimensions,
     parse_explanation,
+)
+from ieqa.prompts.answers.final_score import (
+    parse_final_score,
+    released_final_scores,
+    write_final_score_answer,
 )
 from ieqa.prompts.answers.levels import (
     READOUT_LEVEL_WORDS,
@@ -79,5 +86,6 @@ __all__ = [
     "parse_json_scores", "parse_level", "parse_output", "parse_reasonedit", "parse_region",
     "parse_text_score", "parse_verdict", "parse_vie_answer", "parse_viescore", "rescale",
     "write_verdict", "write_vie_answer", "parse_criteria_answer", "released_criteria_mean",
-    "released_criteria_scores", "write_criteria_answer",
+    "released_criteria_scores", "write_criteria_answer", "parse_final_score",
+    "released_final_scores", "write_final_score_answer",
 ]
