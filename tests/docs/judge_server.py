@@ -4,7 +4,7 @@ The chat-completions server of ``tests/chat_server.py`` on 127.0.0.1 with answer
 would give: a JSON object of 1-5 scores for the dimensions the prompt lists (derived from
 the request's bytes, so different edits get different scores), ``{"score": [..]}`` lists
 for VIEScore prompts (and their stand-in files, as GEdit-Bench's judge sends them), ImgEdit-Bench's
-rubric lines (for its stand-in prompt file), critiques in the ReasonEdit format (one in four cut short before
+rubric lines and RISEBench's final scores (for their stand-in prompt files), critiques in the ReasonEdit format (one in four cut short before
 its scores) and EPAIQA stage-3 answers for the critique prompts, top log-probabilities
 over the five level words (for ``vlm-levels``), a verdict line for pairwise prompts, and
 for the explanation-judge rubric (``epaiqa-explain-judge``) a JSON object of PA / LNA /
@@ -89,6 +89,11 @@ class StandInJudge(FakeServer):
             # VIEScore-style (also its stand-in prompt files): two 0-10 sub-scores in a list
             content = json.dumps({"score": [digest[0] % 11, digest[1] % 11],
                                   "reasoning": "stand-in judge"})
+        elif "Stand-in text for prompt_" in text:
+            # RISEBench's prompts (its stand-in file): a final score, 0/1 for logical ones
+            logical = "Stand-in text for prompt_logical" in text
+            value = digest[0] % 2 if logical else 3 + digest[0] % 3
+            content = f"Stand-in judgement.\n\n**Final Score:** **{value}**"
         elif re.search(r"Stand-in text for (add|adjust|extract|replace|remove|background|"
                        r"style|compose|action):", text):
             # ImgEdit-Bench's rubric (its stand-in prompt file): three 1-5 criterion lines

@@ -32,8 +32,9 @@ def command(
     data: str = typer.Option(..., "--data",
                              help="a manifest (.jsonl/.csv: id, source, instruction), a "
                                   "GEdit-Bench folder of Parquet files, ImgEdit-Bench's "
-                                  "Benchmark.tar or the folder it unpacks to, or the name "
-                                  "gedit-bench / imgedit-bench (the hub cache)"),
+                                  "Benchmark.tar or the folder it unpacks to, RISEBench's "
+                                  "JSON file, or the name gedit-bench / imgedit-bench / "
+                                  "risebench (the hub cache)"),
     num_candidates: int = typer.Option(1, "--num-candidates", "-k", min=1,
                                        help="candidates per item"),
     seeds: str | None = typer.Option(None, "--seeds",

@@ -18,6 +18,8 @@ Inputs are a GEdit-Bench dataset (:mod:`ieqa.data.loaders.gedit_bench`), ImgEdit
   one candidate, ``candidate-{k}/fullset/...`` with several (each folder one
   ``--outputs`` of ``ieqa bench-editor``);
 * ImgEdit-Bench: its layout, ``{key}.png``, or ``candidate-{k}/{key}.png``;
+* RISEBench (its JSON file, :mod:`ieqa.data.loaders.risebench`): its layout,
+  ``images/{category}/{index}.png``, or ``candidate-{k}/images/...``;
 * a manifest: ``images/{id}/candidate-{k}.png``;
 * always ``candidates.jsonl``: an ieqa manifest with one row per candidate (``id`` =
   ``{item id}#{k}``, ``group_id`` = the item's id, ``editor`` = the pipeline, ``meta`` =
@@ -41,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ieqa.data.loaders import gedit_bench, imgedit_bench
+from ieqa.data.loaders import gedit_bench, imgedit_bench, risebench
 from ieqa.data.manifest import write_manifest
 from ieqa.data.schema import EditSample
 from ieqa.errors import IeqaError
@@ -71,7 +73,8 @@ def read_generation_items(data: str | os.PathLike[str], *, languages: Sequence[s
     """``(kind, items)`` of ``data``: ``"gedit-bench"`` (the name: the hub dataset in the
     local cache; or a folder of its Parquet files), ``"imgedit-bench"`` (the name: the hub
     archive in the local cache; or ``Benchmark.tar``, or a folder holding
-    ``singleturn.json``) or ``"manifest"`` (a .jsonl or .csv file with ``id``, ``source``,
+    ``singleturn.json``), ``"risebench"`` (the name, or its ``.json`` item list) or
+    ``"manifest"`` (a .jsonl or .csv file with ``id``, ``source``,
     ``instruction`` and optionally ``task``)."""
     path = Path(data)
     if str(data) == "gedit-bench" or (path.is_dir() and any(path.rglob("*.parquet"))):
@@ -85,10 +88,14 @@ def read_generation_items(data: str | os.PathLike[str], *, languages: Sequence[s
                                            Path(work_dir) / "data")
         return "imgedit-bench", [GenerationItem(i.id, i.source, i.instruction, i.task_type, i)
                                  for i in items]
+    if str(data) == "risebench" or path.suffix == ".json":
+        items = risebench.read_risebench(None if str(data) == "risebench" else path)
+        return "risebench", [GenerationItem(i.id, i.source, i.instruction, i.task_type, i)
+                             for i in items]
     if not path.is_file():
         raise GenerateError(f"--data {data}: no such file; give a manifest (.jsonl or .csv with "
                             "id, source, instruction), a GEdit-Bench or ImgEdit-Bench folder, "
-                            "gedit-bench or imgedit-bench")
+                            "RISEBench's JSON file, gedit-bench, imgedit-bench or risebench")
     if path.suffix == ".jsonl":
         with open(path, encoding="utf-8") as fh:
             rows = [json.loads(line) for line in fh if line.strip()]
@@ -123,10 +130,11 @@ def _safe(ident: str) -> str:
 
 def candidate_path(out: Path, kind: str, item: GenerationItem, k: int, n_candidates: int) -> Path:
     """Where candidate ``k`` of ``item`` is written (see the module docstring)."""
-    if kind in ("gedit-bench", "imgedit-bench"):
+    loaders = {"gedit-bench": gedit_bench, "imgedit-bench": imgedit_bench,
+               "risebench": risebench}
+    if kind in loaders:
         base = out if n_candidates == 1 else out / f"candidate-{k}"
-        loader = gedit_bench if kind == "gedit-bench" else imgedit_bench
-        return loader.output_path(base, item.bench_item)
+        return loaders[kind].output_path(base, item.bench_item)
     return out / "images" / _safe(item.id) / f"candidate-{k}.png"
 
 
@@ -181,7 +189,8 @@ def generate_candidates(
         pipeline: a hub id or folder (loaded with ``DiffusionPipeline.from_pretrained``), or
             a pipeline object.
         data: a manifest, a GEdit-Bench or ImgEdit-Bench folder (or ImgEdit's
-            ``Benchmark.tar``), or ``"gedit-bench"`` / ``"imgedit-bench"``.
+            ``Benchmark.tar``), RISEBench's JSON file, or ``"gedit-bench"`` /
+            ``"imgedit-bench"`` / ``"risebench"``.
         out: the output folder.
         num_candidates: K >= 1 candidates per item.
         seeds: K seeds (default ``0 .. K-1``); candidate k of every item uses ``seeds[k]``.
