@@ -72,3 +72,24 @@ def test_imgedit_item_weighted_overall_as_some_papers_print_it():
     assert out == {"mean_of_types": 4.02, "item_weighted": 4.0}
     with pytest.raises(Exception, match="no item count"):
         imgedit_overall(scores, {"add": 95})
+
+
+def test_merged_tables_refuse_other_benchmarks_other_judges_and_an_editor_twice():
+    from ieqa.bench.editor import merge_results
+    from ieqa.bench.errors import BenchError
+
+    judge = {"name": "gedit-judge", "model": "gpt-4.1", "temperature": None,
+             "config": {"prompts": {"files": ["a"]}}, "label": "GEdit-Bench's official judge"}
+    run = {"benchmark": "gedit-bench", "languages": ["en"], "aggregation": {}, "judge": judge,
+           "editors": {"a": {"en": {}}}}
+    merged = merge_results([run, {**run, "editors": {"b": {"en": {}}}}], sources=["x", "y"])
+    assert set(merged["editors"]) == {"a", "b"} and merged["merged_from"] == {"a": "x", "b": "y"}
+    with pytest.raises(BenchError, match="different benchmarks"):
+        merge_results([run, {**run, "benchmark": "imgedit-bench", "editors": {"b": {}}}])
+    with pytest.raises(BenchError, match="not comparable"):
+        merge_results([run, {**run, "judge": {**judge, "model": "gpt-4o"}, "editors": {"b": {}}}])
+    with pytest.raises(BenchError, match="not comparable"):  # other prompt files
+        merge_results([run, {**run, "judge": {**judge, "config": {"prompts": {"files": ["b"]}}},
+                             "editors": {"b": {}}}])
+    with pytest.raises(BenchError, match="editor 'a' is in x and in y"):
+        merge_results([run, run], sources=["x", "y"])

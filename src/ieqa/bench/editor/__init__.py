@@ -25,7 +25,13 @@ from ieqa.bench.editor.aggregate import (
 from ieqa.bench.editor.gedit import GEditProtocol
 from ieqa.bench.editor.imgedit import ImgEditProtocol
 from ieqa.bench.editor.protocol import EditorProtocol
-from ieqa.bench.editor.report import editor_table, table_columns, write_editor_outputs
+from ieqa.bench.editor.report import (
+    editor_table,
+    merge_results,
+    table_columns,
+    write_editor_outputs,
+    write_merged_table,
+)
 from ieqa.bench.editor.rise import RiseProtocol
 from ieqa.bench.editor.run import (
     BENCHMARKS,
@@ -44,6 +50,7 @@ from ieqa.data.loaders.gedit_bench import (
 
 __all__ = ["BENCHMARKS", "PROTOCOLS", "EditorBenchResult", "EditorProtocol", "GEDIT_DATASET",
            "GEditItem", "GEditProtocol", "ImgEditProtocol", "RiseProtocol", "TASK_TYPES", "get_protocol",
-           "table_columns", "bench_editor", "editor_table", "imgedit_overall", "item_mean", "macro_mean",
+           "table_columns", "bench_editor", "editor_table", "merge_results",
+           "write_merged_table", "imgedit_overall", "item_mean", "macro_mean",
            "output_path", "pooled_accuracy", "read_gedit", "repeat_summary", "stratified_bootstrap",
            "write_editor_outputs"]

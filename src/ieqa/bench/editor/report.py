@@ -7,14 +7,16 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ieqa.bench.editor.run import EditorBenchResult, get_protocol
+from ieqa.bench.errors import BenchError
 from ieqa.report import GalleryItem, HtmlReport, bar_chart, thumbnail, write_csv, write_json
 
-__all__ = ["editor_table", "table_columns", "write_editor_outputs", "TABLE_COLUMNS"]
+__all__ = ["editor_table", "table_columns", "write_editor_outputs", "TABLE_COLUMNS",
+           "merge_results", "write_merged_table"]
 
 #: GEdit-Bench's table columns (:func:`table_columns` gives any benchmark's)
 TABLE_COLUMNS: tuple[str, ...] = get_protocol("gedit-bench").columns
@@ -116,5 +118,79 @@ def write_editor_outputs(result: EditorBenchResult, out_dir: str | os.PathLike[s
         if cards:
             report.add_gallery(cards, caption=f"{editor}: failed items, then the {gallery_size} "
                                               f"lowest {protocol.main_field} (first repeat)")
+    report.save(paths["report"])
+    return paths
+
+
+def _judge_key(judge: Mapping[str, Any]) -> tuple[Any, ...]:
+    return (judge.get("name"), judge.get("model"), judge.get("temperature"),
+            json.dumps((judge.get("config") or {}).get("prompts"), sort_keys=True))
+
+
+def merge_results(results: Sequence[Mapping[str, Any]], *,
+                  sources: Sequence[str] | None = None) -> dict[str, Any]:
+    """One table's ``results.json`` object from several runs of one benchmark (their
+    ``results.json`` objects), editors as rows, as if judged in one run.
+
+    The runs must be of the same benchmark and judged the same way (judge, model,
+    temperature, prompt files): numbers of different judges are not comparable, and a
+    table that mixed them would not say so. An editor name may appear in one run only.
+
+    Raises:
+        BenchError: no runs, different benchmarks or judges, or an editor twice.
+    """
+    if not results:
+        raise BenchError("no results to merge: pass two or more results.json files")
+    names = list(sources or [f"run {n + 1}" for n in range(len(results))])
+    benchmarks = {r["benchmark"] for r in results}
+    if len(benchmarks) != 1:
+        raise BenchError(f"the results are of different benchmarks ({', '.join(sorted(benchmarks))});"
+                         " a table holds one benchmark")
+    first = results[0]
+    for name, r in zip(names, results, strict=True):
+        if _judge_key(r["judge"]) != _judge_key(first["judge"]):
+            raise BenchError(
+                f"{name} was judged by {r['judge'].get('name')} ({r['judge'].get('model')}), "
+                f"{names[0]} by {first['judge'].get('name')} ({first['judge'].get('model')}), "
+                "or with other settings: their numbers are not comparable. Judge the editors "
+                "with the same judge (bench-editor --outputs NAME=DIR, repeated)")
+    editors: dict[str, Any] = {}
+    origin: dict[str, str] = {}
+    for name, r in zip(names, results, strict=True):
+        for editor, by_lang in r["editors"].items():
+            if editor in editors:
+                raise BenchError(f"editor {editor!r} is in {origin[editor]} and in {name}; "
+                                 "rename one (bench-editor --outputs NAME=DIR)")
+            editors[editor], origin[editor] = by_lang, name
+    return {"benchmark": first["benchmark"], "dataset": first.get("dataset"),
+            "languages": sorted({lang for r in results for lang in r["languages"]}),
+            "repeats": first.get("repeats"), "aggregation": first["aggregation"],
+            "judge": first["judge"], "editors": editors, "merged_from": origin}
+
+
+def write_merged_table(merged: Mapping[str, Any], out_dir: str | os.PathLike[str]
+                       ) -> dict[str, Path]:
+    """Write a merged table (:func:`merge_results`): ``results.json``, ``results.csv`` and
+    ``report.html`` (the table, and each editor's per-type table) into ``out_dir``."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {"results": out / "results.json", "csv": out / "results.csv",
+             "report": out / "report.html"}
+    protocol = get_protocol(merged["benchmark"])
+    rows = editor_table(dict(merged))
+    write_json(paths["results"], dict(merged))
+    write_csv(paths["csv"], rows, protocol.columns)
+    report = HtmlReport(f"{merged['benchmark']}: editors judged by {merged['judge']['name']}")
+    report.add_paragraph(f"Judge: {merged['judge']['label']}; model {merged['judge'].get('model')}. "
+                         + " ".join(f"{part}: {text}." for part, text in
+                                    merged["aggregation"].items())
+                         + " Editors from: " + "; ".join(f"{e}: {src}" for e, src in
+                                                         merged["merged_from"].items()) + ".")
+    report.add_table(rows, list(protocol.columns), caption="coverage: " + "; ".join(
+        f"{r['editor']} ({r['language']}): {r['coverage']}" for r in rows))
+    for editor, by_lang in merged["editors"].items():
+        for lang, r in by_lang.items():
+            type_rows, type_columns = protocol.per_type_rows(r)
+            report.add_table(type_rows, type_columns, caption=f"{editor}, {lang}: per task type")
     report.save(paths["report"])
     return paths

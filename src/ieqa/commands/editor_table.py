@@ -1,0 +1,54 @@
+"""``ieqa editor-table``: one table of editors from several ``bench-editor`` runs of one
+benchmark (:func:`ieqa.bench.editor.merge_results`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from ieqa.bench.editor.report import (
+    editor_table,
+    merge_results,
+    table_columns,
+    write_merged_table,
+)
+
+NAME = "editor-table"
+console = Console()
+
+
+def command(
+    results: list[Path] = typer.Argument(..., exists=True, dir_okay=True,
+                                         help="results.json files (or the result folders "
+                                              "holding them) of bench-editor runs of one "
+                                              "benchmark, judged the same way"),
+    out: Path = typer.Option(..., "--out", "-o", help="folder for results.json, results.csv "
+                                                      "and report.html"),
+) -> None:
+    """Put the editors of several bench-editor runs in one table, as the papers do.
+
+    The runs must be of one benchmark and judged by the same judge, model, temperature and
+    prompt files; an editor name may appear once.
+    """
+    files = [p / "results.json" if p.is_dir() else p for p in results]
+    missing = [str(p) for p in files if not p.is_file()]
+    if missing:
+        raise typer.BadParameter(f"no results.json in {', '.join(missing)}",
+                                 param_hint="RESULTS")
+    merged = merge_results([json.loads(p.read_text(encoding="utf-8")) for p in files],
+                           sources=[str(p) for p in files])
+    paths = write_merged_table(merged, out)
+    columns = table_columns(merged["benchmark"])
+    table = Table(title=f"{merged['benchmark']}, judge: {escape(merged['judge']['label'])}")
+    for column in columns:
+        table.add_column(column)
+    for row in editor_table(merged):
+        table.add_row(*[f"{v:.3f}" if isinstance(v, float) else escape(str(v))
+                        for v in (row[c] for c in columns)])
+    console.print(table)
+    console.print(f"wrote {paths['results']}, {paths['csv']} and {paths['report']}")
