@@ -92,7 +92,8 @@ class ImgEditJudge(VLMScorer):
         base_url: the OpenAI-compatible endpoint (default OpenAI's); the key comes from
             ``OPENAI_API_KEY``.
         prompts: a local copy of the benchmark's repository (``--prompts``).
-        temperature: sent only when given (the released request sends none).
+        temperature: sent only when given (the released request sends none); a local
+            model answers greedily unless it is given.
         max_new_tokens: sent only when given (none as released; a local model uses 1024).
         batch_size: items per backend call.
         (other arguments: :class:`~ieqa.scorers.vlm.base.VLMScorer`)
@@ -165,9 +166,15 @@ class ImgEditJudge(VLMScorer):
 
     # ----------------------------------------------------------------------- scoring
     def score_items(self, items: Sequence[LoadedSample]) -> list[ScoreResult]:
-        limit = self.max_new_tokens or (LOCAL_MAX_NEW_TOKENS if self.local else None)
-        gens = self.backend.generate([self.prompt(i) for i in items], max_new_tokens=limit,
-                                     temperature=self.temperature, top_p=None)
+        if self.local:  # a local model has no server default: greedy unless asked
+            gens = self.backend.generate(
+                [self.prompt(i) for i in items],
+                max_new_tokens=self.max_new_tokens or LOCAL_MAX_NEW_TOKENS,
+                temperature=self.temperature or 0.0, top_p=1.0)
+        else:
+            gens = self.backend.generate([self.prompt(i) for i in items],
+                                         max_new_tokens=self.max_new_tokens,
+                                         temperature=self.temperature, top_p=None)
         return [self._result(item, answers[0]) for item, answers in zip(items, gens,
                                                                          strict=True)]
 
