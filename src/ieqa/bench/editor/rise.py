@@ -65,7 +65,7 @@ def released_judgements(released: Mapping[str, Any], logical: bool
     unsolved), ``"stops"`` when they do not add up to one number per judgement (the
     released script stops there)."""
     parts = [released.get(j) for j in ("judge1", "judge2", "judge3") if j in released]
-    if any(not p for p in parts):
+    if not parts or any(not p for p in parts):  # nothing asked (no request built) or unread
         return "failed"
     numbers = [n for p in parts for n in p]
     if "judge1" not in released:
