@@ -191,3 +191,16 @@ def test_the_data_file_decides_reasoning_wo_ins_for_all_logical_items_as_release
     out.mkdir(parents=True)
     (out / f"{read[-1].index}.jpg").write_bytes(b"x")  # .png tried first, then .jpg
     assert output_path(tmp_path / "editor", read[-1]).suffix == ".jpg"
+
+
+def test_released_reading_of_an_items_answers():
+    from ieqa.bench.editor.rise import released_judgements, solved
+
+    assert released_judgements({}, False) == "failed"  # no request was built
+    assert released_judgements({"judge2": [5], "judge3": [4]}, False) == (None, 5.0, 4.0)
+    assert released_judgements({"judge1": [1], "judge2": [0]}, True) == (5.0, 1.0, None)
+    assert released_judgements({"judge1": [5, 4], "judge2": [5], "judge3": [5]}, False) == "stops"
+    assert released_judgements({"judge1": [], "judge2": [5], "judge3": [5]}, False) == "failed"
+    assert solved("causal_reasoning", None, 5, 5, True)
+    assert not solved("causal_reasoning", None, 5, 5, True, rule="2025-05")
+    assert not solved("spatial_reasoning", 5, 5, 4, False)
