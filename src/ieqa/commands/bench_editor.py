@@ -5,6 +5,7 @@ as ieqa computes it (:func:`ieqa.bench.editor.bench_editor`)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -39,6 +40,18 @@ def _outputs(values: list[str]) -> dict[str, str]:
                                      param_hint="--outputs")
         out[name] = folder
     return out
+
+
+def print_editor_table(out: Console, results: dict[str, Any]) -> None:
+    """The benchmark's table of ``results`` (a ``results.json`` object), editors as rows."""
+    columns = table_columns(results["benchmark"])
+    table = Table(title=f"{results['benchmark']}, judge: {escape(results['judge']['label'])}")
+    for column in columns:
+        table.add_column(column)
+    for row in editor_table(results):
+        table.add_row(*[f"{v:.3f}" if isinstance(v, float) else escape(str(v))
+                        for v in (row[c] for c in columns)])
+    out.print(table)
 
 
 def _prices(value: str | None) -> tuple[float, float] | None:
@@ -113,14 +126,7 @@ def command(
                           overwrite=overwrite)
     paths = write_editor_outputs(result, out)
     res = result.results
-    table = Table(title=f"{benchmark}, judge: {escape(res['judge']['label'])}")
-    columns = table_columns(benchmark)
-    for column in columns:
-        table.add_column(column)
-    for row in editor_table(res):
-        table.add_row(*[f"{v:.3f}" if isinstance(v, float) else escape(str(v))
-                        for v in (row[c] for c in columns)])
-    console.print(table)
+    print_editor_table(console, res)
     usage = res["judge"]["usage"]
     console.print(f"judge tokens: {usage['prompt_tokens']} in, {usage['completion_tokens']} out"
                   + (f", cost ${res['judge']['cost_usd']:.4f}" if "cost_usd" in res["judge"] else ""))

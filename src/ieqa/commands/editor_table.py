@@ -8,15 +8,9 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
-from ieqa.bench.editor.report import (
-    editor_table,
-    merge_results,
-    table_columns,
-    write_merged_table,
-)
+from ieqa.bench.editor.report import merge_results, write_merged_table
+from ieqa.commands.bench_editor import print_editor_table
 
 NAME = "editor-table"
 console = Console()
@@ -43,12 +37,5 @@ def command(
     merged = merge_results([json.loads(p.read_text(encoding="utf-8")) for p in files],
                            sources=[str(p) for p in files])
     paths = write_merged_table(merged, out)
-    columns = table_columns(merged["benchmark"])
-    table = Table(title=f"{merged['benchmark']}, judge: {escape(merged['judge']['label'])}")
-    for column in columns:
-        table.add_column(column)
-    for row in editor_table(merged):
-        table.add_row(*[f"{v:.3f}" if isinstance(v, float) else escape(str(v))
-                        for v in (row[c] for c in columns)])
-    console.print(table)
+    print_editor_table(console, merged)
     console.print(f"wrote {paths['results']}, {paths['csv']} and {paths['report']}")

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ieqa.bench.editor.aggregate import item_mean, macro_mean, stratified_bootstrap
-from ieqa.bench.editor.protocol import EditorProtocol
+from ieqa.bench.editor.protocol import EditorProtocol, ci_text
 from ieqa.data.loaders.gedit_bench import (
     GEDIT_DATASET,
     LANGUAGES,
@@ -33,16 +33,9 @@ from ieqa.data.loaders.gedit_bench import (
 )
 from ieqa.scorers.base import Scorer
 
-__all__ = ["GEditProtocol", "ci_text"]
+__all__ = ["GEditProtocol"]
 
 _METRICS = (("G_SC", "sc"), ("G_PQ", "pq"), ("G_O", "o"))
-
-
-def ci_text(ci: Sequence[float] | None, digits: int = 3) -> str:
-    """``[low, high]`` of an interval, ``–`` when there is none."""
-    if not ci or any(not math.isfinite(v) for v in ci):
-        return "–"
-    return f"[{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
 
 
 class GEditProtocol(EditorProtocol):

@@ -34,8 +34,7 @@ from ieqa.bench.editor.aggregate import (
     per_type_means,
     stratified_bootstrap,
 )
-from ieqa.bench.editor.gedit import ci_text
-from ieqa.bench.editor.protocol import EditorProtocol
+from ieqa.bench.editor.protocol import EditorProtocol, ci_text
 from ieqa.data.loaders.imgedit_bench import (
     EDIT_TYPES,
     IMGEDIT_DATASET,

@@ -13,6 +13,7 @@ Each item a protocol reads has ``id``, ``task_type``, ``language``, ``key``,
 
 from __future__ import annotations
 
+import math
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
@@ -21,7 +22,14 @@ from typing import Any
 
 from ieqa.scorers.base import Scorer
 
-__all__ = ["EditorProtocol"]
+__all__ = ["EditorProtocol", "ci_text"]
+
+
+def ci_text(ci: Sequence[float] | None, digits: int = 3) -> str:
+    """``[low, high]`` of an interval, ``–`` when there is none."""
+    if not ci or any(not math.isfinite(v) for v in ci):
+        return "–"
+    return f"[{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
 
 
 class EditorProtocol(ABC):

@@ -29,8 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ieqa.bench.editor.aggregate import stratified_bootstrap
-from ieqa.bench.editor.gedit import ci_text
-from ieqa.bench.editor.protocol import EditorProtocol
+from ieqa.bench.editor.protocol import EditorProtocol, ci_text
 from ieqa.data.loaders.risebench import (
     CATEGORIES,
     RISE_DATASET,
