@@ -179,3 +179,28 @@ def test_imgedit_candidates_from_the_archive_are_what_bench_editor_reads(tmp_pat
     results = json.loads((tmp_path / "result" / "results.json").read_text())
     assert results["coverage"]["text"] == "9 of 9 items"
     assert results["official"]["overall_mean_of_types"] == 3.67  # round(11 / 3, 2)
+
+
+def test_kris_candidates_skip_items_with_several_inputs_and_bench_editor_states_it(tmp_path,
+                                                                                   pipeline):
+    from ieqa.testing.editor_bench import build_kris_fixture, kris_fixture_items
+
+    data = build_kris_fixture(tmp_path / "hub", kris_fixture_items())
+    out = tmp_path / "edits"
+    res = runner.invoke(app, ["generate", "--pipeline", str(pipeline), "--data", str(data),
+                              "--steps", "2", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "2 items not generated" in res.output
+    assert sorted(str(p.relative_to(out)) for p in out.rglob("*.png")) == [
+        "abstract_reasoning/5.png", "anomaly_correction/2.png", "chemistry/4.png",
+        "count_change/1.png", "viewpoint_change/3.png"]
+    record = json.loads((out / "generate.json").read_text())
+    assert [s["id"] for s in record["skipped"]] == ["temporal_prediction/7",
+                                                    "multi-element_composition/6"]
+    res = runner.invoke(app, ["bench-editor", "kris-bench", "--data", str(data), "--outputs",
+                              f"tiny={out}", "--judge", "classic", "--missing", "skip",
+                              "--language", "en", "-o", str(tmp_path / "result"),
+                              "--n-boot", "50"])
+    assert res.exit_code == 0, res.output
+    results = json.loads((tmp_path / "result" / "results.json").read_text())
+    assert results["coverage"]["text"] == "5 of 7 items (2 without an output)"

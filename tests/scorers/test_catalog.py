@@ -30,7 +30,8 @@ def test_filters() -> None:
                                              "vlm-gaussian", "vlm-dual", "vlm-pairwise", "critique",
                                              "editreward", "editscore", "viescore",
                                              "unifiedreward-edit", "reasonedit", "re-reward",
-                                             "edithf", "gedit-judge", "imgedit-judge", "rise-judge"}
+                                             "edithf", "gedit-judge", "imgedit-judge", "rise-judge",
+                                             "kris-judge"}
     assert ieqa.list_scorers() == list_scorers()
 
 

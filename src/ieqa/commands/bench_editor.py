@@ -13,7 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ieqa.bench.editor.report import editor_table, table_columns, write_editor_outputs
-from ieqa.bench.editor.run import BENCHMARKS, MISSING_RULES, bench_editor, get_protocol
+from ieqa.bench.editor.run import BENCHMARKS, MISSING_RULES, PROTOCOLS, bench_editor, get_protocol
 from ieqa.bench.errors import BenchError
 from ieqa.commands.options import (
     ADAPTER_OPT,
@@ -68,22 +68,26 @@ def _prices(value: str | None) -> tuple[float, float] | None:
 def command(
     benchmark: str = typer.Argument(..., help=f"editor benchmark: {', '.join(BENCHMARKS)}"),
     outputs: list[str] = typer.Option(..., "--outputs",
-                                      help="an editor's outputs in the benchmark's layout "
-                                           "(gedit-bench: fullset/{task_type}/{language}/{key}"
-                                           ".png; imgedit-bench: {key}.png): DIR or NAME=DIR; "
-                                           "repeat it to compare editors"),
+                                      help="an editor's outputs in the benchmark's layout ("
+                                           + "; ".join(f"{p.name}: {p.layout}"
+                                                       for p in PROTOCOLS.values())
+                                           + "): DIR or NAME=DIR; repeat it to compare "
+                                             "editors"),
     data: Path | None = typer.Option(None, "--data", exists=True,
                                      help="the benchmark's data (gedit-bench: its Parquet "
                                           "files, folder or file; imgedit-bench: Benchmark.tar "
-                                          "or the folder it unpacks to); default: the hub "
-                                          "dataset in the local cache"),
+                                          "or the folder it unpacks to; kris-bench: the folder "
+                                          "of its category folders; risebench: its JSON file "
+                                          "or folder); default: the hub dataset in the local "
+                                          "cache"),
     language: list[str] | None = typer.Option(None, "--language",
                                               help="en and/or cn (zh is read as cn; default "
-                                                   "both; imgedit-bench is en only)"),
+                                                   "both; only gedit-bench has cn)"),
     judge: str | None = typer.Option(None, "--judge",
                                      help="the judge: the benchmark's own (default: "
-                                          "gedit-judge, imgedit-judge) or any scorer of `ieqa "
-                                          "list scorers` as a labelled stand-in"),
+                                          + ", ".join(p.official_judge for p in PROTOCOLS.values())
+                                          + ") or any scorer of `ieqa list scorers` as a "
+                                            "labelled stand-in"),
     option: list[str] | None = OPTION_OPT,
     model: str | None = MODEL_OPT,
     prompts: Path | None = PROMPTS_OPT,
@@ -106,8 +110,8 @@ def command(
                                    help="discard score files made with another judge "
                                         "configuration"),
 ) -> None:
-    """Judge editors' outputs on an editor benchmark (GEdit-Bench, ImgEdit-Bench) and print
-    its table.
+    """Judge editors' outputs on an editor benchmark (GEdit-Bench, ImgEdit-Bench, KRIS-Bench,
+    RISEBench) and print its table.
 
     Writes OUT/items.jsonl, results.json, results.csv, report.html and the resumable score
     files OUT/scores/EDITOR/repeat-N.jsonl (a re-run scores only what is missing or failed).

@@ -33,8 +33,8 @@ def command(
                              help="a manifest (.jsonl/.csv: id, source, instruction), a "
                                   "GEdit-Bench folder of Parquet files, ImgEdit-Bench's "
                                   "Benchmark.tar or the folder it unpacks to, RISEBench's "
-                                  "JSON file, or the name gedit-bench / imgedit-bench / "
-                                  "risebench (the hub cache)"),
+                                  "JSON file, KRIS-Bench's folder, or the name gedit-bench / "
+                                  "imgedit-bench / kris-bench / risebench (the hub cache)"),
     num_candidates: int = typer.Option(1, "--num-candidates", "-k", min=1,
                                        help="candidates per item"),
     seeds: str | None = typer.Option(None, "--seeds",
@@ -68,3 +68,8 @@ def command(
     console.print(f"{record['items']} items x {num_candidates} candidates: "
                   f"{record['generated']} generated now, {record['kept']} kept from an "
                   f"earlier run -> {out / 'candidates.jsonl'}")
+    if record["skipped"]:
+        console.print(f"[yellow]{len(record['skipped'])} items not generated[/yellow] (e.g. "
+                      f"{record['skipped'][0]['id']}: {record['skipped'][0]['why']}); they are "
+                      f"listed in {out / 'generate.json'}; score the rest with bench-editor "
+                      "--missing skip")

@@ -20,6 +20,11 @@ Inputs are a GEdit-Bench dataset (:mod:`ieqa.data.loaders.gedit_bench`), ImgEdit
 * ImgEdit-Bench: its layout, ``{key}.png``, or ``candidate-{k}/{key}.png``;
 * RISEBench (its JSON file, :mod:`ieqa.data.loaders.risebench`): its layout,
   ``images/{category}/{index}.png``, or ``candidate-{k}/images/...``;
+* KRIS-Bench (its folder, :mod:`ieqa.data.loaders.kris_bench`): its layout,
+  ``{category}/{id}.png``, or ``candidate-{k}/{category}/...``. Its multi-element
+  composition and temporal prediction items take several input images, which a pipeline
+  called with one image cannot; they are not generated, and the run record lists them
+  (``skipped``; ``bench-editor`` then needs ``--missing skip`` and states the coverage);
 * a manifest: ``images/{id}/candidate-{k}.png``;
 * always ``candidates.jsonl``: an ieqa manifest with one row per candidate (``id`` =
   ``{item id}#{k}``, ``group_id`` = the item's id, ``editor`` = the pipeline, ``meta`` =
@@ -43,7 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ieqa.data.loaders import gedit_bench, imgedit_bench, risebench
+from ieqa.data.loaders import gedit_bench, imgedit_bench, kris_bench, risebench
 from ieqa.data.manifest import write_manifest
 from ieqa.data.schema import EditSample
 from ieqa.errors import IeqaError
@@ -66,6 +71,7 @@ class GenerationItem:
     instruction: str
     task: str | None = None
     bench_item: Any = None  # the benchmark's item (GEditItem, ImgEditItem) for a benchmark
+    skip: str | None = None  # why it cannot be generated (several input images)
 
 
 def read_generation_items(data: str | os.PathLike[str], *, languages: Sequence[str] = ("en",),
@@ -73,7 +79,8 @@ def read_generation_items(data: str | os.PathLike[str], *, languages: Sequence[s
     """``(kind, items)`` of ``data``: ``"gedit-bench"`` (the name: the hub dataset in the
     local cache; or a folder of its Parquet files), ``"imgedit-bench"`` (the name: the hub
     archive in the local cache; or ``Benchmark.tar``, or a folder holding
-    ``singleturn.json``), ``"risebench"`` (the name, or its ``.json`` item list) or
+    ``singleturn.json``), ``"risebench"`` (the name, or its ``.json`` item list),
+    ``"kris-bench"`` (the name, or the folder of its category folders) or
     ``"manifest"`` (a .jsonl or .csv file with ``id``, ``source``,
     ``instruction`` and optionally ``task``)."""
     path = Path(data)
@@ -88,6 +95,14 @@ def read_generation_items(data: str | os.PathLike[str], *, languages: Sequence[s
                                            Path(work_dir) / "data")
         return "imgedit-bench", [GenerationItem(i.id, i.source, i.instruction, i.task_type, i)
                                  for i in items]
+    if str(data) == "kris-bench" or (path.is_dir() and any(
+            (root / c / "annotation.json").is_file() for root in (path, path / "KRIS_Bench")
+            for c in kris_bench.CATEGORIES)):
+        kris = kris_bench.read_kris(None if str(data) == "kris-bench" else path)
+        several = "takes {} input images; a pipeline is called with one"
+        return "kris-bench", [GenerationItem(i.id, i.source, i.instruction, i.task_type, i,
+                                             several.format(len(i.sources))
+                                             if len(i.sources) > 1 else None) for i in kris]
     if str(data) == "risebench" or path.suffix == ".json":
         items = risebench.read_risebench(None if str(data) == "risebench" else path)
         return "risebench", [GenerationItem(i.id, i.source, i.instruction, i.task_type, i)
@@ -95,7 +110,8 @@ def read_generation_items(data: str | os.PathLike[str], *, languages: Sequence[s
     if not path.is_file():
         raise GenerateError(f"--data {data}: no such file; give a manifest (.jsonl or .csv with "
                             "id, source, instruction), a GEdit-Bench or ImgEdit-Bench folder, "
-                            "RISEBench's JSON file, gedit-bench, imgedit-bench or risebench")
+                            "RISEBench's JSON file, a KRIS-Bench folder, gedit-bench, "
+                            "imgedit-bench, kris-bench or risebench")
     if path.suffix == ".jsonl":
         with open(path, encoding="utf-8") as fh:
             rows = [json.loads(line) for line in fh if line.strip()]
@@ -131,7 +147,7 @@ def _safe(ident: str) -> str:
 def candidate_path(out: Path, kind: str, item: GenerationItem, k: int, n_candidates: int) -> Path:
     """Where candidate ``k`` of ``item`` is written (see the module docstring)."""
     loaders = {"gedit-bench": gedit_bench, "imgedit-bench": imgedit_bench,
-               "risebench": risebench}
+               "risebench": risebench, "kris-bench": kris_bench}
     if kind in loaders:
         base = out if n_candidates == 1 else out / f"candidate-{k}"
         return loaders[kind].output_path(base, item.bench_item)
@@ -183,14 +199,15 @@ def generate_candidates(
 ) -> dict[str, Any]:
     """Generate ``num_candidates`` edits per item of ``data`` into ``out`` (see the module
     docstring); returns the run record (also in ``out/generate.json``) with ``generated``
-    (candidates made now) and ``kept`` (found from an earlier run).
+    (candidates made now), ``kept`` (found from an earlier run) and ``skipped`` (items
+    that cannot be generated, each with why).
 
     Args:
         pipeline: a hub id or folder (loaded with ``DiffusionPipeline.from_pretrained``), or
             a pipeline object.
-        data: a manifest, a GEdit-Bench or ImgEdit-Bench folder (or ImgEdit's
-            ``Benchmark.tar``), RISEBench's JSON file, or ``"gedit-bench"`` /
-            ``"imgedit-bench"`` / ``"risebench"``.
+        data: a manifest, a GEdit-Bench, ImgEdit-Bench or KRIS-Bench folder (or
+            ImgEdit's ``Benchmark.tar``), RISEBench's JSON file, or ``"gedit-bench"`` /
+            ``"imgedit-bench"`` / ``"kris-bench"`` / ``"risebench"``.
         out: the output folder.
         num_candidates: K >= 1 candidates per item.
         seeds: K seeds (default ``0 .. K-1``); candidate k of every item uses ``seeds[k]``.
@@ -226,11 +243,14 @@ def generate_candidates(
                                 f"({earlier.get('settings')}); pass --overwrite to make them "
                                 "again, or another --out")
     kind, items = read_generation_items(data, languages=languages, work_dir=out)
+    skipped = [{"id": i.id, "why": i.skip} for i in items if i.skip]
+    items = [i for i in items if not i.skip]
     todo = [(item, k) for item in items for k in range(num_candidates)
             if overwrite or not candidate_path(out, kind, item, k, num_candidates).is_file()]
     record = {"settings": settings, "kind": kind, "items": len(items),
               "candidates": len(items) * num_candidates,
-              "kept": len(items) * num_candidates - len(todo), "generated": 0}
+              "kept": len(items) * num_candidates - len(todo), "generated": 0,
+              "skipped": skipped}
     record_path.write_text(json.dumps({**record, "complete": False}, indent=2))
     if todo:
         import torch

@@ -30,6 +30,7 @@ LOGICALITY = "logicality"
 ACCURACY = "accuracy"
 USEFULNESS = "usefulness"
 SC_MIN = "sc_min"
+KNOWLEDGE_PLAUSIBILITY = "knowledge_plausibility"
 
 #: The three core dimensions of image-edit quality, in the order ieqa reports them.
 CORE_DIMENSIONS: tuple[str, ...] = (VISUAL_QUALITY, INSTRUCTION_ALIGNMENT, CONTENT_PRESERVATION)
@@ -76,6 +77,11 @@ _BUILTIN: dict[str, tuple[str, tuple[str, ...]]] = {
     PROMPT_COMPLETION: (
         "EPAIQA: how completely the prompt was realised (levels 1-3).",
         ("prompt completion", "completion"),
+    ),
+    KNOWLEDGE_PLAUSIBILITY: (
+        "Whether an edit that needs world knowledge (science, culture, logic) shows it "
+        "correctly (KRIS-Bench's knowledge plausibility).",
+        ("knowledge plausibility", "kp", "knowledge score"),
     ),
     LOGICALITY: ("Critique scoring: logical soundness of an explanation.", ("logicality", "logic")),
     ACCURACY: ("Critique scoring: factual accuracy of an explanation.", ("accuracy",)),

@@ -190,6 +190,20 @@ PUBLISHED_TABLE: tuple[ScorerInfo, ...] = (
                release={"hub_id": "gpt-4.1-2025-04-14 via the OpenAI API (or any "
                                   "OpenAI-compatible judge)",
                         "paper": "RISEBench (Zhao et al. 2025)"}),
+    ScorerInfo("kris-judge", "KRIS-Bench's official judge as released: three requests per "
+               "item (consistency, instruction following or instruction + knowledge, quality) "
+               "with the category's prompts from the benchmark's prompts.py, images as their "
+               "files' bytes (data:image/jpeg), max_tokens 1000, gpt-4o; each score an integer "
+               "1-5 under its key or a row error (the released reading is kept beside it); "
+               "overall = their mean", "vlm",
+               ("content_preservation", "instruction_alignment", "visual_quality",
+                "knowledge_plausibility", "overall"),
+               higher_better=True, needs_source=True, needs_instruction=True,
+               factory="ieqa.scorers.vlm.kris_judge:KrisJudge", score_range=(1.0, 5.0),
+               units="1-5",
+               release={"hub_id": "gpt-4o via the OpenAI API (or any OpenAI-compatible "
+                                  "judge)",
+                        "paper": "KRIS-Bench (Wu et al. 2025)"}),
     ScorerInfo("unifiedreward-edit", "UnifiedReward-Edit pointwise as published: the authors' "
                "instruction-following and quality requests (images then text, JPEG q95, "
                "do_sample false, max_tokens 4096) to their vLLM server; 0-25 scores "

@@ -7,7 +7,9 @@ editor's outputs in the benchmark's layout. :func:`build_imgedit_fixture` does t
 for ImgEdit-Bench (the annotation ``singleturn.json`` and JPEG sources in folders, as the
 hub archive unpacks; optionally the archive itself), :func:`build_rise_fixture` for
 RISEBench (its JSON list and image folders, one item of each kind its judge treats
-differently). The pictures are random blocks: what
+differently), :func:`build_kris_fixture` for KRIS-Bench (category folders with
+``annotation.json``, one item of each kind its judge treats differently). The pictures
+are random blocks: what
 a test checks is the protocol and the arithmetic, not the edits.
 """
 
@@ -30,7 +32,8 @@ from ieqa.data.loaders.imgedit_bench import EDIT_TYPES
 
 __all__ = ["build_gedit_fixture", "gedit_fixture_items", "write_gedit_outputs",
            "imgedit_fixture_items", "build_imgedit_fixture", "write_imgedit_outputs",
-           "rise_fixture_items", "build_rise_fixture", "write_rise_outputs"]
+           "rise_fixture_items", "build_rise_fixture", "write_rise_outputs",
+           "kris_fixture_items", "build_kris_fixture", "write_kris_outputs"]
 
 
 def gedit_fixture_items(per_type: int = 1, languages: Sequence[str] = ("en",),
@@ -205,4 +208,67 @@ def write_rise_outputs(folder: str | os.PathLike[str], items: Sequence[dict[str,
         path = folder / "images" / str(item["category"]) / f"{item['index']}.png"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(_png(seed + n, (900, 600)))  # larger than 768: the thumbnail shrinks it
+    return folder
+
+
+def kris_fixture_items() -> list[dict[str, object]]:
+    """One KRIS-Bench item of each kind its judge treats differently, as ``{"category",
+    "index", "ori_img", "gt_img", "ins_en", "explain_en"}``: a plain one (count change),
+    anomaly correction (with an explanation the released judge does not send), viewpoint
+    change (with its reference view), a knowledge item (two scores in one answer), another
+    knowledge item, multi-element composition (three sources) and temporal prediction
+    (frames 1, 2 and 4: frame 3 is predicted)."""
+    kinds = [("count_change", 1, ""), ("anomaly_correction", 1, "what is wrong"),
+             ("viewpoint_change", 1, ""), ("chemistry", 1, "a reaction"),
+             ("abstract_reasoning", 1, "a rule"), ("multi-element_composition", 3, ""),
+             ("temporal_prediction", 3, "")]
+    items: list[dict[str, object]] = []
+    for n, (category, n_src, explain) in enumerate(kinds, 1):
+        index = str(n)
+        if category == "temporal_prediction":
+            ori: object = [f"{index}-{f}.jpg" for f in (1, 2, 4)]
+        elif n_src > 1:
+            ori = [f"{index}_{k}.jpg" for k in range(1, n_src + 1)]
+        else:
+            ori = f"{index}.jpg"
+        items.append({"category": category, "index": index, "ori_img": ori,
+                      "gt_img": f"{index}_gt.jpg" if category == "viewpoint_change" else "",
+                      "ins_en": f"{category.replace('_', ' ')} task {n}",
+                      "explain_en": explain})
+    return items
+
+
+def build_kris_fixture(folder: str | os.PathLike[str], items: Sequence[dict[str, object]]
+                       ) -> Path:
+    """Write ``items`` (from :func:`kris_fixture_items`) as ``folder/KRIS_Bench/{category}/
+    annotation.json`` with their JPEG images, as the hub dataset; returns ``folder``."""
+    root = Path(folder) / "KRIS_Bench"
+    by_cat: dict[str, dict[str, object]] = {}
+    for n, item in enumerate(items):
+        cat = str(item["category"])
+        names = item["ori_img"] if isinstance(item["ori_img"], list) else [item["ori_img"]]
+        for k, name in enumerate([*names, item["gt_img"]]):
+            if name:
+                path = root / cat / str(name)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_bytes(_png(5000 + 10 * n + k, (48, 40 + 8 * k), fmt="JPEG"))
+        by_cat.setdefault(cat, {})[str(item["index"])] = {
+            k: item[k] for k in ("ori_img", "gt_img", "ins_en", "explain_en")}
+    for cat, rows in by_cat.items():
+        (root / cat / "annotation.json").write_text(json.dumps(rows, indent=2))
+    return Path(folder)
+
+
+def write_kris_outputs(folder: str | os.PathLike[str], items: Sequence[dict[str, object]],
+                       *, seed: int = 6000, skip: Sequence[int] = (), fmt: str = "PNG") -> Path:
+    """An editor's outputs of ``items`` in KRIS-Bench's layout (``folder/{category}/
+    {index}.png``, or ``.jpg`` with ``fmt="JPEG"``), except the indices in ``skip``."""
+    folder = Path(folder)
+    suffix = "jpg" if fmt == "JPEG" else "png"
+    for n, item in enumerate(items):
+        if n in skip:
+            continue
+        path = folder / str(item["category"]) / f"{item['index']}.{suffix}"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(_png(seed + n, (64, 48), fmt=fmt))
     return folder

@@ -42,7 +42,8 @@ def _gallery(items: Sequence[dict[str, Any]], editor: str, k: int,
     protocol = get_protocol(benchmark)
     mine = [i for i in items if i["editor"] == editor and i["repeat"] == 1]
     failed = [i for i in mine if i["error"] is not None]
-    worst = sorted((i for i in mine if i["error"] is None),
+    worst = sorted((i for i in mine if i["error"] is None
+                    and i.get(protocol.main_field) is not None),  # a stand-in may lack it
                    key=lambda i: i[protocol.main_field])[:k]
     cards = []
     for i in failed[:k] + worst:

@@ -20,6 +20,9 @@ ImgEdit rubric lines   :func:`write_criteria_answer`      :func:`parse_criteria_
                                                           :func:`released_criteria_scores`
 RISEBench final score  :func:`write_final_score_answer`   :func:`parse_final_score`,
                                                           :func:`released_final_scores`
+KRIS-Bench JSON scores :func:`write_kris_answer`          :func:`parse_kris_scores`,
+                                                          :func:`released_kris_score`,
+                                                          :func:`released_kris_dual`
 =====================  =================================  ==================================
 
 Parsers raise :class:`JudgeParseError` (or return a failed
@@ -54,6 +57,12 @@ from ieqa.prompts.answers.final_score import (
     released_final_scores,
     write_final_score_answer,
 )
+from ieqa.prompts.answers.kris import (
+    parse_kris_scores,
+    released_kris_dual,
+    released_kris_score,
+    write_kris_answer,
+)
 from ieqa.prompts.answers.levels import (
     READOUT_LEVEL_WORDS,
     level_index,
@@ -87,5 +96,6 @@ __all__ = [
     "parse_text_score", "parse_verdict", "parse_vie_answer", "parse_viescore", "rescale",
     "write_verdict", "write_vie_answer", "parse_criteria_answer", "released_criteria_mean",
     "released_criteria_scores", "write_criteria_answer", "parse_final_score",
-    "released_final_scores", "write_final_score_answer",
+    "released_final_scores", "write_final_score_answer", "parse_kris_scores",
+    "released_kris_dual", "released_kris_score", "write_kris_answer",
 ]
