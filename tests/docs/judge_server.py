@@ -4,7 +4,7 @@ The chat-completions server of ``tests/chat_server.py`` on 127.0.0.1 with answer
 would give: a JSON object of 1-5 scores for the dimensions the prompt lists (derived from
 the request's bytes, so different edits get different scores), ``{"score": [..]}`` lists
 for VIEScore prompts (and their stand-in files, as GEdit-Bench's judge sends them), ImgEdit-Bench's
-rubric lines and RISEBench's final scores (for their stand-in prompt files), critiques in the ReasonEdit format (one in four cut short before
+rubric lines, RISEBench's final scores and KRIS-Bench's JSON scores (for their stand-in prompt files), critiques in the ReasonEdit format (one in four cut short before
 its scores) and EPAIQA stage-3 answers for the critique prompts, top log-probabilities
 over the five level words (for ``vlm-levels``), a verdict line for pairwise prompts, and
 for the explanation-judge rubric (``epaiqa-explain-judge``) a JSON object of PA / LNA /
@@ -89,6 +89,18 @@ class StandInJudge(FakeServer):
             # VIEScore-style (also its stand-in prompt files): two 0-10 sub-scores in a list
             content = json.dumps({"score": [digest[0] % 11, digest[1] % 11],
                                   "reasoning": "stand-in judge"})
+        elif "Stand-in text for prompt_" in text and re.search(
+                r"This is the (edited image|image to evaluate):|Predicted Image:|"
+                r"Frame \d \(Generated\):", text):
+            # KRIS-Bench's prompts (its stand-in file; its requests label the images): JSON
+            # with the score the prompt asks for, two for the knowledge prompt
+            name = re.search(r"Stand-in text for (prompt_\w+)", text).group(1)
+            keys = (["consistency_score"] if "consist" in name else ["quality_score"]
+                    if "quality" in name else ["instruction_score", "knowledge_score"]
+                    if "dual" in name else ["instruction_score"])
+            content = "1. Detect Difference: stand-in.\n" + json.dumps(
+                {"reasoning": "stand-in judge", **{k: 1 + digest[i] % 5
+                                                   for i, k in enumerate(keys)}})
         elif "Stand-in text for prompt_" in text:
             # RISEBench's prompts (its stand-in file): a final score, 0/1 for logical ones
             logical = "Stand-in text for prompt_logical" in text
