@@ -22,10 +22,13 @@ def test_every_table_row_is_registered_and_builds() -> None:
 
 def test_filters() -> None:
     assert set(list_scorers(kind="no-reference")) == {"niqe", "piqe"}
-    assert set(list_scorers(kind="full-reference")) == {"psnr", "ssim", "ms_ssim", "gmsd", "vif", "fsim"}
+    assert set(list_scorers(kind="full-reference")) == {"psnr", "ssim", "ms_ssim", "gmsd", "vif", "fsim",
+                                                        "l1", "l2"}
+    assert set(list_scorers(kind="learned")) >= {"clip-i", "clip-t", "clip-dir", "dino"}
     assert "classic" in list_scorers(dimension="PQ")  # aliases resolve
     assert "psnr" not in list_scorers(dimension="visual_quality")
-    assert list_scorers(needs_source=False) == ["ensemble", "niqe", "piqe", "shapesedit-judge"]
+    assert list_scorers(needs_source=False) == ["clip-t", "ensemble", "niqe", "piqe",
+                                                "shapesedit-judge"]
     assert set(list_scorers(kind="vlm")) == {"vlm-judge", "vlm-levels", "vlm-digits", "vlm-head",
                                              "vlm-gaussian", "vlm-dual", "vlm-pairwise", "critique",
                                              "editreward", "editscore", "viescore",

@@ -60,6 +60,35 @@ SCORER_TABLE: tuple[ScorerInfo, ...] = (
         score_range=(0.0, None)),
     _fr("fsim", "Feature similarity (Zhang et al. 2011, FSIMc on colour): phase congruency and "
         "gradients"),
+    *(ScorerInfo(name, description, kind, (dim,), higher_better=better,
+                 needs_source=needs_source, factory="ieqa.scorers.edit_metrics:EditMetricScorer",
+                 score_range=rng, units=units, defaults={"metric": name},
+                 release={} if kind != "learned" else {
+                     "hub_id": "facebook/dino-vits16" if name == "dino"
+                     else "openai/clip-vit-base-patch32",
+                     "paper": "MagicBrush (Zhang et al. 2023); Emu Edit (Sheynin et al. 2024)"})
+      for name, description, kind, dim, better, needs_source, rng, units in (
+          ("l1", "MagicBrush's L1: mean absolute RGB difference in [0, 1] of the edit (resized "
+           "to the reference's size) and the source or, with reference=target, the "
+           "ground-truth target; lower is better", "full-reference", "content_preservation",
+           False, True, (0.0, 1.0), "0-1"),
+          ("l2", "MagicBrush's L2: mean squared RGB difference in [0, 1] of the edit and the "
+           "source (or the target, reference=target); lower is better", "full-reference",
+           "content_preservation", False, True, (0.0, 1.0), "0-1"),
+          ("clip-i", "CLIP-I: cosine of the CLIP image embeddings of the edit and the source "
+           "(or the target), openai/clip-vit-base-patch32 as MagicBrush's ViT-B/32", "learned",
+           "content_preservation", True, True, (-1.0, 1.0), "cosine"),
+          ("clip-t", "CLIP-T: cosine of the edit's CLIP image embedding and the text embedding "
+           "of the wanted result's caption (meta output_caption)", "learned",
+           "instruction_alignment", True, False, (-1.0, 1.0), "cosine"),
+          ("clip-dir", "CLIP directional similarity (InstructPix2Pix, Emu Edit): cosine of the "
+           "change of the image embeddings (source to edit) and of the caption embeddings "
+           "(meta input_caption to output_caption)", "learned", "instruction_alignment", True,
+           True, (-1.0, 1.0), "cosine"),
+          ("dino", "DINO: cosine of the DINO ViT-S/16 class tokens of the edit and the source "
+           "(or the target), MagicBrush's preprocessing", "learned", "content_preservation",
+           True, True, (-1.0, 1.0), "cosine"),
+      )),
     _nr("niqe", "Natural image quality evaluator (Mittal et al. 2013), pristine model fitted "
         "offline; lower is better", higher_better=False, units="distance",
         score_range=(0.0, None)),
