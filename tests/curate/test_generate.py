@@ -204,3 +204,24 @@ def test_kris_candidates_skip_items_with_several_inputs_and_bench_editor_states_
     assert res.exit_code == 0, res.output
     results = json.loads((tmp_path / "result" / "results.json").read_text())
     assert results["coverage"]["text"] == "5 of 7 items (2 without an output)"
+
+
+def test_emu_edit_candidates_are_what_bench_editor_reads(tmp_path, pipeline):
+    from ieqa.testing.editor_bench import build_emu_fixture, emu_fixture_items
+    from ieqa.testing.tiny_embedders import build_tiny_clip, build_tiny_dino
+
+    data = build_emu_fixture(tmp_path / "hub", emu_fixture_items())
+    out = tmp_path / "edits"
+    res = runner.invoke(app, ["generate", "--pipeline", str(pipeline), "--data", str(data),
+                              "--steps", "2", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    assert sorted(p.name for p in out.glob("*.png")) == sorted(f"{i}.png" for i in range(7))
+    clip, dino = build_tiny_clip(tmp_path / "clip"), build_tiny_dino(tmp_path / "dino")
+    res = runner.invoke(app, ["bench-editor", "emu-edit", "--data", str(data), "--outputs",
+                              f"tiny={out}", "-O", f"clip_model={clip}", "-O",
+                              f"dino_model={dino}", "--language", "en", "-o",
+                              str(tmp_path / "result"), "--n-boot", "50"])
+    assert res.exit_code == 0, res.output
+    results = json.loads((tmp_path / "result" / "results.json").read_text())
+    assert results["coverage"]["text"] == "7 of 7 items"
+    assert -1 <= results["official"]["clip_dir"] <= 1

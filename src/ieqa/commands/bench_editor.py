@@ -78,7 +78,8 @@ def command(
                                           "files, folder or file; imgedit-bench: Benchmark.tar "
                                           "or the folder it unpacks to; kris-bench: the folder "
                                           "of its category folders; risebench: its JSON file "
-                                          "or folder); default: the hub dataset in the local "
+                                          "or folder; emu-edit: its Parquet files, the test "
+                                          "split, or a validation file); default: the hub dataset in the local "
                                           "cache"),
     language: list[str] | None = typer.Option(None, "--language",
                                               help="en and/or cn (zh is read as cn; default "
@@ -111,7 +112,7 @@ def command(
                                         "configuration"),
 ) -> None:
     """Judge editors' outputs on an editor benchmark (GEdit-Bench, ImgEdit-Bench, KRIS-Bench,
-    RISEBench) and print its table.
+    RISEBench; the Emu Edit test set with the papers' metrics) and print its table.
 
     Writes OUT/items.jsonl, results.json, results.csv, report.html and the resumable score
     files OUT/scores/EDITOR/repeat-N.jsonl (a re-run scores only what is missing or failed).

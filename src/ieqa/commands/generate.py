@@ -33,8 +33,9 @@ def command(
                              help="a manifest (.jsonl/.csv: id, source, instruction), a "
                                   "GEdit-Bench folder of Parquet files, ImgEdit-Bench's "
                                   "Benchmark.tar or the folder it unpacks to, RISEBench's "
-                                  "JSON file, KRIS-Bench's folder, or the name gedit-bench / "
-                                  "imgedit-bench / kris-bench / risebench (the hub cache)"),
+                                  "JSON file, KRIS-Bench's folder, the Emu Edit test set's "
+                                  "Parquet files, or the name gedit-bench / imgedit-bench / "
+                                  "kris-bench / risebench / emu-edit (the hub cache)"),
     num_candidates: int = typer.Option(1, "--num-candidates", "-k", min=1,
                                        help="candidates per item"),
     seeds: str | None = typer.Option(None, "--seeds",

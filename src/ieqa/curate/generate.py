@@ -25,6 +25,8 @@ Inputs are a GEdit-Bench dataset (:mod:`ieqa.data.loaders.gedit_bench`), ImgEdit
   composition and temporal prediction items take several input images, which a pipeline
   called with one image cannot; they are not generated, and the run record lists them
   (``skipped``; ``bench-editor`` then needs ``--missing skip`` and states the coverage);
+* the Emu Edit test set (its Parquet files, :mod:`ieqa.data.loaders.emu_edit`; the test
+  split, or a validation file): ``{idx}.png``, or ``candidate-{k}/{idx}.png``;
 * a manifest: ``images/{id}/candidate-{k}.png``;
 * always ``candidates.jsonl``: an ieqa manifest with one row per candidate (``id`` =
   ``{item id}#{k}``, ``group_id`` = the item's id, ``editor`` = the pipeline, ``meta`` =
@@ -48,7 +50,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ieqa.data.loaders import gedit_bench, imgedit_bench, kris_bench, risebench
+from ieqa.data.loaders import emu_edit, gedit_bench, imgedit_bench, kris_bench, risebench
+from ieqa.data.loaders.base import table_columns
 from ieqa.data.manifest import write_manifest
 from ieqa.data.schema import EditSample
 from ieqa.errors import IeqaError
@@ -80,10 +83,20 @@ def read_generation_items(data: str | os.PathLike[str], *, languages: Sequence[s
     local cache; or a folder of its Parquet files), ``"imgedit-bench"`` (the name: the hub
     archive in the local cache; or ``Benchmark.tar``, or a folder holding
     ``singleturn.json``), ``"risebench"`` (the name, or its ``.json`` item list),
-    ``"kris-bench"`` (the name, or the folder of its category folders) or
+    ``"kris-bench"`` (the name, or the folder of its category folders), ``"emu-edit"``
+    (the name, or its Parquet files: those with an ``input_caption`` column) or
     ``"manifest"`` (a .jsonl or .csv file with ``id``, ``source``,
     ``instruction`` and optionally ``task``)."""
     path = Path(data)
+    parquet = next(iter(sorted(path.rglob("*.parquet"))), None) if path.is_dir() else (
+        path if path.suffix == ".parquet" else None)
+    if str(data) == "emu-edit" or (parquet is not None
+                                   and "input_caption" in table_columns(parquet)):
+        split = "validation" if "validation" in path.name else "test"
+        emu = emu_edit.read_emu_edit(None if str(data) == "emu-edit" else path,
+                                     Path(work_dir) / "sources", split=split)
+        return "emu-edit", [GenerationItem(i.id, i.source, i.instruction, i.task_type, i)
+                            for i in emu]
     if str(data) == "gedit-bench" or (path.is_dir() and any(path.rglob("*.parquet"))):
         items = gedit_bench.read_gedit(None if str(data) == "gedit-bench" else path, languages,
                                        Path(work_dir) / "sources")
@@ -110,8 +123,9 @@ def read_generation_items(data: str | os.PathLike[str], *, languages: Sequence[s
     if not path.is_file():
         raise GenerateError(f"--data {data}: no such file; give a manifest (.jsonl or .csv with "
                             "id, source, instruction), a GEdit-Bench or ImgEdit-Bench folder, "
-                            "RISEBench's JSON file, a KRIS-Bench folder, gedit-bench, "
-                            "imgedit-bench, kris-bench or risebench")
+                            "RISEBench's JSON file, a KRIS-Bench folder, the Emu Edit test "
+                            "set's Parquet files, gedit-bench, imgedit-bench, kris-bench, "
+                            "risebench or emu-edit")
     if path.suffix == ".jsonl":
         with open(path, encoding="utf-8") as fh:
             rows = [json.loads(line) for line in fh if line.strip()]
@@ -147,7 +161,7 @@ def _safe(ident: str) -> str:
 def candidate_path(out: Path, kind: str, item: GenerationItem, k: int, n_candidates: int) -> Path:
     """Where candidate ``k`` of ``item`` is written (see the module docstring)."""
     loaders = {"gedit-bench": gedit_bench, "imgedit-bench": imgedit_bench,
-               "risebench": risebench, "kris-bench": kris_bench}
+               "risebench": risebench, "kris-bench": kris_bench, "emu-edit": emu_edit}
     if kind in loaders:
         base = out if n_candidates == 1 else out / f"candidate-{k}"
         return loaders[kind].output_path(base, item.bench_item)

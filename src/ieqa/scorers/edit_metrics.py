@@ -44,7 +44,8 @@ from PIL import Image
 from ieqa.data.schema import EditSample
 from ieqa.scorers.base import Scorer, ScorerError, ScoreResult
 
-__all__ = ["METRICS", "DEFAULT_CLIP", "DEFAULT_DINO", "EditMetricScorer", "pixel_distance",
+__all__ = ["METRICS", "DEFAULT_CLIP", "DEFAULT_DINO", "EditMetricScorer", "EditMetricsScorer",
+           "pixel_distance",
            "clip_pixels", "dino_pixels", "cosine", "clip_direction"]
 
 #: the metrics, by their catalog names
@@ -266,3 +267,67 @@ class EditMetricScorer(Scorer):
             raise ScorerError(f"{self.metric} is undefined for sample {sample.id!r} (NaN: an "
                               "all-zero embedding or an image identical to its source)")
         return ScoreResult(sample.id, scores={dim: value})
+
+
+class EditMetricsScorer(Scorer):
+    """All six metrics of :data:`METRICS` in one pass (``edit-metrics``; the models are
+    loaded once), for benchmark tables that print them side by side: ``raw["metrics"]``
+    holds each (``None`` for a CLIP text metric of a sample without captions), and the
+    scores are ``content_preservation`` = CLIP-I and ``instruction_alignment`` = CLIP-dir.
+
+    Args: as :class:`EditMetricScorer` (without ``metric``).
+    """
+
+    def __init__(self, *, reference: str = "source", clip_model: str = DEFAULT_CLIP,
+                 dino_model: str = DEFAULT_DINO, device: str = "cpu",
+                 revision: str | None = None) -> None:
+        from ieqa.scorers.table import scorer_info
+
+        options = {"reference": reference, "device": device, "revision": revision}
+        self._clip = EditMetricScorer("clip-i", clip_model=clip_model, **options)
+        self._dino = EditMetricScorer("dino", dino_model=dino_model, **options)
+        self.reference = reference
+        self.info = scorer_info("edit-metrics")
+
+    def config(self) -> dict[str, Any]:
+        out = {"reference": self.reference, "clip_model": self._clip.clip_model,
+               "dino_model": self._dino.dino_model}
+        if self._clip.revision is not None:
+            out["revision"] = self._clip.revision
+        return out
+
+    def check_sample(self, sample: EditSample) -> None:
+        self._clip.check_sample(sample)
+        super().check_sample(sample)
+
+    def score_sample(self, sample: EditSample) -> ScoreResult:
+        edited, source = sample.edited, sample.source
+        assert isinstance(edited, Image.Image) and isinstance(source, Image.Image)
+        ref = self._clip._reference(sample)
+        meta = sample.meta or {}
+        img = self._clip._image_features([ref, edited, source])
+        dino = self._dino._image_features([ref, edited])
+        metrics: dict[str, float | None] = {
+            "l1": pixel_distance(edited, ref, "l1"), "l2": pixel_distance(edited, ref, "l2"),
+            "clip-i": cosine(img[1], img[0]), "dino": cosine(dino[1], dino[0]),
+            "clip-t": None, "clip-dir": None}
+        captions = [meta.get("input_caption"), meta.get("output_caption")]
+        if isinstance(captions[1], str) and captions[1]:
+            texts = [c for c in captions if isinstance(c, str) and c]
+            txt = self._clip._text_features(texts)
+            metrics["clip-t"] = cosine(img[1], txt[-1])
+            if len(texts) == 2:
+                metrics["clip-dir"] = clip_direction(img[2], img[1], txt[0], txt[1])
+        bad = [k for k, v in metrics.items() if v is not None and math.isnan(v)]
+        if bad:
+            raise ScorerError(f"{', '.join(bad)} undefined for sample {sample.id!r} (NaN: an "
+                              "all-zero embedding, or an edit identical to its source)")
+        scores = {"content_preservation": metrics["clip-i"]}
+        unavailable = {}
+        if metrics["clip-dir"] is None:
+            unavailable["instruction_alignment"] = ("clip-dir needs the sample's input_caption "
+                                                    "and output_caption (meta)")
+        else:
+            scores["instruction_alignment"] = metrics["clip-dir"]
+        return ScoreResult(sample.id, scores=scores, unavailable=unavailable,  # type: ignore[arg-type]
+                           raw={"metrics": metrics})

@@ -89,6 +89,15 @@ SCORER_TABLE: tuple[ScorerInfo, ...] = (
            "(or the target), MagicBrush's preprocessing", "learned", "content_preservation",
            True, True, (-1.0, 1.0), "cosine"),
       )),
+    ScorerInfo("edit-metrics", "The six editing-paper metrics in one pass (l1, l2, clip-i, "
+               "clip-t, clip-dir, dino in raw['metrics']; scores: content_preservation = CLIP-I, "
+               "instruction_alignment = CLIP-dir), for bench-editor emu-edit", "learned",
+               ("content_preservation", "instruction_alignment"), higher_better=True,
+               needs_source=True, factory="ieqa.scorers.edit_metrics:EditMetricsScorer",
+               score_range=(-1.0, 1.0), units="cosine",
+               release={"hub_id": "openai/clip-vit-base-patch32 and facebook/dino-vits16",
+                        "paper": "MagicBrush (Zhang et al. 2023); Emu Edit (Sheynin et al. "
+                                 "2024)"}),
     _nr("niqe", "Natural image quality evaluator (Mittal et al. 2013), pristine model fitted "
         "offline; lower is better", higher_better=False, units="distance",
         score_range=(0.0, None)),

@@ -8,7 +8,8 @@ for ImgEdit-Bench (the annotation ``singleturn.json`` and JPEG sources in folder
 hub archive unpacks; optionally the archive itself), :func:`build_rise_fixture` for
 RISEBench (its JSON list and image folders, one item of each kind its judge treats
 differently), :func:`build_kris_fixture` for KRIS-Bench (category folders with
-``annotation.json``, one item of each kind its judge treats differently). The pictures
+``annotation.json``, one item of each kind its judge treats differently),
+:func:`build_emu_fixture` for the Emu Edit test set (one Parquet file per split). The pictures
 are random blocks: what
 a test checks is the protocol and the arithmetic, not the edits.
 """
@@ -33,7 +34,8 @@ from ieqa.data.loaders.imgedit_bench import EDIT_TYPES
 __all__ = ["build_gedit_fixture", "gedit_fixture_items", "write_gedit_outputs",
            "imgedit_fixture_items", "build_imgedit_fixture", "write_imgedit_outputs",
            "rise_fixture_items", "build_rise_fixture", "write_rise_outputs",
-           "kris_fixture_items", "build_kris_fixture", "write_kris_outputs"]
+           "kris_fixture_items", "build_kris_fixture", "write_kris_outputs",
+           "emu_fixture_items", "build_emu_fixture", "write_emu_outputs"]
 
 
 def gedit_fixture_items(per_type: int = 1, languages: Sequence[str] = ("en",),
@@ -271,4 +273,47 @@ def write_kris_outputs(folder: str | os.PathLike[str], items: Sequence[dict[str,
         path = folder / str(item["category"]) / f"{item['index']}.{suffix}"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(_png(seed + n, (64, 48), fmt=fmt))
+    return folder
+
+
+def emu_fixture_items(per_task: int = 1) -> list[dict[str, object]]:
+    """Emu Edit test set rows (idx, instruction, task, split, hash, input_caption,
+    output_caption): ``per_task`` test items per task and one validation item."""
+    from ieqa.data.loaders.emu_edit import TASKS
+
+    rows: list[dict[str, object]] = []
+    for n in range(per_task * len(TASKS) + 1):
+        task = TASKS[n % len(TASKS)]
+        rows.append({"idx": n, "instruction": f"{task} edit {n}", "task": task,
+                     "split": "validation" if n == per_task * len(TASKS) else "test",
+                     "hash": f"h{n}", "input_caption": f"a photo {n}",
+                     "output_caption": f"a {task} photo {n}"})
+    return rows
+
+
+def build_emu_fixture(folder: str | os.PathLike[str], items: Sequence[dict[str, object]]
+                      ) -> Path:
+    """Write ``items`` as the hub dataset's Parquet files (``data/{split}-00000-of-00001
+    .parquet``, sources as image cells); returns ``folder``."""
+    root = Path(folder) / "data"
+    root.mkdir(parents=True, exist_ok=True)
+    for split in ("test", "validation"):
+        rows = [{**item, "image": {"bytes": _png(7000 + int(item["idx"]),  # type: ignore[call-overload]
+                                                 (56, 48)), "path": None}}
+                for item in items if item["split"] == split]
+        if rows:
+            pq.write_table(pa.Table.from_pylist(rows),
+                           root / f"{split}-00000-of-00001.parquet")
+    return Path(folder)
+
+
+def write_emu_outputs(folder: str | os.PathLike[str], items: Sequence[dict[str, object]],
+                      *, seed: int = 8000, skip: Sequence[int] = ()) -> Path:
+    """An editor's outputs of the test items in the layout ``folder/{idx}.png``, except
+    the indices in ``skip``."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    for n, item in enumerate(items):
+        if n not in skip and item["split"] == "test":
+            (folder / f"{item['idx']}.png").write_bytes(_png(seed + n, (56, 48)))
     return folder

@@ -4,7 +4,8 @@ judge and aggregate them as the benchmark publishes them (:func:`bench_editor`).
 Each benchmark is an :class:`~ieqa.bench.editor.protocol.EditorProtocol`
 (:data:`PROTOCOLS`): GEdit-Bench (:mod:`ieqa.bench.editor.gedit`) and ImgEdit-Bench
 (:mod:`ieqa.bench.editor.imgedit`), KRIS-Bench (:mod:`ieqa.bench.editor.kris`) and
-RISEBench (:mod:`ieqa.bench.editor.rise`) say what their numbers are. What is common is here: per
+RISEBench (:mod:`ieqa.bench.editor.rise`) say what their numbers are, and the Emu Edit test
+set (:mod:`ieqa.bench.editor.emu`) what its metrics are. What is common is here: per
 editor and per repeat, the judge scores every item whose output exists into
 ``OUT/scores/{editor}/repeat-{r}.jsonl`` through :func:`ieqa.scorers.run.score_to_file`
 (resumable: a re-run scores only what is missing or failed); per language, the protocol's
@@ -31,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ieqa.bench.editor.aggregate import repeat_summary
+from ieqa.bench.editor.emu import EmuEditProtocol
 from ieqa.bench.editor.gedit import GEditProtocol
 from ieqa.bench.editor.imgedit import ImgEditProtocol
 from ieqa.bench.editor.kris import KrisProtocol
@@ -46,7 +48,8 @@ __all__ = ["BENCHMARKS", "MISSING_RULES", "PROTOCOLS", "EditorBenchResult", "ben
 
 #: the editor benchmarks ``bench-editor`` runs, by name
 PROTOCOLS: dict[str, EditorProtocol] = {p.name: p for p in (GEditProtocol(), ImgEditProtocol(),
-                                                             KrisProtocol(), RiseProtocol())}
+                                                             KrisProtocol(), RiseProtocol(),
+                                                             EmuEditProtocol())}
 BENCHMARKS: tuple[str, ...] = tuple(PROTOCOLS)
 #: what to do with items an editor has no output for
 MISSING_RULES: tuple[str, ...] = ("error", "skip")
