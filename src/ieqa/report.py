@@ -38,6 +38,7 @@ body { font-family: system-ui, -apple-system, 'Segoe UI', sans-serif; margin: 2e
        max-width: 72em; color: #222; line-height: 1.45; padding: 0 1em; }
 h1 { border-bottom: 2px solid #444; padding-bottom: .2em; }
 h2, h3 { margin-top: 1.6em; }
+.table-wrap { overflow-x: auto; max-width: 100%; }
 table { border-collapse: collapse; margin: 1em 0; font-size: .92em; }
 th, td { border: 1px solid #ccc; padding: .3em .6em; }
 th { background: #f0f0f0; text-align: left; }
@@ -141,7 +142,7 @@ class HtmlReport:
         """A table: ``rows`` are mappings (read by column name; missing keys blank) or
         sequences in ``columns`` order. Floats use ``float_format``, NaN shows as "–";
         every cell is HTML-escaped."""
-        out = ["<table>"]
+        out = ['<div class="table-wrap"><table>']
         if caption:
             out.append(f"<caption>{html.escape(caption)}</caption>")
         out.append("<tr>" + "".join(f"<th>{html.escape(str(c))}</th>" for c in columns) + "</tr>")
@@ -155,7 +156,7 @@ class HtmlReport:
                 cls = ' class="num"' if numeric else ""
                 cells.append(f"<td{cls}>{html.escape(text)}</td>")
             out.append("<tr>" + "".join(cells) + "</tr>")
-        out.append("</table>")
+        out.append("</table></div>")
         self._parts.append("\n".join(out))
 
     def add_figure(self, figure: Any, caption: str = "", *, dpi: int = 110) -> None:
@@ -204,6 +205,7 @@ class HtmlReport:
         body = "\n".join(self._parts)
         return (
             "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
             f"<title>{title}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n"
             f"<h1>{title}</h1>\n{body}\n<footer>written by ieqa {html.escape(__version__)}</footer>\n"
             "</body>\n</html>\n"

@@ -37,6 +37,12 @@ def editor_table(results: dict[str, Any]) -> list[dict[str, Any]]:
             for editor, by_lang in results["editors"].items() for lang, r in by_lang.items()]
 
 
+def _aggregation_text(aggregation: Mapping[str, str]) -> str:
+    """Each part's aggregation in words, named once."""
+    return " ".join((text if text.startswith(f"{part}:") else f"{part}: {text}") + "."
+                    for part, text in aggregation.items())
+
+
 def _gallery(items: Sequence[dict[str, Any]], editor: str, k: int,
              benchmark: str) -> list[GalleryItem]:
     protocol = get_protocol(benchmark)
@@ -84,7 +90,7 @@ def write_editor_outputs(result: EditorBenchResult, out_dir: str | os.PathLike[s
                          f"{judge['usage']['completion_tokens']} out"
                          + (f"; cost ${judge['cost_usd']:.4f}" if "cost_usd" in judge else "")
                          + f". Repeats: {res['repeats']}.")
-    report.add_paragraph(" ".join(f"{part}: {text}." for part, text in res["aggregation"].items())
+    report.add_paragraph(_aggregation_text(res["aggregation"])
                          + " Failed items are not in ieqa's means and are counted in the "
                            "coverage column; the CI is a 95 % bootstrap over items within "
                            "task types.")
@@ -183,8 +189,7 @@ def write_merged_table(merged: Mapping[str, Any], out_dir: str | os.PathLike[str
     write_csv(paths["csv"], rows, protocol.columns)
     report = HtmlReport(f"{merged['benchmark']}: editors judged by {merged['judge']['name']}")
     report.add_paragraph(f"Judge: {merged['judge']['label']}; model {merged['judge'].get('model')}. "
-                         + " ".join(f"{part}: {text}." for part, text in
-                                    merged["aggregation"].items())
+                         + _aggregation_text(merged["aggregation"])
                          + " Editors from: " + "; ".join(f"{e}: {src}" for e, src in
                                                          merged["merged_from"].items()) + ".")
     report.add_table(rows, list(protocol.columns), caption="coverage: " + "; ".join(
