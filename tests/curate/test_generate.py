@@ -225,3 +225,27 @@ def test_emu_edit_candidates_are_what_bench_editor_reads(tmp_path, pipeline):
     results = json.loads((tmp_path / "result" / "results.json").read_text())
     assert results["coverage"]["text"] == "7 of 7 items"
     assert -1 <= results["official"]["clip_dir"] <= 1
+
+
+def test_magicbrush_single_turn_candidates_and_the_official_options(tmp_path, pipeline):
+    from ieqa.testing.editor_bench import build_magicbrush_fixture
+    from ieqa.testing.tiny_embedders import build_tiny_clip, build_tiny_dino
+
+    data = build_magicbrush_fixture(tmp_path / "mb", turns=(1, 2))
+    out = tmp_path / "edits"
+    res = runner.invoke(app, ["generate", "--pipeline", str(pipeline), "--data", str(data),
+                              "--steps", "2", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "1 items not generated" in res.output  # the iterative final turn
+    assert sorted(str(p.relative_to(out)) for p in out.rglob("*.png")) == [
+        "100/100_1.png", "101/101_1.png", "101/101_inde_2.png"]
+    clip, dino = build_tiny_clip(tmp_path / "clip"), build_tiny_dino(tmp_path / "dino")
+    # no -O reference=target: bench-editor builds the official judge with it
+    res = runner.invoke(app, ["bench-editor", "magicbrush", "--data", str(data), "--outputs",
+                              f"tiny={out}", "-O", f"clip_model={clip}", "-O",
+                              f"dino_model={dino}", "--missing", "skip", "--language", "en",
+                              "-o", str(tmp_path / "result"), "--n-boot", "20"])
+    assert res.exit_code == 0, res.output
+    results = json.loads((tmp_path / "result" / "results.json").read_text())
+    assert results["coverage"]["text"] == "3 of 4 items (1 without an output)"
+    assert results["judge"]["config"]["reference"] == "target"

@@ -79,7 +79,8 @@ def command(
                                           "or the folder it unpacks to; kris-bench: the folder "
                                           "of its category folders; risebench: its JSON file "
                                           "or folder; emu-edit: its Parquet files, the test "
-                                          "split, or a validation file); default: the hub dataset in the local "
+                                          "split, or a validation file; magicbrush: the "
+                                          "unpacked test folder); default: the hub dataset in the local "
                                           "cache"),
     language: list[str] | None = typer.Option(None, "--language",
                                               help="en and/or cn (zh is read as cn; default "
@@ -112,7 +113,8 @@ def command(
                                         "configuration"),
 ) -> None:
     """Judge editors' outputs on an editor benchmark (GEdit-Bench, ImgEdit-Bench, KRIS-Bench,
-    RISEBench; the Emu Edit test set with the papers' metrics) and print its table.
+    RISEBench; the Emu Edit and MagicBrush test sets with their papers' metrics) and print
+    its table.
 
     Writes OUT/items.jsonl, results.json, results.csv, report.html and the resumable score
     files OUT/scores/EDITOR/repeat-N.jsonl (a re-run scores only what is missing or failed).
@@ -123,8 +125,14 @@ def command(
         protocol = get_protocol(benchmark)
     except BenchError as exc:
         raise typer.BadParameter(str(exc), param_hint="BENCHMARK") from None
-    scorer = make_scorer(judge or protocol.official_judge, option, model, None, prompts=prompts, base_model=base_model,
-                         revision=revision, adapter=adapter)
+    options = list(option or [])
+    if judge is None:  # the official judge, with what the protocol needs unless given
+        given = {o.split("=", 1)[0].strip() for o in options}
+        options = [f"{k}={v}" for k, v in protocol.official_options.items()
+                   if k not in given] + options
+    scorer = make_scorer(judge or protocol.official_judge, options or None, model, None,
+                         prompts=prompts, base_model=base_model, revision=revision,
+                         adapter=adapter)
     result = bench_editor(benchmark, _outputs(outputs), scorer, out, data=data,
                           languages=language or ["en", "cn"], missing=missing, repeats=repeats,
                           batch_size=batch_size, n_boot=n_boot, prices=_prices(price),

@@ -33,7 +33,8 @@ def command(
                              help="a manifest (.jsonl/.csv: id, source, instruction), a "
                                   "GEdit-Bench folder of Parquet files, ImgEdit-Bench's "
                                   "Benchmark.tar or the folder it unpacks to, RISEBench's "
-                                  "JSON file, KRIS-Bench's folder, the Emu Edit test set's "
+                                  "JSON file, KRIS-Bench's or MagicBrush's folder, the Emu "
+                                  "Edit test set's "
                                   "Parquet files, or the name gedit-bench / imgedit-bench / "
                                   "kris-bench / risebench / emu-edit (the hub cache)"),
     num_candidates: int = typer.Option(1, "--num-candidates", "-k", min=1,

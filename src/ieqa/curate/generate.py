@@ -27,6 +27,10 @@ Inputs are a GEdit-Bench dataset (:mod:`ieqa.data.loaders.gedit_bench`), ImgEdit
   (``skipped``; ``bench-editor`` then needs ``--missing skip`` and states the coverage);
 * the Emu Edit test set (its Parquet files, :mod:`ieqa.data.loaders.emu_edit`; the test
   split, or a validation file): ``{idx}.png``, or ``candidate-{k}/{idx}.png``;
+* the MagicBrush test set (its unpacked folder, :mod:`ieqa.data.loaders.magicbrush`): every
+  turn from its ground-truth input, ``{session}/{session}_1.png`` and
+  ``{session}_inde_{k}.png``; the iterative final turns (each from the editor's own
+  previous output) are not generated and are listed under ``skipped``;
 * a manifest: ``images/{id}/candidate-{k}.png``;
 * always ``candidates.jsonl``: an ieqa manifest with one row per candidate (``id`` =
   ``{item id}#{k}``, ``group_id`` = the item's id, ``editor`` = the pipeline, ``meta`` =
@@ -50,7 +54,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ieqa.data.loaders import emu_edit, gedit_bench, imgedit_bench, kris_bench, risebench
+from ieqa.data.loaders import (
+    emu_edit,
+    gedit_bench,
+    imgedit_bench,
+    kris_bench,
+    magicbrush,
+    risebench,
+)
 from ieqa.data.loaders.base import table_columns
 from ieqa.data.manifest import write_manifest
 from ieqa.data.schema import EditSample
@@ -83,7 +94,8 @@ def read_generation_items(data: str | os.PathLike[str], *, languages: Sequence[s
     local cache; or a folder of its Parquet files), ``"imgedit-bench"`` (the name: the hub
     archive in the local cache; or ``Benchmark.tar``, or a folder holding
     ``singleturn.json``), ``"risebench"`` (the name, or its ``.json`` item list),
-    ``"kris-bench"`` (the name, or the folder of its category folders), ``"emu-edit"``
+    ``"kris-bench"`` (the name, or the folder of its category folders), ``"magicbrush"``
+    (its folder, holding ``edit_sessions.json``), ``"emu-edit"``
     (the name, or its Parquet files: those with an ``input_caption`` column) or
     ``"manifest"`` (a .jsonl or .csv file with ``id``, ``source``,
     ``instruction`` and optionally ``task``)."""
@@ -108,6 +120,14 @@ def read_generation_items(data: str | os.PathLike[str], *, languages: Sequence[s
                                            Path(work_dir) / "data")
         return "imgedit-bench", [GenerationItem(i.id, i.source, i.instruction, i.task_type, i)
                                  for i in items]
+    if path.is_dir() and any((root / "edit_sessions.json").is_file()
+                             for root in (path, path / "test")):
+        turns = magicbrush.read_magicbrush(path)
+        iterative = "edits each turn from the editor's previous output; ieqa generate edits " \
+                    "from the ground-truth input only (the single-turn setting)"
+        return "magicbrush", [GenerationItem(i.id, i.source, i.instruction, i.task_type, i,
+                                             iterative if i.setting == "iterative" else None)
+                              for i in turns]
     if str(data) == "kris-bench" or (path.is_dir() and any(
             (root / c / "annotation.json").is_file() for root in (path, path / "KRIS_Bench")
             for c in kris_bench.CATEGORIES)):
@@ -123,8 +143,8 @@ def read_generation_items(data: str | os.PathLike[str], *, languages: Sequence[s
     if not path.is_file():
         raise GenerateError(f"--data {data}: no such file; give a manifest (.jsonl or .csv with "
                             "id, source, instruction), a GEdit-Bench or ImgEdit-Bench folder, "
-                            "RISEBench's JSON file, a KRIS-Bench folder, the Emu Edit test "
-                            "set's Parquet files, gedit-bench, imgedit-bench, kris-bench, "
+                            "RISEBench's JSON file, a KRIS-Bench or MagicBrush folder, the "
+                            "Emu Edit test set's Parquet files, gedit-bench, imgedit-bench, kris-bench, "
                             "risebench or emu-edit")
     if path.suffix == ".jsonl":
         with open(path, encoding="utf-8") as fh:
@@ -161,7 +181,8 @@ def _safe(ident: str) -> str:
 def candidate_path(out: Path, kind: str, item: GenerationItem, k: int, n_candidates: int) -> Path:
     """Where candidate ``k`` of ``item`` is written (see the module docstring)."""
     loaders = {"gedit-bench": gedit_bench, "imgedit-bench": imgedit_bench,
-               "risebench": risebench, "kris-bench": kris_bench, "emu-edit": emu_edit}
+               "risebench": risebench, "kris-bench": kris_bench, "emu-edit": emu_edit,
+               "magicbrush": magicbrush}
     if kind in loaders:
         base = out if n_candidates == 1 else out / f"candidate-{k}"
         return loaders[kind].output_path(base, item.bench_item)

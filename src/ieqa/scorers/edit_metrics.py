@@ -270,19 +270,30 @@ class EditMetricScorer(Scorer):
 
 
 class EditMetricsScorer(Scorer):
-    """All six metrics of :data:`METRICS` in one pass (``edit-metrics``; the models are
+    """The metrics of :data:`METRICS` in one pass (``edit-metrics``; the models are
     loaded once), for benchmark tables that print them side by side: ``raw["metrics"]``
     holds each (``None`` for a CLIP text metric of a sample without captions), and the
     scores are ``content_preservation`` = CLIP-I and ``instruction_alignment`` = CLIP-dir.
+    A metric that comes out undefined (NaN) fails the sample, so ask only for the ones a
+    table prints.
 
-    Args: as :class:`EditMetricScorer` (without ``metric``).
+    Args:
+        metrics: which to compute (default all six), a list or comma-separated text.
+        (others: as :class:`EditMetricScorer`, without ``metric``)
     """
 
-    def __init__(self, *, reference: str = "source", clip_model: str = DEFAULT_CLIP,
-                 dino_model: str = DEFAULT_DINO, device: str = "cpu",
-                 revision: str | None = None) -> None:
+    def __init__(self, *, metrics: str | Sequence[str] = METRICS, reference: str = "source",
+                 clip_model: str = DEFAULT_CLIP, dino_model: str = DEFAULT_DINO,
+                 device: str = "cpu", revision: str | None = None) -> None:
         from ieqa.scorers.table import scorer_info
 
+        chosen = [m.strip() for m in (metrics.split(",") if isinstance(metrics, str)
+                                      else metrics) if m.strip()]
+        unknown = sorted(set(chosen) - set(METRICS))
+        if unknown or not chosen:
+            raise ScorerError(f"metrics: unknown {', '.join(unknown) or '(none given)'}; "
+                              f"choose among {', '.join(METRICS)}, comma-separated")
+        self.metrics = tuple(m for m in METRICS if m in chosen)
         options = {"reference": reference, "device": device, "revision": revision}
         self._clip = EditMetricScorer("clip-i", clip_model=clip_model, **options)
         self._dino = EditMetricScorer("dino", dino_model=dino_model, **options)
@@ -290,8 +301,9 @@ class EditMetricsScorer(Scorer):
         self.info = scorer_info("edit-metrics")
 
     def config(self) -> dict[str, Any]:
-        out = {"reference": self.reference, "clip_model": self._clip.clip_model,
-               "dino_model": self._dino.dino_model}
+        out: dict[str, Any] = {"metrics": ",".join(self.metrics), "reference": self.reference,
+                               "clip_model": self._clip.clip_model,
+                               "dino_model": self._dino.dino_model}
         if self._clip.revision is not None:
             out["revision"] = self._clip.revision
         return out
@@ -305,29 +317,38 @@ class EditMetricsScorer(Scorer):
         assert isinstance(edited, Image.Image) and isinstance(source, Image.Image)
         ref = self._clip._reference(sample)
         meta = sample.meta or {}
-        img = self._clip._image_features([ref, edited, source])
-        dino = self._dino._image_features([ref, edited])
-        metrics: dict[str, float | None] = {
-            "l1": pixel_distance(edited, ref, "l1"), "l2": pixel_distance(edited, ref, "l2"),
-            "clip-i": cosine(img[1], img[0]), "dino": cosine(dino[1], dino[0]),
-            "clip-t": None, "clip-dir": None}
+        want = set(self.metrics)
+        metrics: dict[str, float | None] = dict.fromkeys(self.metrics)
+        for m in ("l1", "l2"):
+            if m in want:
+                metrics[m] = pixel_distance(edited, ref, m)
+        if want & {"clip-i", "clip-t", "clip-dir"}:
+            img = self._clip._image_features([ref, edited, source])
+            if "clip-i" in want:
+                metrics["clip-i"] = cosine(img[1], img[0])
+        if "dino" in want:
+            dino = self._dino._image_features([ref, edited])
+            metrics["dino"] = cosine(dino[1], dino[0])
         captions = [meta.get("input_caption"), meta.get("output_caption")]
-        if isinstance(captions[1], str) and captions[1]:
+        if want & {"clip-t", "clip-dir"} and isinstance(captions[1], str) and captions[1]:
             texts = [c for c in captions if isinstance(c, str) and c]
             txt = self._clip._text_features(texts)
-            metrics["clip-t"] = cosine(img[1], txt[-1])
-            if len(texts) == 2:
+            if "clip-t" in want:
+                metrics["clip-t"] = cosine(img[1], txt[-1])
+            if len(texts) == 2 and "clip-dir" in want:
                 metrics["clip-dir"] = clip_direction(img[2], img[1], txt[0], txt[1])
         bad = [k for k, v in metrics.items() if v is not None and math.isnan(v)]
         if bad:
             raise ScorerError(f"{', '.join(bad)} undefined for sample {sample.id!r} (NaN: an "
                               "all-zero embedding, or an edit identical to its source)")
-        scores = {"content_preservation": metrics["clip-i"]}
-        unavailable = {}
-        if metrics["clip-dir"] is None:
-            unavailable["instruction_alignment"] = ("clip-dir needs the sample's input_caption "
-                                                    "and output_caption (meta)")
-        else:
-            scores["instruction_alignment"] = metrics["clip-dir"]
+        scores: dict[str, float] = {}
+        unavailable: dict[str, str] = {}
+        for dim, m in (("content_preservation", "clip-i"), ("instruction_alignment", "clip-dir")):
+            value = metrics.get(m)
+            if value is not None:
+                scores[dim] = value
+            else:
+                unavailable[dim] = (f"{m} is not among the metrics asked for" if m not in want
+                                    else f"{m} needs the sample's captions (meta)")
         return ScoreResult(sample.id, scores=scores, unavailable=unavailable,  # type: ignore[arg-type]
                            raw={"metrics": metrics})

@@ -9,7 +9,9 @@ hub archive unpacks; optionally the archive itself), :func:`build_rise_fixture` 
 RISEBench (its JSON list and image folders, one item of each kind its judge treats
 differently), :func:`build_kris_fixture` for KRIS-Bench (category folders with
 ``annotation.json``, one item of each kind its judge treats differently),
-:func:`build_emu_fixture` for the Emu Edit test set (one Parquet file per split). The pictures
+:func:`build_emu_fixture` for the Emu Edit test set (one Parquet file per split),
+:func:`build_magicbrush_fixture` for the MagicBrush test set (sessions of 1-3 turns). The
+pictures
 are random blocks: what
 a test checks is the protocol and the arithmetic, not the edits.
 """
@@ -35,7 +37,8 @@ __all__ = ["build_gedit_fixture", "gedit_fixture_items", "write_gedit_outputs",
            "imgedit_fixture_items", "build_imgedit_fixture", "write_imgedit_outputs",
            "rise_fixture_items", "build_rise_fixture", "write_rise_outputs",
            "kris_fixture_items", "build_kris_fixture", "write_kris_outputs",
-           "emu_fixture_items", "build_emu_fixture", "write_emu_outputs"]
+           "emu_fixture_items", "build_emu_fixture", "write_emu_outputs",
+           "build_magicbrush_fixture", "write_magicbrush_outputs"]
 
 
 def gedit_fixture_items(per_type: int = 1, languages: Sequence[str] = ("en",),
@@ -317,3 +320,47 @@ def write_emu_outputs(folder: str | os.PathLike[str], items: Sequence[dict[str, 
         if n not in skip and item["split"] == "test":
             (folder / f"{item['idx']}.png").write_bytes(_png(seed + n, (56, 48)))
     return folder
+
+
+def build_magicbrush_fixture(folder: str | os.PathLike[str],
+                             turns: Sequence[int] = (1, 2, 3)) -> Path:
+    """Write MagicBrush's test layout under ``folder/test``: one session per entry of
+    ``turns`` (its number of turns; ids 100, 101, ...), ``edit_sessions.json``, the
+    images (``{id}-input.png``, ``{id}-output{k}.png``, masks) and
+    ``global_descriptions.json`` (a caption per image); returns ``folder/test``."""
+    root = Path(folder) / "test"
+    sessions: dict[str, list[dict[str, str]]] = {}
+    captions: dict[str, dict[str, str]] = {}
+    for n, k_turns in enumerate(turns):
+        sid = str(100 + n)
+        images = root / "images" / sid
+        images.mkdir(parents=True, exist_ok=True)
+        names = [f"{sid}-input.png"] + [f"{sid}-output{k}.png" for k in range(1, k_turns + 1)]
+        for j, name in enumerate(names):
+            (images / name).write_bytes(_png(9000 + 10 * n + j, (64, 48)))
+        sessions[sid] = []
+        for k in range(1, k_turns + 1):
+            (images / f"{sid}-mask{k}.png").write_bytes(_png(9500 + 10 * n + k, (64, 48)))
+            sessions[sid].append({"input": names[k - 1], "mask": f"{sid}-mask{k}.png",
+                                  "output": names[k], "instruction": f"edit {k} of {sid}"})
+        captions[sid] = {name: f"a picture {j} of {sid}" for j, name in enumerate(names)}
+    (root / "edit_sessions.json").write_text(json.dumps(sessions, indent=1))
+    (root / "global_descriptions.json").write_text(json.dumps(captions, indent=1))
+    return root
+
+
+def write_magicbrush_outputs(folder: str | os.PathLike[str], items: Sequence[object], *,
+                             seed: int = 9800, iterative: bool = True,
+                             skip: Sequence[str] = ()) -> Path:
+    """An editor's outputs of ``items`` (:func:`ieqa.data.loaders.magicbrush.read_magicbrush`)
+    in MagicBrush's layout, the iterative ones only with ``iterative``, except the item
+    ids in ``skip``."""
+    from ieqa.data.loaders.magicbrush import output_path
+
+    for n, item in enumerate(items):
+        if item.id in skip or (item.setting == "iterative" and not iterative):  # type: ignore[attr-defined]
+            continue
+        path = output_path(folder, item)  # type: ignore[arg-type]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(_png(seed + n, (60, 44)))
+    return Path(folder)

@@ -8,6 +8,8 @@
 * kris — KRIS-Bench (:class:`KrisProtocol`; data: :mod:`ieqa.data.loaders.kris_bench`)
 * emu — the Emu Edit test set with the papers' metrics (:class:`EmuEditProtocol`; data:
   :mod:`ieqa.data.loaders.emu_edit`)
+* magicbrush — the MagicBrush test set with its paper's metrics
+  (:class:`MagicBrushProtocol`; data: :mod:`ieqa.data.loaders.magicbrush`)
 * rise — RISEBench (:class:`RiseProtocol`; data: :mod:`ieqa.data.loaders.risebench`)
 * aggregate — the benchmarks' aggregations (:func:`macro_mean`, :func:`imgedit_overall`,
   bootstrap, repeats)
@@ -29,6 +31,7 @@ from ieqa.bench.editor.emu import EmuEditProtocol
 from ieqa.bench.editor.gedit import GEditProtocol
 from ieqa.bench.editor.imgedit import ImgEditProtocol
 from ieqa.bench.editor.kris import KrisProtocol, flat_bootstrap, kris_summary
+from ieqa.bench.editor.magicbrush import MagicBrushProtocol
 from ieqa.bench.editor.protocol import EditorProtocol
 from ieqa.bench.editor.report import (
     editor_table,
@@ -54,7 +57,7 @@ from ieqa.data.loaders.gedit_bench import (
 )
 
 __all__ = ["BENCHMARKS", "PROTOCOLS", "EditorBenchResult", "EditorProtocol", "GEDIT_DATASET",
-           "EmuEditProtocol", "GEditItem", "GEditProtocol", "ImgEditProtocol", "KrisProtocol", "RiseProtocol", "flat_bootstrap", "kris_summary", "TASK_TYPES", "get_protocol",
+           "EmuEditProtocol", "GEditItem", "GEditProtocol", "ImgEditProtocol", "KrisProtocol", "MagicBrushProtocol", "RiseProtocol", "flat_bootstrap", "kris_summary", "TASK_TYPES", "get_protocol",
            "table_columns", "bench_editor", "editor_table", "merge_results",
            "write_merged_table", "imgedit_overall", "item_mean", "macro_mean",
            "output_path", "pooled_accuracy", "read_gedit", "repeat_summary", "stratified_bootstrap",

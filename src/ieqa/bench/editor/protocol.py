@@ -59,6 +59,12 @@ class EditorProtocol(ABC):
     main_field: str = ""
     #: the table's columns (:meth:`table_row`)
     columns: tuple[str, ...] = ()
+    #: options the official judge is built with unless given (``ieqa bench-editor``)
+    official_options: dict[str, str] = {}
+
+    def check_judge(self, judge: Scorer) -> None:  # noqa: B027 - most benchmarks take any judge
+        """Raise :class:`~ieqa.bench.errors.BenchError` when ``judge`` cannot run this
+        benchmark as it is configured (before anything is scored)."""
 
     @abstractmethod
     def read_items(self, data: str | os.PathLike[str] | None, languages: Sequence[str],

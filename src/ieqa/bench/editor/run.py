@@ -4,8 +4,9 @@ judge and aggregate them as the benchmark publishes them (:func:`bench_editor`).
 Each benchmark is an :class:`~ieqa.bench.editor.protocol.EditorProtocol`
 (:data:`PROTOCOLS`): GEdit-Bench (:mod:`ieqa.bench.editor.gedit`) and ImgEdit-Bench
 (:mod:`ieqa.bench.editor.imgedit`), KRIS-Bench (:mod:`ieqa.bench.editor.kris`) and
-RISEBench (:mod:`ieqa.bench.editor.rise`) say what their numbers are, and the Emu Edit test
-set (:mod:`ieqa.bench.editor.emu`) what its metrics are. What is common is here: per
+RISEBench (:mod:`ieqa.bench.editor.rise`) say what their numbers are, and the Emu Edit and
+MagicBrush test sets (:mod:`ieqa.bench.editor.emu`, :mod:`ieqa.bench.editor.magicbrush`)
+what their metrics are. What is common is here: per
 editor and per repeat, the judge scores every item whose output exists into
 ``OUT/scores/{editor}/repeat-{r}.jsonl`` through :func:`ieqa.scorers.run.score_to_file`
 (resumable: a re-run scores only what is missing or failed); per language, the protocol's
@@ -36,6 +37,7 @@ from ieqa.bench.editor.emu import EmuEditProtocol
 from ieqa.bench.editor.gedit import GEditProtocol
 from ieqa.bench.editor.imgedit import ImgEditProtocol
 from ieqa.bench.editor.kris import KrisProtocol
+from ieqa.bench.editor.magicbrush import MagicBrushProtocol
 from ieqa.bench.editor.protocol import EditorProtocol
 from ieqa.bench.editor.rise import RiseProtocol
 from ieqa.bench.errors import BenchError
@@ -49,7 +51,8 @@ __all__ = ["BENCHMARKS", "MISSING_RULES", "PROTOCOLS", "EditorBenchResult", "ben
 #: the editor benchmarks ``bench-editor`` runs, by name
 PROTOCOLS: dict[str, EditorProtocol] = {p.name: p for p in (GEditProtocol(), ImgEditProtocol(),
                                                              KrisProtocol(), RiseProtocol(),
-                                                             EmuEditProtocol())}
+                                                             EmuEditProtocol(),
+                                                             MagicBrushProtocol())}
 BENCHMARKS: tuple[str, ...] = tuple(PROTOCOLS)
 #: what to do with items an editor has no output for
 MISSING_RULES: tuple[str, ...] = ("error", "skip")
@@ -206,6 +209,7 @@ def bench_editor(
         raise BenchError("no editor outputs: pass --outputs DIR (or NAME=DIR, repeatable)")
     if repeats < 1:
         raise BenchError(f"--repeats must be >= 1, got {repeats}")
+    protocol.check_judge(judge)
     out = Path(out_dir)
     items = protocol.read_items(data, languages, out)
     langs = [lang for lang in protocol.languages if any(i.language == lang for i in items)]
