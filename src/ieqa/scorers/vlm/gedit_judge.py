@@ -17,6 +17,14 @@ What the released ``GEdit-Bench/test_gedit_score.py`` does per item, and ieqa wi
 * when an answer does not parse, **both** prompts are asked once more
   (``reask_unparsable=1``).
 
+The released code's other judge, ``protocol="qwen25vl"``
+(``viescore/mllm_tools/qwen25vl_eval.py``): Qwen2.5-VL-72B-Instruct (AWQ) run locally with
+transformers, the same texts with the **images first**, each image sent as PNG (lossless)
+and resized as ``qwen_vl_utils`` does (sides to multiples of 28, 4·28² to 16384·28²
+pixels, Pillow's bicubic), greedy decoding (``do_sample=False``) and at most 512 new tokens;
+ieqa runs it on a local model (default ``Qwen/Qwen2.5-VL-72B-Instruct-AWQ``) or, with
+``base_url``, on a server of that model (PNG, temperature 0).
+
 Where ieqa differs: after that second try the released code substitutes a uniformly random
 integer for an unparsable answer, and an API error (a content filter, say) becomes an empty
 answer and so a random score. ieqa records both as row errors, counted in every table
@@ -28,15 +36,20 @@ benchmark's ``GEdit-Bench/viescore/vie_prompts.py`` at a pinned commit with a SH
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
+
+from PIL import Image
 
 from ieqa.backends import Prompt
 from ieqa.prompts.published import PublishedText, SourceFile
 from ieqa.scorers.base import ScorerError
-from ieqa.scorers.vlm.base import LoadedSample
+from ieqa.scorers.vlm.base import DEFAULT_MAX_INSTRUCTION_CHARS, LoadedSample, VLMScorer
+from ieqa.scorers.vlm.vie_judge import VIE_DIMENSIONS
 from ieqa.scorers.vlm.viescore import DEFAULT_BASE_URL, VIEScoreScorer
 
-__all__ = ["GEditJudge", "PROMPT_SOURCES", "DEFAULT_MODEL", "DEFAULT_BASE_URL", "REVISION"]
+__all__ = ["GEditJudge", "PROMPT_SOURCES", "DEFAULT_MODEL", "DEFAULT_BASE_URL", "REVISION",
+           "PROTOCOLS", "QWEN_MODEL", "qwen_image"]
 
 #: the commit of stepfun-ai/Step1X-Edit the prompt file is read at
 REVISION = "570eba6ebda0c45c013983a483afbf2fd12bfcbc"
@@ -53,6 +66,29 @@ PROMPT_SOURCES: tuple[PublishedText, ...] = (
 
 #: the released judge's model name (undated, as released)
 DEFAULT_MODEL = "gpt-4.1"
+#: the released code's judges: GPT through the API, or Qwen2.5-VL-72B run locally
+PROTOCOLS: tuple[str, ...] = ("gpt", "qwen25vl")
+#: the released local judge (an AWQ checkpoint in float16) and its answer limit
+QWEN_MODEL = "Qwen/Qwen2.5-VL-72B-Instruct-AWQ"
+QWEN_MAX_NEW_TOKENS = 512
+#: qwen_vl_utils' image sizes: sides multiples of 28, 4 * 28^2 to 16384 * 28^2 pixels
+QWEN_FACTOR, QWEN_MIN_PIXELS, QWEN_MAX_PIXELS = 28, 4 * 28 * 28, 16384 * 28 * 28
+
+
+def qwen_image(image: Image.Image) -> Image.Image:
+    """An image as ``qwen_vl_utils.fetch_image`` hands it to Qwen2.5-VL's processor (the
+    released judge sends it as a PNG data URL, which is lossless): RGB, resized with
+    Pillow's default filter (bicubic) to the size transformers' ``smart_resize`` gives for
+    :data:`QWEN_FACTOR`, :data:`QWEN_MIN_PIXELS` and :data:`QWEN_MAX_PIXELS`."""
+    try:  # transformers' Pillow image processor (the other one needs torchvision)
+        from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import smart_resize
+    except ImportError:  # releases before the split
+        from transformers.models.qwen2_vl.image_processing_qwen2_vl import smart_resize
+
+    image = image.convert("RGB")
+    height, width = smart_resize(image.height, image.width, factor=QWEN_FACTOR,
+                                 min_pixels=QWEN_MIN_PIXELS, max_pixels=QWEN_MAX_PIXELS)
+    return image if (width, height) == image.size else image.resize((width, height))
 
 
 class GEditJudge(VIEScoreScorer):
@@ -67,6 +103,9 @@ class GEditJudge(VIEScoreScorer):
             (the released rule: a random integer 0-10, seeded and flagged).
         reask_unparsable: how many times both prompts are asked again when an answer does
             not parse (1 as released; 0 never).
+        protocol: ``"gpt"`` (default) or ``"qwen25vl"``, the released local judge (then
+            ``model`` is a local checkpoint, default ``Qwen/Qwen2.5-VL-72B-Instruct-AWQ``,
+            or a served model with ``base_url``).
         (other arguments: :class:`~ieqa.scorers.vlm.viescore.VIEScoreScorer`)
     """
 
@@ -75,15 +114,51 @@ class GEditJudge(VIEScoreScorer):
     malformed_rules = ("error", "random")
     default_model = DEFAULT_MODEL
 
-    def __init__(self, *, reask_unparsable: int = 1, **kwargs: Any) -> None:
+    def __init__(self, *, reask_unparsable: int = 1, protocol: str = "gpt",
+                 **kwargs: Any) -> None:
         if int(reask_unparsable) < 0:
             raise ScorerError(f"reask_unparsable must be >= 0, got {reask_unparsable}")
+        if protocol not in PROTOCOLS:
+            raise ScorerError(f"protocol must be one of {', '.join(PROTOCOLS)}, got "
+                              f"{protocol!r}")
         self.reask_unparsable = int(reask_unparsable)
-        super().__init__(**kwargs)
+        self.protocol = protocol
+        if protocol == "qwen25vl":
+            self._init_qwen(**kwargs)
+        else:
+            super().__init__(**kwargs)
+
+    def _init_qwen(self, *, model: str | None = None, base_url: str | None = None,
+                   prompts: str | Path | None = None,
+                   max_new_tokens: int = QWEN_MAX_NEW_TOKENS, on_malformed: str = "error",
+                   batch_size: int = 1,
+                   max_instruction_chars: int | None = DEFAULT_MAX_INSTRUCTION_CHARS,
+                   backend: Any = None, backend_options: dict[str, Any] | None = None) -> None:
+        """The released local judge (see the module docstring): greedy, images first; one
+        item per batch by default, as released (no padding)."""
+        self.configure(score_range=10, temperature=0.0, top_p=1.0,
+                       max_new_tokens=max_new_tokens, on_malformed=on_malformed)
+        self.texts = self.load_prompts(prompts)
+        options = dict(backend_options or {})
+        if backend is None:
+            model = model or QWEN_MODEL
+            if base_url is None:  # the images come resized already; the processor keeps them
+                options.setdefault("min_pixels", QWEN_MIN_PIXELS)
+                options.setdefault("max_pixels", QWEN_MAX_PIXELS)
+            else:
+                options.setdefault("max_pixels", None)
+                options.setdefault("image_format", "png")
+        VLMScorer.__init__(self, model=model, base_url=base_url, backend=backend,
+                           template="editreward", dimensions=VIE_DIMENSIONS,
+                           batch_size=batch_size, max_instruction_chars=max_instruction_chars,
+                           backend_options=options)
+        self.sc_text = "\n".join([self.texts["context"], self.texts["edit_rule"],
+                                  self.texts["sc_scale"]])
+        self.pq_text = "\n".join([self.texts["context"], self.texts["pq_rule"]])
 
     def readout_config(self) -> dict[str, Any]:
         return {**super().readout_config(), "reask_unparsable": self.reask_unparsable,
-                "resize_edited_to_source": True}
+                "resize_edited_to_source": True, "protocol": self.protocol}
 
     def prompts(self, item: LoadedSample) -> tuple[Prompt, Prompt]:
         """The SC and the PQ request of one item, the edit resized to the source's size."""
@@ -92,4 +167,8 @@ class GEditJudge(VIEScoreScorer):
         edited = item.edited.convert("RGB")
         if edited.size != item.source.size:
             edited = edited.resize(item.source.size)
+        if self.protocol == "qwen25vl":  # images first, as qwen_vl_utils sizes them
+            source, edited = qwen_image(item.source), qwen_image(edited)
+            text = self.sc_text.replace("<instruction>", item.sample.instruction)
+            return Prompt(parts=(source, edited, text)), Prompt(parts=(edited, self.pq_text))
         return super().prompts(LoadedSample(item.sample, item.source, edited))
