@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -203,3 +204,17 @@ def serve(fake: FakeServer, port: int = 0) -> Iterator[FakeServer]:
 def server() -> Iterator[FakeServer]:
     with serve(FakeServer()) as fake:
         yield fake
+
+
+def module_strings(path: Path) -> dict[str, str]:
+    """The string constants of a Python prompt file (``NAME = "..."`` at module level),
+    evaluated here, independently of ieqa's reader of published files."""
+    import ast
+
+    out = {}
+    for node in ast.parse(Path(path).read_text()).body:
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
+            value = eval(compile(ast.Expression(node.value), str(path), "eval"), {})  # noqa: S307
+            if isinstance(value, str):
+                out[node.targets[0].id] = value
+    return out

@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 from PIL import Image, ImageOps
 
-from chat_server import FakeServer, Reply, ScriptedJudge, chat_answer, serve
+from chat_server import FakeServer, Reply, ScriptedJudge, chat_answer, module_strings, serve
 from ieqa import create_scorer
 from ieqa.bench.editor import TASK_TYPES, bench_editor, macro_mean, write_editor_outputs
 from ieqa.bench.errors import BenchError
@@ -46,22 +46,12 @@ def _jpeg_url(image: Image.Image) -> str:
     return "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode("utf-8")
 
 
-def _constants(path: Path) -> dict[str, str]:
-    import ast
-
-    out = {}
-    for node in ast.parse(path.read_text()).body:
-        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
-            value = eval(compile(ast.Expression(node.value), str(path), "eval"), {})  # noqa: S307
-            if isinstance(value, str):
-                out[node.targets[0].id] = value
-    return out
 
 
 def official_requests(prompts: Path, source: Path, edited: Path, instruction: str,
                       model: str = "gpt-4.1") -> tuple[bytes, bytes]:
     """The SC and PQ request bodies GEdit-Bench's released code sends for one item."""
-    c = _constants(prompts / "GEdit-Bench/viescore/vie_prompts.py")
+    c = module_strings(prompts / "GEdit-Bench/viescore/vie_prompts.py")
     sc_text = "\n".join([c["_context_no_delimit"], c["_prompts_0shot_two_image_edit_rule"],
                          c["_prompts_0shot_tie_rule_SC"]]).replace("<instruction>", instruction)
     pq_text = "\n".join([c["_context_no_delimit"], c["_prompts_0shot_rule_PQ"]])

@@ -15,7 +15,6 @@ bytes included. Anything else gets HTTP 500, so a differing request fails the te
 
 from __future__ import annotations
 
-import ast
 import base64
 import io
 import json
@@ -24,7 +23,7 @@ import math
 import pytest
 from PIL import Image
 
-from chat_server import Reply, ScriptedJudge, canonical, chat_answer, serve
+from chat_server import Reply, ScriptedJudge, canonical, chat_answer, module_strings, serve
 from ieqa import create_scorer
 from ieqa.bench.editor import bench_editor, editor_table, kris_summary, write_editor_outputs
 from ieqa.data.loaders.kris_bench import CATEGORIES, CATEGORY_COUNTS, GROUPS
@@ -42,13 +41,6 @@ def prompts(tmp_path):
     return write_prompt_standins(tmp_path / "prompts", PROMPT_SOURCES)
 
 
-def _constants(path):
-    out = {}
-    for node in ast.parse(path.read_text()).body:
-        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
-            value = eval(compile(ast.Expression(node.value), str(path), "eval"), {})  # noqa: S307
-            out[node.targets[0].id] = value
-    return out
 
 
 def _b64(path, reencode=False):
@@ -116,7 +108,7 @@ def test_kris_requests_released_and_ieqa_numbers(tmp_path, prompts):
     items = kris_fixture_items()
     build_kris_fixture(tmp_path / "kris", items)
     outputs = write_kris_outputs(tmp_path / "editor", items)
-    c = _constants(prompts / "eval/gen/kris/prompts.py")
+    c = module_strings(prompts / "eval/gen/kris/prompts.py")
     # the prompt's own template: reasoning unquoted, so json.loads fails; the released
     # reading then falls through to the first standalone digit, the "1" of "1. Detect"
     bad_json = chat_answer('{\n"reasoning": 1. Detect Difference: none,\n"consistency_score": 4\n}',

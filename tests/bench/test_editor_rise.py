@@ -13,7 +13,6 @@ bodies (anything else gets HTTP 500, so a differing request fails the test).
 
 from __future__ import annotations
 
-import ast
 import base64
 import io
 import json
@@ -22,7 +21,7 @@ import math
 import pytest
 from PIL import Image
 
-from chat_server import Reply, ScriptedJudge, chat_answer, serve
+from chat_server import Reply, ScriptedJudge, chat_answer, module_strings, serve
 from ieqa import create_scorer
 from ieqa.bench.editor import bench_editor, editor_table, pooled_accuracy, write_editor_outputs
 from ieqa.data.loaders.risebench import CATEGORY_COUNTS
@@ -38,13 +37,6 @@ def prompts(tmp_path):
     return write_prompt_standins(tmp_path / "prompts", PROMPT_SOURCES)
 
 
-def _constants(path):
-    out = {}
-    for node in ast.parse(path.read_text()).body:
-        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
-            value = eval(compile(ast.Expression(node.value), str(path), "eval"), {})  # noqa: S307
-            out[node.targets[0].id] = value
-    return out
 
 
 def _image(path):
@@ -113,7 +105,7 @@ def test_risebench_requests_solved_items_and_both_completion_rules(tmp_path, pro
     items = rise_fixture_items()
     data = build_rise_fixture(tmp_path / "rise", items)
     outputs = write_rise_outputs(tmp_path / "editor", items)
-    c = _constants(prompts / "utils.py")
+    c = module_strings(prompts / "utils.py")
     five = [_score(5)]
     plan = {0: {"judge1": five, "judge2": five, "judge3": five},            # solved
             1: {"judge1": five, "judge2": [_score(4)], "judge3": five},     # not solved

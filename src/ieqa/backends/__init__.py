@@ -11,14 +11,21 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ieqa.backends.base import EncodedImage, Generation, Prompt, VLMBackend, fit_pixel_budget
+from ieqa.backends.base import (
+    OPENAI_BASE_URL,
+    EncodedImage,
+    Generation,
+    Prompt,
+    VLMBackend,
+    fit_pixel_budget,
+)
 from ieqa.backends.processor import BackendError, PromptTooLongError
 
 if TYPE_CHECKING:
     from ieqa.backends.openai_compat import OpenAICompatBackend
     from ieqa.backends.transformers_vlm import TransformersVLM
 
-__all__ = ["BackendError", "EncodedImage", "Generation", "OpenAICompatBackend", "Prompt", "PromptTooLongError",
+__all__ = ["OPENAI_BASE_URL", "BackendError", "EncodedImage", "Generation", "OpenAICompatBackend", "Prompt", "PromptTooLongError",
            "TransformersVLM", "VLMBackend", "fit_pixel_budget", "make_backend"]
 
 

@@ -20,7 +20,10 @@ from typing import Any, Protocol, runtime_checkable
 
 from PIL import Image
 
-__all__ = ["EncodedImage", "Prompt", "Generation", "VLMBackend", "fit_pixel_budget",
+#: OpenAI's own endpoint, the default of the judges whose authors call GPT
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+
+__all__ = ["OPENAI_BASE_URL", "EncodedImage", "Prompt", "Generation", "VLMBackend", "fit_pixel_budget",
            "fit_qwen_grid"]
 
 
@@ -138,6 +141,14 @@ class Generation:
     @property
     def ok(self) -> bool:
         return self.error is None
+
+    @property
+    def server(self) -> dict[str, Any]:
+        """What a server said of itself for this answer: ``model``, ``system_fingerprint``
+        and ``usage`` where it reported them (empty for a local model)."""
+        raw = self.raw or {}
+        return {k: raw[k] for k in ("model", "system_fingerprint", "usage")
+                if raw.get(k) is not None}
 
 
 @runtime_checkable

@@ -39,6 +39,38 @@ class BenchmarkFormatError(IeqaError, ValueError):
     """A benchmark file is malformed, or its format cannot be recognised."""
 
 
+class EnglishItem:
+    """The part an item of an English-only editor benchmark shares: ``language`` is
+    ``"en"`` and ``intersection`` (GEdit-Bench's subset flag) False."""
+
+    @property
+    def language(self) -> str:
+        return "en"
+
+    @property
+    def intersection(self) -> bool:
+        return False
+
+
+def hub_dataset_folder(dataset: str, what: str, *, allow_patterns: Iterable[str] | None = None,
+                       after_download: str = "") -> Path:
+    """The folder of the hub dataset ``dataset`` in the local Hugging Face cache (fetched
+    when the hub can be reached). When it is not available (offline and not cached, no
+    access), a :class:`BenchmarkFormatError` names ``what`` and the ``hf download`` command
+    to run, ``after_download`` (e.g. ``", unpack its images there,"``) before "and pass
+    --data DIR"."""
+    try:
+        from huggingface_hub import snapshot_download
+
+        kwargs = {"allow_patterns": list(allow_patterns)} if allow_patterns else {}
+        return Path(snapshot_download(dataset, repo_type="dataset", **kwargs))
+    except Exception as exc:  # offline, not cached, no access: say what to do
+        raise BenchmarkFormatError(
+            f"{what} ({dataset}) is not available here ({type(exc).__name__}: "
+            f"{str(exc)[:200]}). Download it with `hf download {dataset} --repo-type dataset "
+            f"--local-dir DIR`{after_download} and pass --data DIR") from None
+
+
 # --------------------------------------------------------------------------- the result
 
 

@@ -22,7 +22,14 @@ from typing import Any
 
 from PIL import Image
 
-from ieqa.data.loaders.base import BenchmarkFormatError, image_ref, read_table_rows, table_columns
+from ieqa.data.loaders.base import (
+    BenchmarkFormatError,
+    EnglishItem,
+    hub_dataset_folder,
+    image_ref,
+    read_table_rows,
+    table_columns,
+)
 
 __all__ = ["EMU_DATASET", "SPLITS", "TASKS", "EmuItem", "output_path", "read_emu_edit",
            "resolve_data"]
@@ -35,7 +42,7 @@ _COLUMNS = ("idx", "instruction", "image", "task", "input_caption", "output_capt
 
 
 @dataclass(frozen=True)
-class EmuItem:
+class EmuItem(EnglishItem):
     """One item of the Emu Edit test set.
 
     Attributes:
@@ -68,14 +75,6 @@ class EmuItem:
     def task_type(self) -> str:
         return self.task
 
-    @property
-    def language(self) -> str:
-        return "en"
-
-    @property
-    def intersection(self) -> bool:
-        return False
-
     def meta(self) -> dict[str, Any]:
         """The captions the CLIP metrics compare with (an EditSample's ``meta``)."""
         return {"input_caption": self.input_caption, "output_caption": self.output_caption,
@@ -91,17 +90,8 @@ def resolve_data(data: str | os.PathLike[str] | None, split: str) -> list[Path]:
     """The Parquet files of ``split``: under ``data`` (a folder or one file), or the hub
     dataset's when it is in the local Hugging Face cache."""
     if data is None:
-        try:
-            from huggingface_hub import snapshot_download
-
-            data = snapshot_download(EMU_DATASET, repo_type="dataset",
-                                     allow_patterns=[f"*{split}*.parquet"])
-        except Exception as exc:  # offline, not cached, no access: say what to do
-            raise BenchmarkFormatError(
-                f"the Emu Edit test set ({EMU_DATASET}) is not available here "
-                f"({type(exc).__name__}: {str(exc)[:200]}). Download it with `hf download "
-                f"{EMU_DATASET} --repo-type dataset --local-dir DIR` and pass --data DIR"
-            ) from None
+        data = hub_dataset_folder(EMU_DATASET, "the Emu Edit test set",
+                                  allow_patterns=[f"*{split}*.parquet"])
     path = Path(data)
     if path.is_file():
         return [path]

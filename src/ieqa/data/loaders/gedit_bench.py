@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from PIL import Image
 
-from ieqa.data.loaders.base import BenchmarkFormatError
+from ieqa.data.loaders.base import BenchmarkFormatError, hub_dataset_folder
 
 __all__ = ["GEDIT_DATASET", "LANGUAGES", "TASK_TYPES", "GEditItem", "item_id", "output_path",
            "read_gedit", "resolve_data", "normalise_language"]
@@ -94,16 +94,8 @@ def resolve_data(data: str | os.PathLike[str] | None) -> list[Path]:
     """The Parquet (or Arrow) files of the dataset: under ``data`` (a folder or one file),
     or the hub dataset's files when it is in the local Hugging Face cache."""
     if data is None:
-        try:
-            from huggingface_hub import snapshot_download
-
-            data = snapshot_download(GEDIT_DATASET, repo_type="dataset",
-                                     allow_patterns=["*.parquet"])
-        except Exception as exc:  # offline, not cached, no access: say what to do
-            raise BenchmarkFormatError(
-                f"GEdit-Bench's data ({GEDIT_DATASET}) is not available here ({type(exc).__name__}"
-                f": {str(exc)[:200]}). Download it with `hf download {GEDIT_DATASET} "
-                "--repo-type dataset --local-dir DIR` and pass --data DIR") from None
+        data = hub_dataset_folder(GEDIT_DATASET, "GEdit-Bench's data",
+                                  allow_patterns=["*.parquet"])
     path = Path(data)
     if path.is_file():
         files = [path]

@@ -22,7 +22,7 @@ import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from ieqa.data.loaders.base import BenchmarkFormatError
+from ieqa.data.loaders.base import BenchmarkFormatError, EnglishItem
 
 __all__ = ["IMGEDIT_DATASET", "IMGEDIT_ARCHIVE", "EDIT_TYPES", "TYPE_COUNTS", "RENAMED_TYPES",
            "ANNOTATION_FILES", "ImgEditItem", "output_path", "read_imgedit", "resolve_data",
@@ -46,7 +46,7 @@ ANNOTATION_FILES: tuple[str, ...] = ("singleturn.json", "basic_edit.json")
 
 
 @dataclass(frozen=True)
-class ImgEditItem:
+class ImgEditItem(EnglishItem):
     """One ImgEdit-Bench item.
 
     Attributes:
@@ -66,16 +66,6 @@ class ImgEditItem:
     @property
     def id(self) -> str:
         return self.key
-
-    @property
-    def language(self) -> str:
-        """The instructions' language (the suite is English only)."""
-        return "en"
-
-    @property
-    def intersection(self) -> bool:
-        """ImgEdit has no "-I" subset (GEdit-Bench's): always False."""
-        return False
 
 
 def output_path(outputs: str | os.PathLike[str], item: ImgEditItem) -> Path:

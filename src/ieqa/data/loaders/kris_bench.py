@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ieqa.data.loaders.base import BenchmarkFormatError
+from ieqa.data.loaders.base import BenchmarkFormatError, EnglishItem, hub_dataset_folder
 
 __all__ = ["KRIS_DATASET", "GROUPS", "KNOWLEDGE_TYPES", "CATEGORIES", "CATEGORY_COUNTS",
            "KNOWLEDGE_CATEGORIES", "OUTPUT_SUFFIXES", "KrisItem", "output_path", "read_kris",
@@ -72,7 +72,7 @@ _FRAME = re.compile(r"(\d+)-(\d+)")
 
 
 @dataclass(frozen=True)
-class KrisItem:
+class KrisItem(EnglishItem):
     """One KRIS-Bench item.
 
     Attributes:
@@ -106,14 +106,6 @@ class KrisItem:
     @property
     def task_type(self) -> str:
         return self.category
-
-    @property
-    def language(self) -> str:
-        return "en"
-
-    @property
-    def intersection(self) -> bool:
-        return False
 
     @property
     def source(self) -> Path:
@@ -163,16 +155,7 @@ def resolve_root(data: str | os.PathLike[str] | None) -> Path:
     """The folder holding the category folders: ``data`` or its ``KRIS_Bench/``; without
     ``data`` the hub dataset's when it is in the local Hugging Face cache."""
     if data is None:
-        try:
-            from huggingface_hub import snapshot_download
-
-            data = snapshot_download(KRIS_DATASET, repo_type="dataset")
-        except Exception as exc:  # offline, not cached, no access: say what to do
-            raise BenchmarkFormatError(
-                f"KRIS-Bench's data ({KRIS_DATASET}) is not available here "
-                f"({type(exc).__name__}: {str(exc)[:200]}). Download it with `hf download "
-                f"{KRIS_DATASET} --repo-type dataset --local-dir DIR` and pass --data DIR"
-            ) from None
+        data = hub_dataset_folder(KRIS_DATASET, "KRIS-Bench's data")
     path = Path(data)
     for root in (path, path / "KRIS_Bench"):
         if any((root / c / "annotation.json").is_file() for c in CATEGORIES):

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ieqa.data.loaders.base import BenchmarkFormatError
+from ieqa.data.loaders.base import BenchmarkFormatError, EnglishItem
 
 __all__ = ["CAPTION_FILES", "MagicBrushItem", "output_path", "read_magicbrush", "resolve_root"]
 
@@ -33,7 +33,7 @@ CAPTION_FILES: tuple[str, ...] = ("global_descriptions.json", "global_descriptio
 
 
 @dataclass(frozen=True)
-class MagicBrushItem:
+class MagicBrushItem(EnglishItem):
     """One turn of a session, or a multi-turn session's final turn (``final``).
 
     Attributes:
@@ -75,14 +75,6 @@ class MagicBrushItem:
     @property
     def task_type(self) -> str:
         return f"turn-{self.turn}" if self.setting == "single" else "iterative"
-
-    @property
-    def language(self) -> str:
-        return "en"
-
-    @property
-    def intersection(self) -> bool:
-        return False
 
     def meta(self) -> dict[str, Any]:
         """What the metrics compare with (an EditSample's ``meta``)."""

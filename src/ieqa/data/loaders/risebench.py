@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ieqa.data.loaders.base import BenchmarkFormatError
+from ieqa.data.loaders.base import BenchmarkFormatError, EnglishItem, hub_dataset_folder
 
 __all__ = ["RISE_DATASET", "CATEGORIES", "CATEGORY_COUNTS", "OUTPUT_SUFFIXES", "RiseItem",
            "output_path", "read_risebench", "resolve_data"]
@@ -48,7 +48,7 @@ def _set(value: Any) -> bool:
 
 
 @dataclass(frozen=True)
-class RiseItem:
+class RiseItem(EnglishItem):
     """One RISEBench item.
 
     Attributes:
@@ -91,14 +91,6 @@ class RiseItem:
     def task_type(self) -> str:
         return self.category
 
-    @property
-    def language(self) -> str:
-        return "en"
-
-    @property
-    def intersection(self) -> bool:
-        return False
-
     def meta(self) -> dict[str, Any]:
         """What the judge needs beyond source, output and instruction (an
         :class:`~ieqa.data.schema.EditSample`'s ``meta``)."""
@@ -124,16 +116,8 @@ def resolve_data(data: str | os.PathLike[str] | None) -> Path:
     """The items' JSON file: ``data`` itself, the one JSON list in the folder ``data``, or
     the hub dataset's when it is in the local Hugging Face cache."""
     if data is None:
-        try:
-            from huggingface_hub import snapshot_download
-
-            data = snapshot_download(RISE_DATASET, repo_type="dataset")
-        except Exception as exc:  # offline, not cached, no access: say what to do
-            raise BenchmarkFormatError(
-                f"RISEBench's data ({RISE_DATASET}) is not available here ({type(exc).__name__}"
-                f": {str(exc)[:200]}). Download it with `hf download {RISE_DATASET} "
-                "--repo-type dataset --local-dir DIR`, unpack its images there, and pass "
-                "--data DIR") from None
+        data = hub_dataset_folder(RISE_DATASET, "RISEBench's data",
+                                  after_download=", unpack its images there,")
     path = Path(data)
     if path.is_file():
         return path

@@ -37,7 +37,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ieqa.backends import EncodedImage, Prompt
+from ieqa.backends import OPENAI_BASE_URL, EncodedImage, Prompt
 from ieqa.data.images import file_of
 from ieqa.data.loaders.base import BenchmarkFormatError
 from ieqa.data.loaders.imgedit_bench import EDIT_TYPES, normalise_edit_type
@@ -63,7 +63,7 @@ PROMPT_SOURCES: tuple[PublishedText, ...] = tuple(
 #: the official leaderboard's judge (the released script names ``gpt-4o``; its leaderboard
 #: caption and the copies in UniWorld-V1 and GPT-Image-Edit use GPT-4.1)
 DEFAULT_MODEL = "gpt-4.1"
-DEFAULT_BASE_URL = "https://api.openai.com/v1"
+DEFAULT_BASE_URL = OPENAI_BASE_URL
 #: the media type the released script writes for every image
 IMAGE_MIME = "image/png"
 #: answer limit for a local model (a server gets none, as released)
@@ -181,10 +181,8 @@ class ImgEditJudge(VLMScorer):
     def _result(self, item: LoadedSample, gen: Any) -> ScoreResult:
         raw: dict[str, Any] = {"text": gen.text,
                                "edit_type": normalise_edit_type(item.sample.task or "")}
-        server = {k: gen.raw[k] for k in ("model", "system_fingerprint", "usage")
-                  if (gen.raw or {}).get(k) is not None}
-        if server:
-            raw["server"] = server
+        if gen.server:
+            raw["server"] = gen.server
         if gen.error:
             raw["released"] = {"scores": [], "item_score": None, "stopped": True}
             return ScoreResult(id=item.sample.id, raw=raw, error=f"no answer: {gen.error}")

@@ -56,7 +56,7 @@ from typing import Any
 
 from PIL import Image
 
-from ieqa.backends import EncodedImage, Prompt
+from ieqa.backends import OPENAI_BASE_URL, EncodedImage, Prompt
 from ieqa.data.images import file_of
 from ieqa.data.loaders.kris_bench import CATEGORIES, KNOWLEDGE_CATEGORIES, temporal_frames
 from ieqa.prompts.answers import JudgeParseError, parse_kris_scores, released_kris_dual
@@ -85,7 +85,7 @@ PROMPT_SOURCES: tuple[PublishedText, ...] = tuple(
     PublishedText(name, _PROMPTS, name, placeholders=fields) for name, fields in _FIELDS.items())
 #: the released judge and its settings
 DEFAULT_MODEL = "gpt-4o"
-DEFAULT_BASE_URL = "https://api.openai.com/v1"
+DEFAULT_BASE_URL = OPENAI_BASE_URL
 MAX_TOKENS, TEMPORAL_JPEG_QUALITY = 1000, 85
 #: the answer keys and the dimension each becomes
 JUDGES: dict[str, str] = {"consistency_score": "content_preservation",
@@ -269,9 +269,7 @@ class KrisJudge(VLMScorer):
         problems = []
         for key, gen in answers.items():
             raw["answers"][key] = gen.text
-            server = {k: gen.raw[k] for k in ("model", "system_fingerprint", "usage")
-                      if (gen.raw or {}).get(k) is not None}
-            raw["servers"].append(server or None)
+            raw["servers"].append(gen.server or None)
             text = "" if gen.error else gen.text  # the released scripts' failed request
             wanted = (key, "knowledge_score") if key == "instruction_score" and knowledge \
                 else (key,)

@@ -52,7 +52,7 @@ from typing import Any
 
 from PIL import Image
 
-from ieqa.backends import EncodedImage, Prompt
+from ieqa.backends import OPENAI_BASE_URL, EncodedImage, Prompt
 from ieqa.data.images import file_of
 from ieqa.prompts.answers import JudgeParseError, parse_final_score, released_final_scores
 from ieqa.prompts.published import PublishedText, SourceFile, load_texts, prompts_record
@@ -77,7 +77,7 @@ PROMPT_SOURCES: tuple[PublishedText, ...] = tuple(
     PublishedText(name, _PROMPTS, name, placeholders=fields) for name, fields in _FIELDS.items())
 #: the released judge and its settings
 DEFAULT_MODEL = "gpt-4.1-2025-04-14"
-DEFAULT_BASE_URL = "https://api.openai.com/v1"
+DEFAULT_BASE_URL = OPENAI_BASE_URL
 MAX_TOKENS, IMAGE_SIZE = 4096, 768
 #: the three judgements, by the released code's names, and the dimension each becomes
 JUDGES: dict[str, str] = {"judge1": "content_preservation", "judge2": "instruction_alignment",
@@ -235,9 +235,7 @@ class RiseJudge(VLMScorer):
         problems = []
         for judge, gen in answers.items():
             raw["answers"][judge] = gen.text
-            server = {k: gen.raw[k] for k in ("model", "system_fingerprint", "usage")
-                      if (gen.raw or {}).get(k) is not None}
-            raw["servers"].append(server or None)
+            raw["servers"].append(gen.server or None)
             if gen.error:
                 raw["released"][judge] = None  # the released "Failed to obtain answer"
                 problems.append(f"{judge}: no answer: {gen.error}")

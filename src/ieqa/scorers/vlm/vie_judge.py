@@ -242,10 +242,8 @@ class VieJudge(VLMScorer):
                 record["seed"] = self.seed + p
             read: dict[str, tuple[float, ...]] = {}
             for name, gen in (("SC", sc_gen), ("PQ", pq_gen)):
-                server = {k: gen.raw[k] for k in ("model", "system_fingerprint", "usage")
-                          if (gen.raw or {}).get(k) is not None}
-                if server:
-                    record[f"{name.lower()}_server"] = server
+                if gen.server:
+                    record[f"{name.lower()}_server"] = gen.server
                 try:
                     if gen.error:
                         raise JudgeParseError(f"no answer: {gen.error}")

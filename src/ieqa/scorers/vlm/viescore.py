@@ -28,7 +28,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ieqa.backends import Prompt
+from ieqa.backends import OPENAI_BASE_URL, Prompt
 from ieqa.prompts.published import PublishedText, SourceFile
 from ieqa.scorers.vlm.base import DEFAULT_MAX_INSTRUCTION_CHARS, LoadedSample
 from ieqa.scorers.vlm.vie_judge import VieJudge
@@ -50,7 +50,7 @@ PROMPT_SOURCES: tuple[PublishedText, ...] = (
 
 #: VIEScore's released judge (its GPT-4o wrapper's model) and endpoint
 DEFAULT_MODEL = "gpt-4o-2024-05-13"
-DEFAULT_BASE_URL = "https://api.openai.com/v1"
+DEFAULT_BASE_URL = OPENAI_BASE_URL
 #: VIEScore's request settings: the answer limit and the JPEG quality of its images
 MAX_TOKENS, JPEG_QUALITY = 1400, 75
 
