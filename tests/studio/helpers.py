@@ -47,9 +47,9 @@ def shapes_manifest(folder: Path, n: int = 12, k: int = 3, *, critique: bool = F
     return target
 
 
-def make_study(folder: Path, manifest: Path, name: str = "study", **kw) -> Store:
+def make_study(folder: Path, manifest: Path, name: str = "study", guidelines: Path | None = None, **kw) -> Store:
     """A new study of ``manifest`` in ``folder/NAME.sqlite``."""
-    return create_study(manifest, folder / f"{name}.sqlite", StudyConfig(**kw))
+    return create_study(manifest, folder / f"{name}.sqlite", StudyConfig(**kw), guidelines=guidelines)
 
 
 @contextmanager

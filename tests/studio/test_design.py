@@ -92,7 +92,7 @@ def _answer_all(store, value_of):
     for rater, _ in store.raters():
         for a in store.assignments(rater):
             item = store.item(a.item)
-            store.submit(f"{rater}-{a.item}", rater, a.item, value_of(rater, item))
+            store.submit(f"{rater}-{a.item}", rater, a.item, [(*r, None) for r in value_of(rater, item)])
 
 
 def test_rating_export_reads_as_mos_input(tmp_path, shapes):
@@ -146,8 +146,8 @@ def test_report_flags_a_rater_who_misses_the_gold(tmp_path, shapes):
     report = study_report(store)
     rows = {r.rater: r for r in report.raters}
     assert rows["rater-01"].gold_score == pytest.approx(1.0) and not rows["rater-01"].flags
-    assert rows["rater-03"].gold_score < 0.7 and any("gold" in f for f in rows["rater-03"].flags)
-    assert any("low agreement" in f for f in rows["rater-03"].flags)  # 12 shared items, SRCC < 0
+    assert rows["rater-03"].gold_score < 0.7 and any(f.kind == "gold" for f in rows["rater-03"].flags)
+    assert any(f.kind == "low_agreement" for f in rows["rater-03"].flags)  # 12 shared items, SRCC < 0
     stats = {(a.dimension, a.statistic): a for a in report.agreement}
     assert stats[("overall", "ICC(2,1)")].value is not None
     assert stats[("overall", "Kendall's W")].value is not None

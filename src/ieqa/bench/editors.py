@@ -113,9 +113,10 @@ def rank_editors(scores: str | Path | None = None, *, human: str | Path | None =
     opts = {"weights": w, "by_task": by_task, "common_groups_only": common_groups_only,
             "n_boot": n_boot}
     lb = editor_leaderboard(pred_table, **opts)
-    if "instruction_alignment" not in pred_table.dimensions:
+    others = [d for d in pred_table.dimensions if d != "overall"]
+    if scores is not None and others and "instruction_alignment" not in pred_table.dimensions:
         notes.append("the scores have no instruction_alignment: the overall column rests on "
-                     f"{', '.join(d for d in pred_table.dimensions if d != 'overall')} alone, so "
+                     f"{', '.join(others)} alone, so "
                      "an editor that changes little ranks high; use a VLM scorer for alignment")
     human_lb = None if human_table is None else editor_leaderboard(human_table, **opts)
     comparisons = {} if human_lb is None else _comparisons(lb, human_lb, notes)

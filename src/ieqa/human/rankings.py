@@ -21,7 +21,9 @@ combines the dimensions with EditHF's weights (0.3 / 0.4 / 0.3, see
   dimension are averaged (average rank of each editor); they must rank the same editors,
   and one rater ranks a group once per dimension (one line without ``rater`` at most);
 * ``task`` (optional): the group's task (same on every line of a group), for
-  ``ieqa rank-editors --by-task``.
+  ``ieqa rank-editors --by-task``;
+* ``meta`` (optional): an object of anything else about the ranking (``ieqa studio``
+  writes when it was given, how long it took and whether it was left as shown); not read.
 
 **From rankings to scores** (:func:`ranking_win_counts`): a tie inside one ranking gives
 the tied editors the average of the places they share (B and C above: 2.5 each); the
@@ -54,7 +56,7 @@ __all__ = ["RANKING_KEYS", "GroupRanking", "RankingWins", "parse_ranking", "rank
            "read_rankings"]
 
 #: The keys a ranking line may have (the first three are required).
-RANKING_KEYS: tuple[str, ...] = ("group_id", "dimension", "ranking", "rater", "task")
+RANKING_KEYS: tuple[str, ...] = ("group_id", "dimension", "ranking", "rater", "task", "meta")
 _EXAMPLE = '{"group_id": "g1", "dimension": "visual_quality", "ranking": ["A", ["B", "C"], "D"]}'
 
 
@@ -112,7 +114,9 @@ def parse_ranking(obj: object, where: str = "ranking") -> GroupRanking:
     unknown = sorted(set(obj) - set(RANKING_KEYS))
     if unknown:
         raise MetricInputError(f"{where}: unknown key(s) {unknown}; a ranking line has group_id, dimension and "
-                               f"ranking, optionally rater and task, e.g. {_EXAMPLE}")
+                               f"ranking, optionally rater, task and meta (an object), e.g. {_EXAMPLE}")
+    if obj.get("meta") is not None and not isinstance(obj["meta"], Mapping):
+        raise MetricInputError(f"{where}: meta must be a JSON object, got {obj['meta']!r}")
     missing = [k for k in RANKING_KEYS[:3] if obj.get(k) is None]
     if missing:
         raise MetricInputError(f"{where}: missing {', '.join(missing)}; write e.g. {_EXAMPLE}")

@@ -24,6 +24,7 @@ one draws uniform random integers 1..5) the threshold 0.3 rejects the random rat
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -34,12 +35,59 @@ from ieqa.human.ratings import as_rating_matrix
 from ieqa.metrics.checks import MetricInputError
 
 __all__ = ["MIN_RATER_SRCC", "MIN_SHARED_ITEMS", "AgreementScreen", "agreement_screen",
-           "max_deviation", "min_flaggable_ratings", "mos_without_raters"]
+           "compared", "comparison_text", "max_deviation", "min_flaggable_ratings", "mos_without_raters"]
 
 #: Default threshold of :func:`agreement_screen`: leave-one-out SRCC below it rejects.
 MIN_RATER_SRCC: float = 0.3
 #: Default number of shared items a rater needs before :func:`agreement_screen` judges them.
 MIN_SHARED_ITEMS: int = 10
+
+
+_OPS: dict[str, Callable[[float, float], bool]] = {
+    "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
+
+
+def compared(value: float, op: str, threshold: float, *, digits: int = 2, style: str = "f",
+             percent: bool = False) -> tuple[str, str]:
+    """``value`` and ``threshold`` as texts whose printed numbers still satisfy ``value OP
+    threshold``: the value gets ``digits`` decimals (``style="f"``) or significant digits
+    (``style="g"``), and more until the rounding no longer hides the comparison (0.6996
+    against 0.7 prints ``0.6996``, never ``0.70``); the threshold prints as short as it
+    is exact (``0.7``). With ``percent`` both are shares written in percent (``90.4%``).
+    When the comparison is false for the values themselves, the value prints exactly.
+
+    Examples:
+        >>> compared(0.6996, "<", 0.7)
+        ('0.6996', '0.7')
+        >>> compared(0.904, ">", 0.9, digits=0, percent=True)
+        ('90.4%', '90%')
+    """
+    if op not in _OPS:
+        raise ValueError(f"op must be one of {', '.join(_OPS)}, got {op!r}")
+    if style not in ("f", "g"):
+        raise ValueError(f"style must be 'f' or 'g', got {style!r}")
+    scale, unit = (100.0, "%") if percent else (1.0, "")
+    v, t = float(value) * scale, float(threshold) * scale
+    t_text = f"{t:g}"
+    if float(t_text) != t:
+        t_text = repr(t)
+    holds = _OPS[op]
+    v_text = repr(v)
+    if math.isfinite(v):
+        for d in range(digits, digits + 16):
+            text = f"{v:.{max(d, 1) if style == 'g' else d}{style}}"
+            if float(text) == 0:
+                text = text.lstrip("-")  # -0.00 reads as a sign the value does not have
+            if holds(float(text), float(t_text)):
+                v_text = text
+                break
+    return v_text + unit, t_text + unit
+
+
+def comparison_text(value: float, op: str, threshold: float, **kw: object) -> str:
+    """``"VALUE OP THRESHOLD"`` as :func:`compared` prints them, e.g. ``"0.6996 < 0.7"``."""
+    v, t = compared(value, op, threshold, **kw)  # type: ignore[arg-type]
+    return f"{v} {op} {t}"
 
 
 def max_deviation(n: int, ddof: int = 1) -> float:
@@ -114,10 +162,14 @@ def agreement_screen(matrix: object, *, min_srcc: float = MIN_RATER_SRCC,
             pass
     with np.errstate(invalid="ignore"):
         rejected = srcc < min_srcc
-    reasons = tuple(
-        f"corr: SRCC {srcc[j]:.3f} with the mean of the other raters over {int(n_shared[j])} "
-        f"shared items < {min_srcc:g}" if rejected[j] else None for j in range(m.shape[1]))
+    reasons = tuple(_corr_reason(float(srcc[j]), int(n_shared[j]), float(min_srcc)) if rejected[j] else None
+                    for j in range(m.shape[1]))
     return AgreementScreen(srcc, n_shared, rejected, reasons, float(min_srcc), int(min_items))
+
+
+def _corr_reason(srcc: float, n_shared: int, min_srcc: float) -> str:
+    v, t = compared(srcc, "<", min_srcc, digits=3)
+    return f"corr: SRCC {v} with the mean of the other raters over {n_shared} shared items < {t}"
 
 
 def mos_without_raters(matrix: object, rejected: np.ndarray, reasons: tuple[str | None, ...],

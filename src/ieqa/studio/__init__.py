@@ -16,9 +16,11 @@ Examples:
     3
     >>> app = create_app(store)  # a FastAPI app; serve it with uvicorn
 
-Modules: :mod:`.store` (SQLite, WAL, one transaction per submission), :mod:`.design`
-(items, gold, training, assignment, order), :mod:`.security` (tokens, CSRF, form ids),
-:mod:`.analysis` (progress, agreement, flags), :mod:`.export`, :mod:`.app` (routes).
+Modules: :mod:`.store` (SQLite, WAL, one transaction per submission, revisions, skips,
+the organiser's actions), :mod:`.design` (items, gold, training, assignment, order),
+:mod:`.security` (tokens, CSRF, form ids, per-study cookies), :mod:`.guidelines`,
+:mod:`.analysis` (progress, agreement, rater flags), :mod:`.simulate` (simulated raters),
+:mod:`.export`, :mod:`.app` (routes).
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from ieqa.studio.export import (
     write_rankings_jsonl,
     write_ratings_csv,
 )
-from ieqa.studio.security import new_token
+from ieqa.studio.security import new_token, study_id_of
 from ieqa.studio.store import Store, StudioError
 
 __all__ = ["DEFAULT_DIMENSIONS", "PROTOCOLS", "Store", "StudioError", "StudyConfig", "create_app",
@@ -44,12 +46,16 @@ __all__ = ["DEFAULT_DIMENSIONS", "PROTOCOLS", "Store", "StudioError", "StudyConf
 
 
 def create_study(manifest: str | os.PathLike[str], db: str | os.PathLike[str],
-                 config: StudyConfig | None = None) -> Store:
+                 config: StudyConfig | None = None, *,
+                 guidelines: str | os.PathLike[str] | None = None) -> Store:
     """Read ``manifest``, plan the study (:func:`ieqa.studio.design.plan_study`) and write
-    it to a new SQLite file ``db``; returns its :class:`Store`."""
+    it to a new SQLite file ``db``; returns its :class:`Store`. ``guidelines``: a Markdown
+    file the raters read first (:mod:`ieqa.studio.guidelines`)."""
     from ieqa.data.manifest import read_manifest
+    from ieqa.studio.guidelines import read_guidelines
 
     config = config or StudyConfig()
+    guide = None if guidelines is None else read_guidelines(guidelines)
     manifest = Path(manifest)
     if not manifest.is_file():
         raise StudioError(f"manifest {manifest} does not exist; make one with ieqa manifest (or ieqa "
@@ -57,9 +63,11 @@ def create_study(manifest: str | os.PathLike[str], db: str | os.PathLike[str],
     samples = read_manifest(manifest)
     plan = plan_study(samples, config)
     store = Store(db)
+    secret = secrets.token_hex(32)
     store.create({"config": config.to_json(), "manifest": str(manifest.resolve()),
-                  "secret": secrets.token_hex(32), "admin_token": new_token(),
-                  "created": time.time()}, plan.items, plan.raters, plan.assignments)
+                  "secret": secret, "study_id": study_id_of(secret), "admin_token": new_token(),
+                  "created": time.time(), **({} if guide is None else {"guidelines": guide.to_json()})},
+                 plan.items, plan.raters, plan.assignments)
     return store
 
 
@@ -71,6 +79,7 @@ def open_study(db: str | os.PathLike[str]) -> Store:
             raise StudioError(f"{db} is not an ieqa studio file (it holds no study); pass the --db "
                               "of an existing study, or a path that does not exist yet for a new one")
         raise StudioError(f"{db} holds no study; create one with ieqa studio MANIFEST --db {db}")
+    store.migrate()
     return store
 
 

@@ -47,6 +47,8 @@ DEFAULT_DIMENSIONS: dict[str, tuple[str, ...]] = {
 #: pairwise verdicts (GenAI-Bench's four): A better, B better, tie (both good), both bad
 PAIR_LABELS: tuple[str, ...] = ("a>b", "b>a", "tie", "both-bad")
 GOLD_SOURCES: tuple[str, ...] = ("meta", "scores")
+#: what happens to an answer whose sliders were not moved or whose ranking is unchanged
+UNTOUCHED: tuple[str, ...] = ("flag", "refuse")
 
 
 def parse_scale(text: str) -> tuple[float, float]:
@@ -89,6 +91,17 @@ class StudyConfig:
         tie_margin: pairwise/rank gold: values closer than this are a tie.
         seed: the seed of every random choice.
         title: shown on every page.
+        untouched: what happens to an answer with a slider the rater never moved, or a
+            ranking left in the order shown: ``flag`` (stored with ``untouched=true`` in
+            the exports) or ``refuse`` (the page asks the rater to set it).
+        revise_any: raters may revise any earlier answer while the study is open (else
+            only their last one).
+        min_seconds: a rater whose median time per answer (from the page being shown to
+            the answer) is below this many seconds is flagged as too fast.
+        max_share: a rater who gives one value (sliders) or one verdict (pairwise) in more
+            than this share of their answers, or the same value on every slider of an
+            answer (straight-lining) that often, or leaves rankings in the shown order that
+            often, is flagged (0.5-1).
     """
 
     protocol: str = "rate"
@@ -103,6 +116,10 @@ class StudyConfig:
     tie_margin: float = 0.0
     seed: int = 0
     title: str = "ieqa studio"
+    untouched: str = "flag"
+    revise_any: bool = False
+    min_seconds: float = 2.0
+    max_share: float = 0.9
 
     def __post_init__(self) -> None:
         if self.protocol not in PROTOCOLS:
@@ -128,6 +145,12 @@ class StudyConfig:
             raise StudioError(f"--gold-from must be one of {', '.join(GOLD_SOURCES)}, got {self.gold_from!r}")
         if not 0.0 <= self.gold_min <= 1.0:
             raise StudioError(f"--gold-min must be in [0, 1], got {self.gold_min}")
+        if self.untouched not in UNTOUCHED:
+            raise StudioError(f"--untouched must be one of {', '.join(UNTOUCHED)}, got {self.untouched!r}")
+        if not (math.isfinite(self.min_seconds) and self.min_seconds >= 0):
+            raise StudioError(f"--min-seconds must be a number >= 0, got {self.min_seconds}")
+        if not 0.5 <= self.max_share <= 1.0:
+            raise StudioError(f"--max-share must be in [0.5, 1], got {self.max_share}")
 
     def to_json(self) -> dict[str, Any]:
         """The configuration as a JSON-able dict (stored in the study file)."""

@@ -11,8 +11,18 @@
   (:func:`ieqa.data.manifest.write_preferences`; label ``a>b``, ``b>a``, ``tie`` or
   ``both-bad``) — :func:`write_preferences_jsonl`.
 
-Training items are never exported; gold items are (they are rated like any other item)
-unless ``include_gold=False``. :func:`export_study` picks the format from the protocol.
+Every answer carries when it was given (``answered_at``, UTC ISO 8601), how long it took
+from the page being shown (``duration_s``) and ``untouched`` (``true``: a slider the rater
+never moved, or a ranking left in the order shown; empty / null: not known): extra
+columns in the CSV, a ``meta`` object in each JSONL line (both readers ignore them). Only
+each rater's *latest* answer to an item is exported (a revision replaces the earlier
+one); "cannot judge" skips are not ratings and never appear in these files.
+
+``part="study"`` (default) exports the study and gold items (gold left out with
+``include_gold=False``); ``part="training"`` exports the training answers alone, in the
+same format. :func:`write_answers_jsonl` writes the full log: every answer, skip (with
+its reason) and replaced answer, with its times. :func:`export_study` picks the format
+from the protocol.
 """
 
 from __future__ import annotations
@@ -20,6 +30,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -28,40 +39,81 @@ from ieqa.data.schema import BBox, EditSample, Preference
 from ieqa.studio.design import StudyConfig
 from ieqa.studio.store import Store, StudioError
 
-__all__ = ["export_study", "named_by_editor", "ranking_lines", "rating_rows", "write_preferences_jsonl",
-           "write_rankings_jsonl", "write_ratings_csv"]
+__all__ = ["PARTS", "export_names", "export_study", "named_by_editor", "ranking_lines", "rating_rows",
+           "write_answers_jsonl", "write_preferences_jsonl", "write_rankings_jsonl", "write_ratings_csv"]
 
-RATING_COLUMNS: tuple[str, ...] = ("item", "rater", "dimension", "value")
+RATING_COLUMNS: tuple[str, ...] = ("item", "rater", "dimension", "value", "answered_at", "duration_s", "untouched")
+#: which answers an export holds: the study (and gold) items, or the training items
+PARTS: tuple[str, ...] = ("study", "training")
+#: the full log of a study's answers (every protocol)
+LOG_NAME = "answers.jsonl"
+
+
+def export_names(protocol: str) -> list[str]:
+    """The files a study of ``protocol`` exports: its answers' format, then the log."""
+    main = ("ratings.csv" if protocol in ("rate", "critique") else
+            "rankings.jsonl" if protocol == "rank" else "preferences.jsonl")
+    return [main, LOG_NAME]
 
 
 def _config(store: Store) -> StudyConfig:
     return StudyConfig.from_json(store.meta()["config"])
 
 
-def _kept(role: str, include_gold: bool) -> bool:
+def _kept(role: str, include_gold: bool, part: str = "study") -> bool:
+    if part not in PARTS:
+        raise StudioError(f"part={part!r}: export one of {', '.join(PARTS)}")
+    if part == "training":
+        return role == "training"
     return role == "study" or (role == "gold" and include_gold)
 
 
-def rating_rows(store: Store, *, include_gold: bool = True) -> list[dict[str, Any]]:
-    """The ratings of a ``rate`` or ``critique`` study: dicts with item, rater, dimension, value."""
+def iso_utc(t: float | None) -> str | None:
+    """Seconds since the epoch as UTC ISO 8601 with milliseconds (None stays None)."""
+    if t is None:
+        return None
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(round(t * 1000)) % 1000:03d}Z"
+
+
+def _times(r: dict[str, Any]) -> dict[str, Any]:
+    """``answered_at``, ``duration_s`` (3 decimals) and ``untouched`` of a response or submission."""
+    d = r.get("duration")
+    out = {"answered_at": iso_utc(r["created"]), "duration_s": None if d is None else round(float(d), 3)}
+    if "untouched" in r:
+        out["untouched"] = r["untouched"]
+    return out
+
+
+def rating_rows(store: Store, *, include_gold: bool = True, part: str = "study") -> list[dict[str, Any]]:
+    """The ratings of a ``rate`` or ``critique`` study: dicts with item, rater, dimension,
+    value, answered_at, duration_s, untouched."""
     config = _config(store)
     if config.protocol not in ("rate", "critique"):
         raise StudioError(f"a {config.protocol} study has no ratings; export its "
                           f"{'rankings' if config.protocol == 'rank' else 'preferences'} instead")
-    return [{"item": r["item_id"], "rater": r["rater"], "dimension": r["dimension"], "value": r["value"]}
-            for r in store.responses() if _kept(r["role"], include_gold)]
+    return [{"item": r["item_id"], "rater": r["rater"], "dimension": r["dimension"], "value": r["value"],
+             **_times(r)} for r in store.responses() if _kept(r["role"], include_gold, part)]
 
 
-def write_ratings_csv(store: Store, path: str | os.PathLike[str], *, include_gold: bool = True) -> int:
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return repr(float(value)) if isinstance(value, float) else str(value)
+
+
+def write_ratings_csv(store: Store, path: str | os.PathLike[str], *, include_gold: bool = True,
+                      part: str = "study") -> int:
     """Write :func:`rating_rows` as CSV (``ieqa mos`` input); returns the number of ratings."""
-    rows = rating_rows(store, include_gold=include_gold)
+    rows = rating_rows(store, include_gold=include_gold, part=part)
     path = Path(path)
     delimiter = "\t" if path.name.lower().endswith(".tsv") else ","
     with path.open("w", newline="", encoding="utf-8") as fh:
         writer = csv.DictWriter(fh, fieldnames=RATING_COLUMNS, delimiter=delimiter)
         writer.writeheader()
         for row in rows:
-            writer.writerow({**row, "value": repr(float(row["value"]))})
+            writer.writerow({k: _cell(float(v) if k == "value" else v) for k, v in row.items()})
     return len(rows)
 
 
@@ -79,7 +131,7 @@ def named_by_editor(store: Store) -> bool:
     return all(_distinct_editors(it.data["samples"]) for it in store.items() if it.kind == "group")
 
 
-def ranking_lines(store: Store, *, include_gold: bool = True) -> list[dict[str, Any]]:
+def ranking_lines(store: Store, *, include_gold: bool = True, part: str = "study") -> list[dict[str, Any]]:
     """The rankings of a ``rank`` study, one dict per group, dimension and rater, in the
     format of :func:`ieqa.human.read_rankings` (candidates best first, named as
     :func:`named_by_editor` says)."""
@@ -90,7 +142,7 @@ def ranking_lines(store: Store, *, include_gold: bool = True) -> list[dict[str, 
     key = "editor" if named_by_editor(store) else "id"
     lines = []
     for r in store.responses():
-        if not _kept(r["role"], include_gold):
+        if not _kept(r["role"], include_gold, part):
             continue
         it = items[r["item"]]
         samples = it.data["samples"]
@@ -101,13 +153,15 @@ def ranking_lines(store: Store, *, include_gold: bool = True) -> list[dict[str, 
         tasks = {s.get("task") for s in samples}
         if len(tasks) == 1 and None not in tasks:
             line["task"] = tasks.pop()
+        line["meta"] = _times(r)
         lines.append(line)
     return lines
 
 
-def write_rankings_jsonl(store: Store, path: str | os.PathLike[str], *, include_gold: bool = True) -> int:
+def write_rankings_jsonl(store: Store, path: str | os.PathLike[str], *, include_gold: bool = True,
+                         part: str = "study") -> int:
     """Write :func:`ranking_lines` as JSONL (``ieqa rank-editors --rankings`` input)."""
-    lines = ranking_lines(store, include_gold=include_gold)
+    lines = ranking_lines(store, include_gold=include_gold, part=part)
     with Path(path).open("w", encoding="utf-8") as fh:
         for line in lines:
             fh.write(json.dumps(line) + "\n")
@@ -121,7 +175,7 @@ def _sample(rec: dict[str, Any]) -> EditSample:
                       bbox=None if rec.get("bbox") is None else BBox(**rec["bbox"]))
 
 
-def preferences(store: Store, *, include_gold: bool = True) -> list[Preference]:
+def preferences(store: Store, *, include_gold: bool = True, part: str = "study") -> list[Preference]:
     """The verdicts of a ``pairwise`` study as :class:`~ieqa.data.schema.Preference`."""
     config = _config(store)
     if config.protocol != "pairwise":
@@ -129,38 +183,86 @@ def preferences(store: Store, *, include_gold: bool = True) -> list[Preference]:
     items = {it.key: it for it in store.items()}
     out = []
     for r in store.responses():
-        if not _kept(r["role"], include_gold):
+        if not _kept(r["role"], include_gold, part):
             continue
         a, b = items[r["item"]].data["samples"]
         out.append(Preference(a=_sample(a), b=_sample(b), label=r["answer"], dimension=r["dimension"],
-                              rater=r["rater"]))
+                              rater=r["rater"], meta=_times(r)))
     return out
 
 
-def write_preferences_jsonl(store: Store, path: str | os.PathLike[str], *, include_gold: bool = True) -> int:
+def write_preferences_jsonl(store: Store, path: str | os.PathLike[str], *, include_gold: bool = True,
+                            part: str = "study") -> int:
     """Write :func:`preferences` with :func:`ieqa.data.manifest.write_preferences`."""
-    prefs = preferences(store, include_gold=include_gold)
+    prefs = preferences(store, include_gold=include_gold, part=part)
     write_preferences(prefs, path)
     return len(prefs)
 
 
-def export_study(store: Store, path: str | os.PathLike[str], *, include_gold: bool = True) -> tuple[str, int]:
+def answer_log(store: Store) -> list[dict[str, Any]]:
+    """Every answer, skip and replaced answer of the study (training included), oldest
+    first: dicts with submission, rater, item, role, status (``answer`` | ``skip``),
+    reason, responses (dimension, value, answer, untouched), answered_at, shown_at,
+    duration_s, current (False: a revision replaced it), replaced_at, replaced_by."""
+    per: dict[str, list[dict[str, Any]]] = {}
+    for r in store.responses():
+        per.setdefault(r["submission"], []).append(
+            {"dimension": r["dimension"], "value": r["value"], "answer": r["answer"], "untouched": r["untouched"]})
+    rows = []
+    for s in store.submissions():
+        rows.append({"submission": s["submission"], "rater": s["rater"], "item": s["item_id"], "role": s["role"],
+                     "status": s["status"], "reason": s["reason"], "responses": per.get(s["submission"], []),
+                     **_times(s), "shown_at": iso_utc(s["shown"]), "current": True, "replaced_at": None,
+                     "replaced_by": None, "_t": s["created"]})
+    for v in store.revisions():
+        rows.append({"submission": v["submission"], "rater": v["rater"], "item": v["item_id"], "role": v["role"],
+                     "status": v["status"], "reason": v["reason"], "responses": v["responses"], **_times(v),
+                     "shown_at": iso_utc(v["shown"]), "current": False, "replaced_at": iso_utc(v["replaced"]),
+                     "replaced_by": v["replaced_by"], "_t": v["created"]})
+    rows.sort(key=lambda r: (r["_t"], r["rater"], r["item"]))
+    for r in rows:
+        del r["_t"]
+    return rows
+
+
+def write_answers_jsonl(store: Store, path: str | os.PathLike[str]) -> int:
+    """Write :func:`answer_log` as JSONL; returns the number of lines."""
+    rows = answer_log(store)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with Path(path).open("w", encoding="utf-8") as fh:
+        for row in rows:
+            fh.write(json.dumps(row) + "\n")
+    return len(rows)
+
+
+def export_study(store: Store, path: str | os.PathLike[str], *, include_gold: bool = True,
+                 part: str = "study") -> tuple[str, int]:
     """Export in the protocol's format (see the module docstring) to ``path`` (its folder
-    is created); returns ``(what, count)``."""
+    is created); a file named ``answers.jsonl`` gets the full log (:func:`write_answers_jsonl`).
+    Returns ``(what, count)``."""
     config = _config(store)
     name = Path(path).name.lower()
+    _kept("study", include_gold, part)  # an unknown part fails before anything is written
+    if name == LOG_NAME and part == "study":
+        return "answers, skips and replaced answers (the full log)", write_answers_jsonl(store, path)
+    what = "training " if part == "training" else ""
     if config.protocol in ("rate", "critique"):
         if not name.endswith((".csv", ".tsv")):
             raise StudioError(f"{Path(path).name}: a {config.protocol} study exports ratings as CSV; "
-                              "name the file *.csv")
+                              f"name the file *.csv (or {LOG_NAME} for the full log)")
         Path(path).parent.mkdir(parents=True, exist_ok=True)
-        return "ratings", write_ratings_csv(store, path, include_gold=include_gold)
+        return what + "ratings", write_ratings_csv(store, path, include_gold=include_gold, part=part)
     if not name.endswith(".jsonl"):
         raise StudioError(f"{Path(path).name}: a {config.protocol} study exports JSONL; name the file *.jsonl")
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     if config.protocol == "rank":
-        what = "rankings" if named_by_editor(store) else (
+        what += "rankings" if named_by_editor(store) else (
             "rankings of sample ids (not every group's candidates have editors of their own, so "
             "ieqa rank-editors would rank samples, not editors)")
-        return what, write_rankings_jsonl(store, path, include_gold=include_gold)
-    return "preferences", write_preferences_jsonl(store, path, include_gold=include_gold)
+        return what, write_rankings_jsonl(store, path, include_gold=include_gold, part=part)
+    return what + "preferences", write_preferences_jsonl(store, path, include_gold=include_gold, part=part)
+
+
+def skipped(store: Store, part: str = "study") -> int:
+    """How many current answers of ``part`` are "cannot judge" skips (never in the exports)."""
+    return sum(1 for s in store.submissions() if s["status"] == "skip" and _kept(s["role"], True, part))

@@ -8,16 +8,25 @@ Tables:
   ``group`` (rank) or ``pair`` (pairwise); ``role`` is ``study``, ``gold`` (known
   answer, mixed in to screen raters) or ``training`` (shown first, with the answer);
   ``data`` holds the samples (id, image paths, instruction, editor, bbox, critique);
-* ``raters(id, token)`` and ``assignments(rater, item, position, done)``: each rater's
-  own ordered list of items;
-* ``submissions(id, rater, item)`` and ``responses(submission, rater, item, dimension,
-  value, answer)``: what raters answered. ``submissions.id`` is the idempotency key of
-  one rendered form (UNIQUE), ``UNIQUE(rater, item)`` makes a second form for the same
-  item a no-op, and ``UNIQUE(rater, item, dimension)`` keeps one answer per dimension.
+* ``raters(id, token, created, revoked)`` and ``assignments(rater, item, position,
+  done)``: each rater's own ordered list of items; a revoked rater's link opens nothing;
+* ``submissions(id, rater, item, created, shown, status, reason)`` and
+  ``responses(submission, rater, item, dimension, value, answer, untouched)``: the
+  *current* answer of each rater to each item. ``submissions.id`` is the idempotency key
+  of one rendered form (UNIQUE), ``UNIQUE(rater, item)`` keeps one current answer per
+  item, ``UNIQUE(rater, item, dimension)`` one response per dimension. ``shown`` is when
+  the form was rendered (``created - shown`` is the time the answer took); ``status`` is
+  ``answer`` or ``skip`` ("cannot judge", with a ``reason`` and no responses);
+  ``untouched`` is 1 for a slider the rater never moved or a ranking left in the shown
+  order (NULL: not known, e.g. a browser without JavaScript);
+* ``revisions``: every answer a revision replaced (its submission row and responses as
+  JSON, when and by which submission it was replaced): the history of an item.
 
 :meth:`Store.submit` writes a submission, its responses and the assignment's ``done``
-mark in one ``BEGIN IMMEDIATE`` transaction with ``synchronous=FULL``: once it returns,
-the answer is on disk, and the page acknowledges it only then.
+mark (and, for a revision, moves the replaced answer to ``revisions``) in one ``BEGIN
+IMMEDIATE`` transaction with ``synchronous=FULL``: once it returns, the answer is on
+disk, and the page acknowledges it only then. A study file of schema 1 (before
+revisions, skips and times) is upgraded in place when it is opened (:meth:`Store.migrate`).
 """
 
 from __future__ import annotations
@@ -34,10 +43,11 @@ from pathlib import Path
 from typing import Any
 
 from ieqa.errors import IeqaError
+from ieqa.studio.security import study_id_of
 
-__all__ = ["Assignment", "Item", "Store", "StudioError", "SubmitOutcome"]
+__all__ = ["SKIP_REASONS", "Assignment", "Item", "Response", "Store", "StudioError", "SubmitOutcome"]
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -52,7 +62,8 @@ CREATE TABLE IF NOT EXISTS items (
 CREATE TABLE IF NOT EXISTS raters (
     id TEXT PRIMARY KEY,
     token TEXT NOT NULL UNIQUE,
-    created REAL NOT NULL
+    created REAL NOT NULL,
+    revoked REAL
 );
 CREATE TABLE IF NOT EXISTS assignments (
     rater TEXT NOT NULL REFERENCES raters(id),
@@ -67,6 +78,9 @@ CREATE TABLE IF NOT EXISTS submissions (
     rater TEXT NOT NULL REFERENCES raters(id),
     item INTEGER NOT NULL REFERENCES items(key),
     created REAL NOT NULL,
+    shown REAL,
+    status TEXT NOT NULL DEFAULT 'answer' CHECK (status IN ('answer', 'skip')),
+    reason TEXT,
     UNIQUE (rater, item)
 );
 CREATE TABLE IF NOT EXISTS responses (
@@ -76,9 +90,29 @@ CREATE TABLE IF NOT EXISTS responses (
     dimension TEXT NOT NULL,
     value REAL,
     answer TEXT,
+    untouched INTEGER,
     UNIQUE (rater, item, dimension)
 );
+CREATE TABLE IF NOT EXISTS revisions (
+    submission TEXT PRIMARY KEY,
+    rater TEXT NOT NULL,
+    item INTEGER NOT NULL,
+    created REAL NOT NULL,
+    shown REAL,
+    status TEXT NOT NULL,
+    reason TEXT,
+    responses TEXT NOT NULL,
+    replaced REAL NOT NULL,
+    replaced_by TEXT NOT NULL
+);
 """
+#: columns schema 2 added to the tables of schema 1: (table, column, declaration)
+_ADDED = (("raters", "revoked", "REAL"), ("submissions", "shown", "REAL"),
+          ("submissions", "status", "TEXT NOT NULL DEFAULT 'answer'"), ("submissions", "reason", "TEXT"),
+          ("responses", "untouched", "INTEGER"))
+#: why a rater cannot judge an item (the "Cannot judge" choices)
+SKIP_REASONS: dict[str, str] = {"image": "an image did not load", "instruction": "the instruction is unclear",
+                                "other": "other"}
 
 
 class StudioError(IeqaError):
@@ -110,12 +144,18 @@ class Assignment:
 
 @dataclass(frozen=True)
 class SubmitOutcome:
-    """What :meth:`Store.submit` did: ``"recorded"`` (new, committed), ``"repeat"`` (this
-    form was already recorded: nothing written) or ``"already"`` (another form for the
-    same item was recorded first: nothing written)."""
+    """What :meth:`Store.submit` did: ``"recorded"`` (new, committed), ``"revised"`` (it
+    replaced the earlier answer, kept in ``revisions``), ``"repeat"`` (this form was
+    already recorded: nothing written) or ``"already"`` (another form for the same item
+    was recorded first, e.g. in a second tab: nothing written)."""
 
     status: str
     submission: str
+
+
+#: one response of an answer: (dimension, value for sliders, answer for rankings and
+#: verdicts, untouched: True/False, None when not known)
+Response = tuple[str, float | None, str | None, bool | None]
 
 
 class Store:
@@ -173,6 +213,26 @@ class Store:
         except sqlite3.DatabaseError:
             return False
         return row is not None
+
+    def migrate(self) -> bool:
+        """Upgrade a study file of schema 1 to :data:`SCHEMA_VERSION` in place (new columns,
+        the ``revisions`` table, a ``study_id``); True when it changed anything."""
+        with self.transaction() as con:
+            row = con.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+            if row is None or json.loads(row["value"]) == SCHEMA_VERSION:
+                return False
+            for table, column, decl in _ADDED:
+                have = {r["name"] for r in con.execute(f"PRAGMA table_info({table})")}
+                if column not in have:
+                    con.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
+            for statement in _SCHEMA.split(";"):
+                if "revisions" in statement:
+                    con.execute(statement)
+            secret = json.loads(con.execute("SELECT value FROM meta WHERE key = 'secret'").fetchone()["value"])
+            con.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('study_id', ?)",
+                        (json.dumps(study_id_of(secret)),))
+            con.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (json.dumps(SCHEMA_VERSION),))
+        return True
 
     def create(self, meta: Mapping[str, Any], items: Sequence[dict[str, Any]],
                raters: Sequence[tuple[str, str]], assignments: Sequence[tuple[str, str, int]]) -> None:
@@ -250,15 +310,23 @@ class Store:
         given = token.encode()
         found = None
         with self.reading() as con:
-            for row in con.execute("SELECT id, token FROM raters"):
-                if hmac.compare_digest(given, str(row["token"]).encode()):
+            for row in con.execute("SELECT id, token, revoked FROM raters"):
+                if hmac.compare_digest(given, str(row["token"]).encode()) and row["revoked"] is None:
                     found = str(row["id"])
         return found
 
-    def raters(self) -> list[tuple[str, str]]:
-        """``(id, token)`` of every rater, in id order."""
+    def raters(self, *, revoked: bool = False) -> list[tuple[str, str]]:
+        """``(id, token)`` of every active rater (with ``revoked``, the revoked ones too),
+        in id order."""
+        sql = "SELECT id, token FROM raters" + ("" if revoked else " WHERE revoked IS NULL") + " ORDER BY id"
         with self.reading() as con:
-            return [(r["id"], r["token"]) for r in con.execute("SELECT id, token FROM raters ORDER BY id")]
+            return [(r["id"], r["token"]) for r in con.execute(sql)]
+
+    def revoked(self) -> dict[str, float]:
+        """Revoked raters: id -> when."""
+        with self.reading() as con:
+            return {r["id"]: r["revoked"] for r in con.execute(
+                "SELECT id, revoked FROM raters WHERE revoked IS NOT NULL")}
 
     def assignments(self, rater: str | None = None) -> list[Assignment]:
         """A rater's assignments in their order (every rater's when ``rater`` is None)."""
@@ -286,64 +354,242 @@ class Store:
                                (rater, item)).fetchone() is not None
 
     def responses(self) -> list[dict[str, Any]]:
-        """Every response joined with its item: dicts with rater, item (key), item_id,
-        role, dimension, value, answer, created, submission."""
+        """Every current response joined with its item: dicts with rater, item (key),
+        item_id, role, dimension, value, answer, untouched (True/False/None), created (time
+        of the answer), shown (time the form was rendered, or None), duration (seconds,
+        or None), submission. Skips ("cannot judge") have no responses: see
+        :meth:`submissions`."""
         with self.reading() as con:
             rows = con.execute(
-                "SELECT r.rater, r.item, i.id AS item_id, i.role, r.dimension, r.value, r.answer, "
-                "s.created, r.submission FROM responses r JOIN submissions s ON s.id = r.submission "
+                "SELECT r.rater, r.item, i.id AS item_id, i.role, r.dimension, r.value, r.answer, r.untouched, "
+                "s.created, s.shown, r.submission FROM responses r JOIN submissions s ON s.id = r.submission "
                 "JOIN items i ON i.key = r.item ORDER BY s.created, r.rater, r.item, r.dimension")
-            return [dict(r) for r in rows]
+            return [_timed(dict(r)) for r in rows]
+
+    def submissions(self) -> list[dict[str, Any]]:
+        """Every current answer and skip: dicts with submission, rater, item (key), item_id,
+        role, status (``answer`` | ``skip``), reason, created, shown, duration, revision (how
+        many earlier answers it replaced)."""
+        with self.reading() as con:
+            rows = con.execute(
+                "SELECT s.id AS submission, s.rater, s.item, i.id AS item_id, i.role, s.status, s.reason, "
+                "s.created, s.shown, (SELECT COUNT(*) FROM revisions v WHERE v.rater = s.rater AND "
+                "v.item = s.item) AS revision FROM submissions s JOIN items i ON i.key = s.item "
+                "ORDER BY s.created, s.rater, s.item")
+            return [_timed(dict(r)) for r in rows]
+
+    def revisions(self) -> list[dict[str, Any]]:
+        """Every answer a revision replaced: dicts with submission, rater, item, item_id,
+        role, status, reason, created, shown, duration, responses (list of dicts), replaced
+        (when), replaced_by (the submission that replaced it)."""
+        with self.reading() as con:
+            rows = con.execute(
+                "SELECT v.*, i.id AS item_id, i.role FROM revisions v JOIN items i ON i.key = v.item "
+                "ORDER BY v.created, v.rater, v.item")
+            return [_timed({**dict(r), "responses": json.loads(r["responses"])}) for r in rows]
 
     def response_of(self, rater: str, item: int) -> list[dict[str, Any]]:
-        """``rater``'s responses to ``item`` (dimension, value, answer)."""
+        """``rater``'s current responses to ``item`` (dimension, value, answer)."""
         with self.reading() as con:
             return [dict(r) for r in con.execute(
                 "SELECT dimension, value, answer FROM responses WHERE rater = ? AND item = ? "
                 "ORDER BY dimension", (rater, item))]
 
-    def submission_ids(self) -> set[str]:
-        """The idempotency keys of every recorded submission."""
+    def untouched_of(self, rater: str, item: int) -> dict[str, bool | None]:
+        """Per dimension, whether ``rater``'s current answer to ``item`` was left untouched."""
         with self.reading() as con:
-            return {r[0] for r in con.execute("SELECT id FROM submissions")}
+            return {r["dimension"]: None if r["untouched"] is None else bool(r["untouched"]) for r in con.execute(
+                "SELECT dimension, untouched FROM responses WHERE rater = ? AND item = ?", (rater, item))}
+
+    def submission_of(self, rater: str, item: int) -> dict[str, Any] | None:
+        """``rater``'s current submission for ``item`` (id, status, reason, created,
+        shown), or None."""
+        with self.reading() as con:
+            row = con.execute("SELECT id, status, reason, created, shown FROM submissions "
+                              "WHERE rater = ? AND item = ?", (rater, item)).fetchone()
+        return None if row is None else dict(row)
+
+    def submission_ids(self) -> set[str]:
+        """The idempotency keys of every recorded submission (current and replaced)."""
+        with self.reading() as con:
+            return {r[0] for r in con.execute("SELECT id FROM submissions UNION SELECT submission FROM revisions")}
+
+    def closed(self) -> float | None:
+        """When the study was closed (:meth:`close`), or None while it is open."""
+        with self.reading() as con:
+            row = con.execute("SELECT value FROM meta WHERE key = 'closed'").fetchone()
+        return None if row is None else json.loads(row["value"])
 
     # ------------------------------------------------------------------ writes
 
-    def submit(self, submission: str, rater: str, item: int,
-               responses: Sequence[tuple[str, float | None, str | None]]) -> SubmitOutcome:
+    def submit(self, submission: str, rater: str, item: int, responses: Sequence[Response], *,
+               shown: float | None = None, skip: str | None = None, revise: bool = False,
+               now: float | None = None) -> SubmitOutcome:
         """Record ``rater``'s answer to ``item`` in one transaction.
 
-        ``responses`` are ``(dimension, value, answer)``. A submission id seen before is a
-        repeat (double click, retry): nothing is written and the outcome says
-        ``"repeat"``. An item the rater already answered through another form gives
-        ``"already"``. Raises :class:`StudioError` when the item is not the rater's.
+        ``responses`` are ``(dimension, value, answer, untouched)`` (``untouched`` may be
+        left out: not known); ``shown`` is when the
+        form was rendered (seconds since the epoch; the answer's duration is ``now -
+        shown``). ``skip`` (a key of :data:`SKIP_REASONS`, or ``other: TEXT``) records
+        "cannot judge" instead, with no responses. A submission id seen before is a repeat
+        (double click, retry): nothing is written and the outcome says ``"repeat"``. An
+        item the rater already answered gives ``"already"`` unless ``revise``: then the
+        earlier answer moves to the history (``revisions``) and this one replaces it
+        (``"revised"``). Raises :class:`StudioError` when the item is not the rater's, the
+        rater was revoked or the study is closed.
         """
+        if skip is not None and responses:
+            raise StudioError("a skipped item has no responses")
+        if skip is None and not responses:
+            raise StudioError("an answer needs at least one response")
         with self.transaction() as con:
-            seen = con.execute("SELECT rater, item FROM submissions WHERE id = ?", (submission,)).fetchone()
+            seen = con.execute("SELECT rater, item FROM submissions WHERE id = ? UNION ALL "
+                               "SELECT rater, item FROM revisions WHERE submission = ?",
+                               (submission, submission)).fetchone()
             if seen is not None:
                 if seen["rater"] != rater or int(seen["item"]) != item:
                     raise StudioError("this form belongs to another item; reload the page")
                 return SubmitOutcome("repeat", submission)
+            if con.execute("SELECT 1 FROM meta WHERE key = 'closed'").fetchone() is not None:
+                raise StudioError("the study is closed: no answers are taken any more")
+            who = con.execute("SELECT revoked FROM raters WHERE id = ?", (rater,)).fetchone()
+            if who is None or who["revoked"] is not None:
+                raise StudioError("this invite link was revoked; ask the study's organiser for a new one")
             row = con.execute("SELECT done FROM assignments WHERE rater = ? AND item = ?",
                               (rater, item)).fetchone()
             if row is None:
                 raise StudioError("this item is not on your list")
+            now = time.time() if now is None else now
+            status = "recorded"
             if row["done"] is not None:
-                return SubmitOutcome("already", submission)
-            now = time.time()
-            con.execute("INSERT INTO submissions (id, rater, item, created) VALUES (?, ?, ?, ?)",
-                        (submission, rater, item, now))
-            con.executemany("INSERT INTO responses (submission, rater, item, dimension, value, answer) "
-                            "VALUES (?, ?, ?, ?, ?, ?)",
-                            [(submission, rater, item, d, v, a) for d, v, a in responses])
+                if not revise:
+                    return SubmitOutcome("already", submission)
+                self._retire(con, rater, item, submission, now)
+                status = "revised"
+            con.execute("INSERT INTO submissions (id, rater, item, created, shown, status, reason) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        (submission, rater, item, now, shown, "answer" if skip is None else "skip", skip))
+            con.executemany("INSERT INTO responses (submission, rater, item, dimension, value, answer, untouched) "
+                            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                            [(submission, rater, item, d, v, a, None if not u or u[0] is None else int(bool(u[0])))
+                             for d, v, a, *u in responses])
             con.execute("UPDATE assignments SET done = ? WHERE rater = ? AND item = ?", (now, rater, item))
-        return SubmitOutcome("recorded", submission)
+        return SubmitOutcome(status, submission)
+
+    @staticmethod
+    def _retire(con: sqlite3.Connection, rater: str, item: int, by: str, now: float) -> None:
+        """Move ``rater``'s current answer to ``item`` into ``revisions`` (inside a transaction)."""
+        old = con.execute("SELECT * FROM submissions WHERE rater = ? AND item = ?", (rater, item)).fetchone()
+        if old is None:
+            return
+        rows = [{"dimension": r["dimension"], "value": r["value"], "answer": r["answer"],
+                 "untouched": None if r["untouched"] is None else bool(r["untouched"])}
+                for r in con.execute("SELECT * FROM responses WHERE submission = ? ORDER BY dimension", (old["id"],))]
+        con.execute("INSERT INTO revisions (submission, rater, item, created, shown, status, reason, responses, "
+                    "replaced, replaced_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (old["id"], rater, item, old["created"], old["shown"], old["status"], old["reason"],
+                     json.dumps(rows), now, by))
+        con.execute("DELETE FROM responses WHERE submission = ?", (old["id"],))
+        con.execute("DELETE FROM submissions WHERE id = ?", (old["id"],))
+
+    # ------------------------------------------------------------------ organiser actions
+
+    def close(self) -> float:
+        """Close the study: no answer, skip or revision is taken from now on; returns when."""
+        now = time.time()
+        with self.transaction() as con:
+            con.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('closed', ?)", (json.dumps(now),))
+            return json.loads(con.execute("SELECT value FROM meta WHERE key = 'closed'").fetchone()["value"])
+
+    def set_meta(self, key: str, value: Any) -> None:
+        """Set one ``meta`` value (JSON-encoded)."""
+        with self.transaction() as con:
+            con.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET "
+                        "value = excluded.value", (key, json.dumps(value)))
+
+    def revoke(self, rater: str) -> None:
+        """Revoke ``rater``'s invite link: it opens nothing any more; their answers stay,
+        and their unanswered items count as needing ratings (:meth:`add_raters`)."""
+        with self.transaction() as con:
+            if con.execute("UPDATE raters SET revoked = ? WHERE id = ? AND revoked IS NULL",
+                           (time.time(), rater)).rowcount == 0:
+                known = con.execute("SELECT revoked FROM raters WHERE id = ?", (rater,)).fetchone()
+                raise StudioError(f"no rater {rater!r} in this study" if known is None else
+                                  f"{rater} is revoked already; re-issue their link to let them back in")
+
+    def reissue(self, rater: str, token: str) -> None:
+        """Give ``rater`` a new invite token (the old link stops working); a revoked
+        rater is let back in. Their answers and list stay."""
+        with self.transaction() as con:
+            if con.execute("UPDATE raters SET token = ?, revoked = NULL WHERE id = ?", (token, rater)).rowcount == 0:
+                raise StudioError(f"no rater {rater!r} in this study")
+
+    def needed(self) -> dict[int, int]:
+        """Study items that still need ratings: key -> ratings missing, i.e. ``per_item``
+        minus the answers recorded minus the items pending with active raters."""
+        per_item = int(self.meta()["config"]["per_item"])
+        with self.reading() as con:
+            rows = con.execute(
+                "SELECT i.key, SUM(a.done IS NOT NULL) AS done, SUM(a.done IS NULL AND r.revoked IS NULL) AS pending "
+                "FROM items i LEFT JOIN assignments a ON a.item = i.key LEFT JOIN raters r ON r.id = a.rater "
+                "WHERE i.role = 'study' GROUP BY i.key ORDER BY i.key").fetchall()
+        return {int(r["key"]): per_item - int(r["done"] or 0) - int(r["pending"] or 0)
+                for r in rows if per_item - int(r["done"] or 0) - int(r["pending"] or 0) > 0}
+
+    def add_raters(self, n: int, seed: int = 0) -> list[tuple[str, str, int]]:
+        """Add ``n`` raters, each with a new invite token, the training items first, then
+        (shuffled with the gold items) the study items that still need ratings
+        (:meth:`needed`), shared out least-loaded first; returns ``(id, token, items)``
+        of each new rater."""
+        import random
+
+        from ieqa.studio.security import new_token
+
+        if n < 1:
+            raise StudioError(f"add at least one rater, got {n}")
+        needed = self.needed()
+        training = [it.key for it in self.items("training")]
+        gold = [it.key for it in self.items("gold")]
+        with self.transaction() as con:
+            ids = {r["id"] for r in con.execute("SELECT id FROM raters")}
+            new_ids: list[str] = []
+            k = len(ids)
+            while len(new_ids) < n:
+                k += 1
+                rid = f"rater-{k:02d}"
+                if rid not in ids:
+                    new_ids.append(rid)
+            rng = random.Random(f"{seed}:{','.join(new_ids)}")
+            lists: dict[str, list[int]] = {rid: [] for rid in new_ids}
+            for key, missing in sorted(needed.items()):
+                for rid in sorted(new_ids, key=lambda r: (len(lists[r]), rng.random()))[:missing]:
+                    lists[rid].append(key)
+            now, out = time.time(), []
+            for rid in new_ids:
+                token = new_token()
+                mine = lists[rid] + gold
+                rng.shuffle(mine)
+                con.execute("INSERT INTO raters (id, token, created) VALUES (?, ?, ?)", (rid, token, now))
+                con.executemany("INSERT INTO assignments (rater, item, position) VALUES (?, ?, ?)",
+                                [(rid, key, pos) for pos, key in enumerate(training + mine)])
+                out.append((rid, token, len(training + mine)))
+        return out
 
 
 def _sql_int(value: int) -> bool:
     """True when ``value`` fits SQLite's 64-bit integers (a larger one from a URL would
     raise OverflowError in the query: it names no row)."""
     return -(2**63) <= value < 2**63
+
+
+def _timed(row: dict[str, Any]) -> dict[str, Any]:
+    """``row`` with ``duration`` (seconds from ``shown`` to ``created``, or None) and
+    ``untouched`` as a bool (or None)."""
+    shown = row.get("shown")
+    row["duration"] = None if shown is None else max(0.0, float(row["created"]) - float(shown))
+    if "untouched" in row:
+        row["untouched"] = None if row["untouched"] is None else bool(row["untouched"])
+    return row
 
 
 def _item(row: sqlite3.Row) -> Item:
