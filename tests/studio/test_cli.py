@@ -142,3 +142,53 @@ def test_one_loopback_check_for_serve_and_studio():
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
     assert out.stdout.strip() == "[]"
+
+
+def test_organiser_options_guidelines_and_exports(tmp_path, shapes):
+    guide = tmp_path / "guide.md"
+    guide.write_text("# Rules\n\nJudge the edit region first.\n")
+    db = tmp_path / "org.sqlite"
+    res = runner.invoke(app, ["studio", str(shapes), "--db", str(db), "--raters", "2", "--dimensions", "overall",
+                              "--training", "1", "--untouched", "refuse", "--revise-any", "--min-seconds", "3",
+                              "--guidelines", str(guide), "--no-serve"])
+    assert res.exit_code == 0, res.output
+    store = open_study(db)
+    cfg = store.meta()["config"]
+    assert (cfg["untouched"], cfg["revise_any"], cfg["min_seconds"]) == ("refuse", True, 3.0)
+    assert store.meta()["guidelines"]["text"].startswith("# Rules")
+    res = runner.invoke(app, ["studio", str(shapes), "--db", str(db), "--untouched", "flag", "--no-serve"])
+    assert res.exit_code != 0 and "it has --untouched refuse, you gave --untouched flag" in _text(res)
+    guide.write_text("# Rules v2\n")
+    res = runner.invoke(app, ["studio", str(shapes), "--db", str(db), "--guidelines", str(guide), "--no-serve"])
+    assert res.exit_code == 0 and "guidelines of the study replaced" in _text(res)
+    assert store.meta()["guidelines"]["text"] == "# Rules v2\n"
+    # answers: a training answer, a skip and a study answer of rater-01
+    (r1, _), (r2, t2) = store.raters()
+    a = store.assignments(r1)
+    store.submit("t", r1, a[0].item, [("overall", 4.0, None, False)], shown=1.0, now=3.5)
+    store.submit("s", r1, a[1].item, [], skip="instruction")
+    store.submit("x", r1, a[2].item, [("overall", 2.0, None, False)], shown=10.0, now=12.25)
+    res = runner.invoke(app, ["studio", str(shapes), "--db", str(db), "--export", str(tmp_path / "r.csv"),
+                              "--export-training", str(tmp_path / "t.csv")])
+    assert res.exit_code == 0, res.output
+    text = _text(res)
+    assert "wrote 1 ratings" in text and "1 \"cannot judge\" answer(s) are not ratings" in text
+    assert "wrote 1 training ratings" in text
+    (row,) = list(csv.DictReader((tmp_path / "r.csv").open()))
+    assert (row["value"], row["duration_s"], row["untouched"]) == ("2.0", "2.25", "false")
+    assert row["answered_at"] == "1970-01-01T00:00:12.250Z"
+    res = runner.invoke(app, ["studio", str(shapes), "--db", str(db), "--export", str(tmp_path / "answers.jsonl")])
+    assert res.exit_code == 0 and "wrote 3 answers, skips and replaced answers" in _text(res)
+    # organiser actions
+    res = runner.invoke(app, ["studio", str(shapes), "--db", str(db), "--revoke", r2, "--add-raters", "1",
+                              "--reissue", r1, "--no-serve"])
+    assert res.exit_code == 0, res.output
+    text = _text(res)
+    assert f"revoked {r2}" in text and "added rater-03" in text and f"re-issued {r1}" in text
+    assert store.rater_by_token(t2) is None and "rater-03" in dict(store.raters())
+    res = runner.invoke(app, ["studio", str(shapes), "--db", str(db), "--revoke", "rater-99", "--no-serve"])
+    assert res.exit_code != 0 and "no rater 'rater-99'" in _text(res)
+    res = runner.invoke(app, ["studio", str(shapes), "--db", str(db), "--close", "--no-serve"])
+    assert res.exit_code == 0 and "closed the study" in _text(res) and store.closed() is not None
+    res = runner.invoke(app, ["studio", str(shapes), "--db", str(db), "--add-raters", "1", "--no-serve"])
+    assert res.exit_code != 0 and "closed" in _text(res)

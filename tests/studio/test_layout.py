@@ -256,3 +256,60 @@ def test_pairwise_page(browser, tmp_path, photos, phone):
         assert got == {"overall": "b>a", "instruction_alignment": "tie"}
         assert not errors
         ctx.close()
+
+
+@pytest.mark.parametrize("phone", [True, False], ids=["phone", "desktop"])
+def test_every_other_page_fits(browser, tmp_path, photos, phone):
+    # home, guidelines, training feedback (with its images), the guidelines over a task,
+    # "cannot judge", "already saved", the invite switch and the admin page: no
+    # horizontal scroll at either size
+    guide = tmp_path / "guidelines.md"
+    (tmp_path / "example.png").write_bytes((Path(photos[0]).parent / "images").glob("*.png").__next__().read_bytes())
+    guide.write_text("# How to rate\n\n1. Read the instruction.\n2. Compare the **edit region** with the source.\n\n"
+                     "![an example](example.png)\n\n| score | meaning |\n|---|---|\n| 5 | perfect |\n| 1 | useless |\n")
+    study = make_study(tmp_path, photos[0], "pages", raters=2, per_item=1, training=1, gold_from="scores",
+                       dimensions=("overall", "visual_quality"), guidelines=guide, title="A study with guidelines")
+    (r1, t1), (_, t2) = study.raters()
+    size = PHONE if phone else DESKTOP
+
+    def fits(page, name: str) -> None:
+        page.wait_for_function("Array.from(document.images).every(i => i.complete)")
+        width = page.evaluate("[document.documentElement.scrollWidth, innerWidth]")
+        assert width[0] <= width[1], (name, width)
+        _shoot(page, name, phone)
+
+    with serve_in_thread(study) as base:
+        ctx = browser.new_context(**size)
+        ctx.set_default_timeout(15_000)
+        errors: list[str] = []
+        ctx.on("weberror", lambda e: errors.append(str(e.error)))
+        page = ctx.new_page()
+        page.goto(f"{base}/invite/{t1}")
+        fits(page, "home")
+        page.click("#continue")
+        page.wait_for_url("**/guidelines?first=1")
+        fits(page, "guidelines")
+        page.click("#continue")
+        page.wait_for_selector("body[data-ready]", state="attached")
+        page.keyboard.press("g")
+        assert page.locator("#guide").is_visible() and "How to rate" in page.inner_text("#guide")
+        fits(page, "task-guidelines")
+        page.keyboard.press("Escape")
+        page.click("#skip summary")
+        fits(page, "cannot-judge")
+        page.fill("#dim__overall", "4")
+        page.click("#send")
+        page.click("#confirm-ok")
+        page.wait_for_url("**/feedback")
+        assert page.locator("#feedback-images img").count() == 2
+        fits(page, "training-feedback")
+        page.goto(f"{base}/study/task/0")
+        assert "Already saved" in page.inner_text("h1")
+        fits(page, "already-saved")
+        page.goto(f"{base}/invite/{t2}")
+        assert "Switch rater?" in page.inner_text("h1")
+        fits(page, "switch-rater")
+        page.goto(f"{base}/admin/login?token={study.meta()['admin_token']}")
+        fits(page, "admin")
+        assert not errors
+        ctx.close()

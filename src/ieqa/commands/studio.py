@@ -5,13 +5,18 @@
     ieqa studio edits/manifest.jsonl --db study.sqlite --raters 5 --per-item 3     # create + serve
     ieqa studio edits/manifest.jsonl --db study.sqlite                             # resume
     ieqa studio edits/manifest.jsonl --db study.sqlite --export ratings.csv        # export, no server
+    ieqa studio edits/manifest.jsonl --db study.sqlite --add-raters 2 --revoke rater-03 --no-serve
 
 The first run plans the study (protocol, dimensions, scale, raters, raters per item, gold
 and training items) and writes it to ``--db``; later runs reopen it (the design options
 must then be left out or match). The server prints the admin link and one invite link
 per rater (``--links FILE`` also writes them to a file). ``--export FILE`` writes the
 answers (ratings CSV for ``ieqa mos``; rankings JSONL for ``ieqa rank-editors
---rankings``; preferences JSONL) and exits. See ``docs/howto/studio.md``.
+--rankings``; preferences JSONL; ``answers.jsonl``: the full log with skips and revisions)
+and exits; ``--export-training FILE`` the training answers. The organiser's actions
+(``--add-raters``, ``--revoke``, ``--reissue``, ``--close``) and ``--guidelines`` (which
+replaces the stored guidelines on a running study) apply before anything else. See
+``docs/howto/studio.md``.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ console = Console(stderr=True)
 #: rather than stored and ignored)
 _ONLY_FOR = {"scale": ("rate", "critique"), "tie_margin": ("rank", "pairwise")}
 _DESIGN = ("protocol", "dimensions", "scale", "raters", "per_item", "gold", "training", "gold_from",
-           "gold_min", "tie_margin", "seed", "title")
+           "gold_min", "tie_margin", "seed", "title", "untouched", "revise_any", "min_seconds", "max_share")
 
 
 def command(
@@ -64,6 +69,28 @@ def command(
                                             "gold: values closer than this tie; default 0"),
     seed: int | None = typer.Option(None, "--seed", help="seed of assignment and order; default 0"),
     title: str | None = typer.Option(None, "--title", help="shown on every page"),
+    untouched: str | None = typer.Option(None, "--untouched", help="an answer with a slider never moved or "
+                                         "a ranking left as shown: flag (stored with untouched=true, "
+                                         "default) or refuse (the page asks the rater to set it)"),
+    revise_any: bool | None = typer.Option(None, "--revise-any/--revise-last", help="raters may revise any "
+                                           "earlier answer while the study is open (default: only their "
+                                           "last one)"),
+    min_seconds: float | None = typer.Option(None, "--min-seconds", min=0.0, help="flag raters whose "
+                                             "median time per answer is below this; default 2"),
+    max_share: float | None = typer.Option(None, "--max-share", min=0.5, max=1.0, help="flag raters "
+                                           "who give one value or verdict (or straight-line, or leave "
+                                           "rankings as shown) in more than this share of answers; "
+                                           "default 0.9"),
+    guidelines: Path | None = typer.Option(None, "--guidelines", dir_okay=False, help="a Markdown file "
+                                           "the raters read before the first item and reopen with G "
+                                           "(images from its folder); on a running study it replaces "
+                                           "the stored one"),
+    add_raters: int = typer.Option(0, "--add-raters", min=0, help="add N raters, given the items that "
+                                   "still need ratings (and the gold and training items)"),
+    revoke: list[str] = typer.Option([], "--revoke", help="revoke this rater's invite link (repeatable)"),
+    reissue: list[str] = typer.Option([], "--reissue", help="give this rater a new invite link; the old "
+                                      "one stops working (repeatable)"),
+    close: bool = typer.Option(False, "--close", help="close the study: no more answers are taken"),
     host: str = typer.Option("127.0.0.1", "--host", help="address to bind (raters on other "
                              "machines: 0.0.0.0, behind HTTPS)"),
     port: int = typer.Option(8000, "--port", min=0, max=65535, help="TCP port"),
@@ -76,6 +103,8 @@ def command(
                                       "and invite links to this file (tab-separated)"),
     export: Path | None = typer.Option(None, "--export", dir_okay=False, help="write the answers "
                                        "(.csv ratings / .jsonl rankings or preferences) and exit"),
+    export_training: Path | None = typer.Option(None, "--export-training", dir_okay=False, help="write "
+                                                "the training answers (same format as --export) and exit"),
     no_gold_export: bool = typer.Option(False, "--no-gold-export", help="--export: leave the gold "
                                         "items out"),
     no_serve: bool = typer.Option(False, "--no-serve", help="create (or check) the study, print "
@@ -84,26 +113,37 @@ def command(
 ) -> None:
     """Annotation studio: rate, rank, compare or critique edits in the browser; export for ieqa mos."""
     from ieqa.studio import StudioError, StudyConfig, export_study, parse_scale
+    from ieqa.studio.export import skipped
 
     given = {"protocol": protocol, "dimensions": dimensions, "scale": scale, "raters": raters,
              "per_item": per_item, "gold": gold, "training": training, "gold_from": gold_from,
-             "gold_min": gold_min, "tie_margin": tie_margin, "seed": seed, "title": title}
+             "gold_min": gold_min, "tie_margin": tie_margin, "seed": seed, "title": title,
+             "untouched": untouched, "revise_any": revise_any, "min_seconds": min_seconds,
+             "max_share": max_share}
     try:
         if given["dimensions"] is not None:
             given["dimensions"] = tuple(d.strip() for d in dimensions.split(",") if d.strip())
         if given["scale"] is not None:
             given["scale"] = parse_scale(scale)
-        store = _open_or_create(manifest, db, {k: v for k, v in given.items() if v is not None})
+        store = _open_or_create(manifest, db, {k: v for k, v in given.items() if v is not None}, guidelines)
         meta = store.meta()
         config = StudyConfig.from_json(meta["config"])
+        _organise(store, config, add_raters, revoke, reissue, close)
         base = (public_url or f"http://{host}:{port}").rstrip("/")
         rows = [("admin", f"{base}/admin/login?token={meta['admin_token']}")]
         rows += [(rid, f"{base}/invite/{token}") for rid, token in store.raters()]
         if links is not None:  # with --export too
             _write_private(links, "".join(f"{who}\t{url}\n" for who, url in rows))
-        if export is not None:
-            what, n = export_study(store, export, include_gold=not no_gold_export)
-            console.print(f"wrote {n} {what} of the {config.protocol} study to {escape(str(export))}")
+        if export is not None or export_training is not None:
+            for path, part in ((export, "study"), (export_training, "training")):
+                if path is None:
+                    continue
+                what, n = export_study(store, path, include_gold=not no_gold_export, part=part)
+                n_skip = skipped(store, part)
+                console.print(f"wrote {n} {what} of the {config.protocol} study to {escape(str(path))}"
+                              + (f"; {n_skip} \"cannot judge\" answer(s) are not ratings and are left out "
+                                 "(they are in the answers.jsonl log, with their reasons)" if n_skip and
+                                 not str(path).endswith("answers.jsonl") else ""))
             return
     except StudioError as exc:
         raise typer.BadParameter(str(exc)) from None
@@ -149,12 +189,36 @@ def _as_option(key: str, value: object) -> str:
     return f"--{key.replace('_', '-')} {value}"
 
 
-def _open_or_create(manifest: Path, db: Path, given: dict):  # noqa: ANN202 - a Store
-    """The study in ``db``: created from ``manifest`` and the given design options, or
-    reopened (then the options given must match the stored ones)."""
+def _organise(store, config, add: int, revoke: list[str], reissue: list[str], close: bool) -> None:  # noqa: ANN001
+    """The organiser's actions of the command line, each said as done."""
+    from ieqa.studio.security import new_token
+
+    for rater in revoke:
+        store.revoke(rater)
+        console.print(f"revoked {escape(rater)}: the link opens nothing now; their answers stay")
+    for rater in reissue:
+        store.reissue(rater, new_token())
+        console.print(f"re-issued {escape(rater)}'s link (printed below); the old one stopped working")
+    if add:
+        if store.closed() is not None:
+            from ieqa.studio import StudioError
+
+            raise StudioError("the study is closed; raters cannot be added")
+        for rid, _, n in store.add_raters(add, config.seed):
+            console.print(f"added {rid} with {n} item(s)")
+    if close:
+        store.close()
+        console.print("closed the study: no more answers are taken (export them with --export)")
+
+
+def _open_or_create(manifest: Path, db: Path, given: dict, guidelines: Path | None = None):  # noqa: ANN202 - a Store
+    """The study in ``db``: created from ``manifest``, the given design options and
+    guidelines, or reopened (then the options given must match the stored ones; given
+    guidelines replace the stored ones)."""
     import dataclasses
 
     from ieqa.studio import StudioError, StudyConfig, create_study, open_study
+    from ieqa.studio.guidelines import read_guidelines
 
     if not db.exists():  # create_study says what to do when the manifest is missing
         protocol = given.get("protocol", "rate")
@@ -163,8 +227,13 @@ def _open_or_create(manifest: Path, db: Path, given: dict):  # noqa: ANN202 - a 
                 raise StudioError(f"--{key.replace('_', '-')} applies to {' and '.join(protocols)} "
                                   f"studies, not {protocol}; leave it out")
         given.setdefault("per_item", given.get("raters", 3))
-        return create_study(manifest, db, StudyConfig(**given))
+        return create_study(manifest, db, StudyConfig(**given), guidelines=guidelines)
     store = open_study(db)
+    if guidelines is not None:
+        new = read_guidelines(guidelines).to_json()
+        if new != store.meta().get("guidelines"):
+            store.set_meta("guidelines", new)
+            console.print(f"guidelines of the study replaced by {escape(str(guidelines))}")
     meta = store.meta()
     if Path(meta["manifest"]) != manifest.resolve():
         raise StudioError(f"{db} studies {meta['manifest']}, not {manifest.resolve()}; pass that "
