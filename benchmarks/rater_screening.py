@@ -73,9 +73,9 @@ def studio(panels: int, seed: int, good: int, noise: float) -> None:
                 fn += bad and not kinds
                 caught[b] += bad and bool(kinds)
                 good_flagged += b == "good" and bool(kinds)
-                for kind in kinds:
-                    kind_tp[kind] += bad
-                    kind_fp[kind] += not bad
+                for kind in kinds:  # a flag of a kind the behaviour should raise; any other is a false one
+                    kind_tp[kind] += kind in want[rater]
+                    kind_fp[kind] += kind not in want[rater]
                 for kind in want[rater]:
                     kind_meant[kind] += 1
                     kind_hit[kind] += kind in kinds

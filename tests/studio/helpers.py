@@ -99,8 +99,12 @@ _FIELD = re.compile(r'name="(csrf|submission)" value="([^"]+)"')
 
 
 def form_fields(html: str) -> dict[str, str]:
-    """The hidden csrf and submission fields of a task page."""
-    return dict(_FIELD.findall(html))
+    """The hidden csrf and submission fields of a task page's answer form (the first
+    form; the "cannot judge" form after it has a submission id of its own)."""
+    out: dict[str, str] = {}
+    for name, value in _FIELD.findall(html):
+        out.setdefault(name, value)
+    return out
 
 
 def rater_client(base: str, token: str) -> httpx.Client:

@@ -257,3 +257,77 @@ def test_training_feedback_shows_the_images(tmp_path, shapes):
     key = store.assignment("rater-01", 0).item
     assert {f"/media/{key}/source", f"/media/{key}/c0", f"/media/{key}/c1"} <= set(re.findall(r'src="([^"]+)"', page))
     assert "favicon" in page and c.get("/favicon.ico").status_code == 200
+
+
+def test_skips_are_not_ratings_for_needed_and_one_page_cannot_skip_then_answer(tmp_path, shapes):
+    store = make_study(tmp_path, shapes, raters=2, per_item=2, dimensions=("overall",))
+    app = create_app(store)
+    (r1, t1), _ = store.raters()
+    c = _login(app, t1)
+    path, html = _task(c)
+    skip_form = re.search(r'id="skip-form">.*?name="submission" value="([^"]+)"', html, re.S).group(1)
+    assert skip_form != form_fields(html)["submission"]  # a form id of its own
+    assert c.post(f"{path}/skip", data={"csrf": form_fields(html)["csrf"], "submission": skip_form,
+                                        "reason": "instruction"}).status_code == 303
+    # the answer form of the same page (Back button) is not taken for the skip's repeat
+    later = c.post(path, data={**form_fields(html), "dim__overall": "4"})
+    assert later.status_code == 409 and "Already answered" in later.text
+    key = store.assignment(r1, int(path.rsplit("/", 1)[1])).item
+    assert store.submission_of(r1, key)["status"] == "skip"
+    assert store.needed() == {key: 1}  # the skip is no rating: the item needs one more
+    # a revise=1 post for an answer that is not the rater's last is refused
+    path2, html2 = _task(c)
+    assert c.post(path2, data={**form_fields(html2), "dim__overall": "2"}).status_code == 303
+    f = form_fields(c.get(f"{path2}/revise").text)
+    assert c.post(path, data={**f, "dim__overall": "3", "revise": "1"}).status_code == 403  # f is path2's
+    f_old = form_fields(c.get(f"{path}").text)  # an "already saved" page has no form
+    assert f_old == {}
+    # closed: skips and revisions are refused too; a revoked rater reaches nothing
+    store.close()
+    assert c.post(f"{path2}/skip", data={**f, "reason": "image"}).status_code == 409
+    assert c.post(path2, data={**f, "dim__overall": "5", "revise": "1"}).status_code == 409
+    assert c.post(path2, data={**f, "dim__overall": "99", "revise": "1"}).status_code == 409  # not a form error
+    store.revoke(r1)
+    assert c.get("/study").status_code == 401 and c.get(f"/media/{key}/c0").status_code == 401
+
+
+def test_a_reissued_rater_keeps_only_the_items_nobody_took_over(tmp_path, shapes):
+    store = make_study(tmp_path, shapes, raters=2, per_item=2, dimensions=("overall",))
+    (r1, _), (r2, _) = store.raters()
+    first = store.assignments(r2)[0].item
+    store.submit("a", r2, first, [("overall", 3.0, None, False)])
+    store.revoke(r2)
+    store.add_raters(1)
+    store.reissue(r2, "new-token-of-rater-02")
+    mine = store.assignments(r2)
+    assert [a.item for a in mine] == [first]  # the answered item stays; the rest went to rater-03
+    per_item = {}
+    for a in store.assignments():
+        per_item[a.item] = per_item.get(a.item, 0) + 1
+    assert max(per_item.values()) == 2
+
+
+def test_a_schema_1_file_is_upgraded_and_a_newer_one_refused(tmp_path, shapes):
+    import sqlite3
+
+    from ieqa.studio import open_study
+
+    store = make_study(tmp_path, shapes, raters=1, per_item=1, dimensions=("overall",))
+    rater, _ = store.raters()[0]
+    con = sqlite3.connect(store.path)
+    for table, column in (("raters", "revoked"), ("submissions", "shown"), ("submissions", "status"),
+                          ("submissions", "reason"), ("responses", "untouched")):
+        con.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
+    con.execute("DROP TABLE revisions")
+    con.execute("DELETE FROM meta WHERE key = 'study_id'")
+    con.execute("UPDATE meta SET value = '\"1\"' WHERE key = 'schema'")
+    con.commit()
+    con.close()
+    again = open_study(store.path)
+    assert again.meta()["schema"] == "2" and len(again.meta()["study_id"]) == 10
+    key = again.assignments(rater)[0].item
+    again.submit("s", rater, key, [("overall", 4.0, None, True)], shown=1.0, now=2.0)
+    assert again.responses()[0]["untouched"] is True and again.responses()[0]["duration"] == 1.0
+    again.set_meta("schema", "3")
+    with pytest.raises(StudioError, match="schema 3, newer than this ieqa reads"):
+        open_study(store.path)

@@ -106,6 +106,17 @@ def test_rate_and_critique_pages(browser, tmp_path, photos, phone):
             assert abs(t1 - t2) < 2 and l2 > l1 + w1 - 1 and min(w1, w2) >= 400, lay["imgs"]
         _shoot(page, "rate", phone)
         if phone:
+            # a vertical swipe that starts on a slider scrolls the page and sets nothing
+            page.locator("#dim__content_preservation").scroll_into_view_if_needed()
+            box = page.locator("#dim__content_preservation").locator("xpath=..").bounding_box()
+            x, y = box["x"] + 0.85 * box["width"], box["y"] + box["height"] / 2
+            cdp = ctx.new_cdp_session(page)
+            cdp.send("Input.dispatchTouchEvent", {"type": "touchStart", "touchPoints": [{"x": x, "y": y}]})
+            for i in range(1, 8):
+                cdp.send("Input.dispatchTouchEvent", {"type": "touchMove", "touchPoints": [{"x": x, "y": y - 25 * i}]})
+            cdp.send("Input.dispatchTouchEvent", {"type": "touchEnd", "touchPoints": []})
+            assert page.input_value("#dim__content_preservation") == "3"
+            assert page.evaluate("document.querySelector('input[name=moved]').value") == ""
             # a tap at 80 % of the track stores 80 % of the scale (1-5: 4.2), at 30 % 2.2
             assert _tap_slider(page, "overall", 0.8) == pytest.approx(4.2, abs=0.1)
             assert _tap_slider(page, "visual_quality", 0.3) == pytest.approx(2.2, abs=0.1)

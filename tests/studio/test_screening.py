@@ -273,8 +273,8 @@ def test_agreement_screen_reason_never_contradicts_its_threshold():
     assert s.reasons[0] == "corr: SRCC 0.2998 with the mean of the other raters over 22 shared items < 0.3"
 
 
-def test_simulated_panels_without_a_store_match_the_store(tmp_path, manifests):
-    # the benchmark's in-memory path gives the same kinds of flags as answers stored
+def test_the_in_memory_panels_flag_as_expected(tmp_path, manifests):
+    # the benchmark's path (no store): the same kinds of flags as the stored panels above
     config = StudyConfig(protocol="pairwise", raters=7, per_item=7)
     behaviours = {f"r{i}": b for i, b in enumerate(PANEL)}
     items, rows = simulate_study(config, behaviours, 30, 3, seed=0)
@@ -285,3 +285,13 @@ def test_simulated_panels_without_a_store_match_the_store(tmp_path, manifests):
                      "random": {"low_agreement"}, "fast": {"too_fast"}}
     with pytest.raises(Exception, match="unknown rater behaviour"):
         expected_flags("lazy", config)
+
+
+@pytest.mark.parametrize("protocol", ["rate", "pairwise"])
+def test_two_raters_who_disagree_are_not_blamed_on_either(protocol):
+    # with two raters each one's leave-one-out SRCC is the same number: the flag once
+    # fell on whichever sorted first (the good rater-01 beside a reverser)
+    for behaviours in ({"rater-01": "good", "rater-02": "reversing"}, {"rater-01": "reversing", "rater-02": "good"}):
+        config = StudyConfig(protocol=protocol, raters=2, per_item=2, dimensions=("overall",))
+        items, rows = simulate_study(config, behaviours, 30, 3, seed=0)
+        assert rater_flags(config, items, rows) == {}

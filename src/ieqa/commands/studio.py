@@ -139,7 +139,7 @@ def command(
                 if path is None:
                     continue
                 what, n = export_study(store, path, include_gold=not no_gold_export, part=part)
-                n_skip = skipped(store, part)
+                n_skip = skipped(store, part, include_gold=not no_gold_export)
                 console.print(f"wrote {n} {what} of the {config.protocol} study to {escape(str(path))}"
                               + (f"; {n_skip} \"cannot judge\" answer(s) are not ratings and are left out "
                                  "(they are in the answers.jsonl log, with their reasons)" if n_skip and
@@ -182,6 +182,8 @@ def _write_private(path: Path, text: str) -> None:
 
 def _as_option(key: str, value: object) -> str:
     """A design setting as the command-line option that gives it."""
+    if key == "revise_any":
+        return "--revise-any" if value else "--revise-last"
     if key == "dimensions":
         value = ",".join(value)  # type: ignore[arg-type]
     elif key == "scale":
@@ -229,11 +231,6 @@ def _open_or_create(manifest: Path, db: Path, given: dict, guidelines: Path | No
         given.setdefault("per_item", given.get("raters", 3))
         return create_study(manifest, db, StudyConfig(**given), guidelines=guidelines)
     store = open_study(db)
-    if guidelines is not None:
-        new = read_guidelines(guidelines).to_json()
-        if new != store.meta().get("guidelines"):
-            store.set_meta("guidelines", new)
-            console.print(f"guidelines of the study replaced by {escape(str(guidelines))}")
     meta = store.meta()
     if Path(meta["manifest"]) != manifest.resolve():
         raise StudioError(f"{db} studies {meta['manifest']}, not {manifest.resolve()}; pass that "
@@ -247,4 +244,9 @@ def _open_or_create(manifest: Path, db: Path, given: dict, guidelines: Path | No
                           + ", ".join(_as_option(k, getattr(stored, k)) for k in diff) + ", you gave "
                           + ", ".join(_as_option(k, given[k]) for k in diff)
                           + "; leave those options out to resume it, or pass another --db for a new study")
+    if guidelines is not None:  # after every check: a refused command changes nothing
+        new = read_guidelines(guidelines).to_json()
+        if new != meta.get("guidelines"):
+            store.set_meta("guidelines", new)
+            console.print(f"guidelines of the study replaced by {escape(str(guidelines))}")
     return store

@@ -47,7 +47,9 @@ Everything is computed from the answers recorded so far, with :mod:`ieqa.human`:
     (10)+ shared items. The consensus leaves out the raters any rule above flagged; of
     the others, the worst one below 0.3 is flagged and leaves the consensus, and the rest
     are judged again, until nobody is below (so one adversary among three raters cannot
-    pull the two honest ones under the threshold). Raters flagged by another rule are
+    pull the two honest ones under the threshold); with fewer than three raters in the
+    consensus nobody is flagged by this rule (two raters who disagree have the same SRCC
+    with each other: the disagreement cannot be pinned on either). Raters flagged by another rule are
     then judged against the median of the raters left. ``rank``: the candidates' ranks as
     items; ``pairwise``: verdicts coded as the preference for A (+1 A better, -1 B
     better, 0 tie or both bad). A rater with too few shared items, or constant answers or
@@ -381,7 +383,9 @@ def _low_agreement(m: np.ndarray, raters: Sequence[str], skip: set[str], dim: st
     made of the raters no other rule flagged (not ``skip``): the worst of them below
     :data:`MIN_RATER_SRCC` is flagged and leaves the consensus, and the rest are judged
     again, until nobody is below; then each ``skip`` rater is judged against the median
-    of the raters that are left."""
+    of the raters that are left. Two raters who disagree have the same SRCC with each
+    other: with fewer than three raters in the consensus nobody is flagged by it (the
+    disagreement cannot be pinned on either)."""
     active = [j for j, r in enumerate(raters) if r not in skip]
     out: list[tuple[str, Flag]] = []
 
@@ -392,7 +396,7 @@ def _low_agreement(m: np.ndarray, raters: Sequence[str], skip: set[str], dim: st
             f"{others} unflagged other rater(s) over {n} shared items",
             {"dimension": dim, "srcc": srcc, "n_shared": n, "n_others": others, "min_srcc": MIN_RATER_SRCC})))
 
-    while len(active) >= 2:
+    while len(active) >= 3:
         scores = {j: _loo_median_srcc(m, j, [k for k in active if k != j], MIN_SHARED_ITEMS) for j in active}
         below = [(s, j) for j, (s, _) in scores.items() if s < MIN_RATER_SRCC]  # NaN: not judged
         if not below:

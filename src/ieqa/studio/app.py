@@ -9,8 +9,8 @@ opened in a signed-in browser asks before switching, ``POST /invite/TOKEN/switch
   is reachable: items are looked up by the rater's own position);
 * ``POST /study/task/N``: the answer. Checked (CSRF token of the session, form id issued
   for this rater and item, values in range, a ranking that is a permutation of the
-  candidates, a known verdict; with ``--untouched refuse`` every slider moved and the
-  ranking changed), then written in one transaction; only then is the page answered
+  candidates, a known verdict; with ``--untouched refuse`` every slider moved and every
+  ranking arranged, as the page's script reports), then written in one transaction; only then is the page answered
   (303 to the next item, or to the training feedback). Posting one form twice is a
   no-op (the form id is UNIQUE in the store); a form for an item answered meanwhile (a
   second tab) gets "already answered — revise?";
@@ -312,6 +312,7 @@ def create_app(store: Store, *, secure_cookies: bool = False, public_url: str | 
                 "bbox": samples[0].get("bbox"), "dims": dims, "lo": lo, "hi": hi, "mid": (lo + hi) / 2,
                 "csrf": security.csrf_token(secret, token),
                 "form_id": form_id or security.new_form_id(secret, rater, item.key),
+                "skip_form_id": security.new_form_id(secret, rater, item.key),
                 "training": item.role == "training", "progress": prog, "values": values or {},
                 "error": error, "revise": revise, "orders": orders, "moved_dims": _moved(values, moved), "sizes": {s: _size(_path_of(item, s)) for s in
                                                            ["source"] + [f"c{i}" for i in range(len(samples))]},
@@ -389,6 +390,8 @@ def create_app(store: Store, *, secure_cookies: bool = False, public_url: str | 
     @app.post("/study/task/{position}")
     async def submit(request: Request, position: int) -> Response:
         rater, token, assignment, item, form, form_id, shown = await checked_form(request, position)
+        if await run_in_threadpool(store.closed) is not None:
+            return closed_page()
         revise = form.get("revise") == "1"
         if revise and not await run_in_threadpool(revisable, rater, assignment):
             raise _Denied(403, "This answer can no longer be revised (only your last answer can be, while "
@@ -404,6 +407,8 @@ def create_app(store: Store, *, secure_cookies: bool = False, public_url: str | 
     @app.post("/study/task/{position}/skip")
     async def skip(request: Request, position: int) -> Response:
         rater, token, assignment, item, form, form_id, shown = await checked_form(request, position)
+        if await run_in_threadpool(store.closed) is not None:
+            return closed_page()
         revise = form.get("revise") == "1"
         if revise and not await run_in_threadpool(revisable, rater, assignment):
             raise _Denied(403, "This answer can no longer be revised.")

@@ -72,7 +72,8 @@ def iso_utc(t: float | None) -> str | None:
     """Seconds since the epoch as UTC ISO 8601 with milliseconds (None stays None)."""
     if t is None:
         return None
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(round(t * 1000)) % 1000:03d}Z"
+    ms = int(round(t * 1000))
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ms // 1000)) + f".{ms % 1000:03d}Z"
 
 
 def _times(r: dict[str, Any]) -> dict[str, Any]:
@@ -243,7 +244,11 @@ def export_study(store: Store, path: str | os.PathLike[str], *, include_gold: bo
     config = _config(store)
     name = Path(path).name.lower()
     _kept("study", include_gold, part)  # an unknown part fails before anything is written
-    if name == LOG_NAME and part == "study":
+    if name == LOG_NAME:
+        if part != "study" or not include_gold:
+            raise StudioError(f"{LOG_NAME} is the full log of every answer (training and gold included); "
+                              "export it without --export-training / --no-gold-export, or name the file "
+                              "for the protocol's format")
         return "answers, skips and replaced answers (the full log)", write_answers_jsonl(store, path)
     what = "training " if part == "training" else ""
     if config.protocol in ("rate", "critique"):
@@ -263,6 +268,6 @@ def export_study(store: Store, path: str | os.PathLike[str], *, include_gold: bo
     return what + "preferences", write_preferences_jsonl(store, path, include_gold=include_gold, part=part)
 
 
-def skipped(store: Store, part: str = "study") -> int:
+def skipped(store: Store, part: str = "study", *, include_gold: bool = True) -> int:
     """How many current answers of ``part`` are "cannot judge" skips (never in the exports)."""
-    return sum(1 for s in store.submissions() if s["status"] == "skip" and _kept(s["role"], True, part))
+    return sum(1 for s in store.submissions() if s["status"] == "skip" and _kept(s["role"], include_gold, part))

@@ -69,6 +69,8 @@ def expected_flags(behaviour: str, config: StudyConfig) -> frozenset[str]:
     kinds = EXPECTED_FLAGS[behaviour].get(config.protocol, frozenset())
     if config.protocol in ("rate", "critique") and len(config.dimensions) < 2:
         kinds = kinds - {"straight_lining"}
+    if config.min_seconds <= 0:  # no floor: nobody is too fast
+        kinds = kinds - {"too_fast"}
     return kinds
 
 

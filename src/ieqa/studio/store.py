@@ -216,10 +216,20 @@ class Store:
 
     def migrate(self) -> bool:
         """Upgrade a study file of schema 1 to :data:`SCHEMA_VERSION` in place (new columns,
-        the ``revisions`` table, a ``study_id``); True when it changed anything."""
+        the ``revisions`` table, a ``study_id``); True when it changed anything. The
+        cookie names change with it (they carry the study id): raters signed in before
+        the upgrade open their invite links again. A newer schema is refused."""
+        with self.reading() as con:
+            row = con.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+        version = None if row is None else json.loads(row["value"])
+        if version is None or version == SCHEMA_VERSION:
+            return False
+        if version != "1":
+            raise StudioError(f"{self.path} is a study file of schema {version}, newer than this ieqa "
+                              f"reads ({SCHEMA_VERSION}); upgrade ieqa to open it")
         with self.transaction() as con:
             row = con.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
-            if row is None or json.loads(row["value"]) == SCHEMA_VERSION:
+            if json.loads(row["value"]) == SCHEMA_VERSION:  # another process upgraded it meanwhile
                 return False
             for table, column, decl in _ADDED:
                 have = {r["name"] for r in con.execute(f"PRAGMA table_info({table})")}
@@ -519,19 +529,31 @@ class Store:
 
     def reissue(self, rater: str, token: str) -> None:
         """Give ``rater`` a new invite token (the old link stops working); a revoked
-        rater is let back in. Their answers and list stay."""
+        rater is let back in, with their answers and the unanswered items of their list
+        that no other rater took over meanwhile (:meth:`add_raters` gives a revoked
+        rater's items to new raters: those leave the list, so no item gets more than
+        ``per_item`` ratings)."""
         with self.transaction() as con:
-            if con.execute("UPDATE raters SET token = ?, revoked = NULL WHERE id = ?", (token, rater)).rowcount == 0:
+            row = con.execute("SELECT revoked FROM raters WHERE id = ?", (rater,)).fetchone()
+            if row is None:
                 raise StudioError(f"no rater {rater!r} in this study")
+            if row["revoked"] is not None:
+                con.execute(
+                    "DELETE FROM assignments WHERE rater = :r AND done IS NULL AND item IN ("
+                    "SELECT a.item FROM assignments a JOIN raters o ON o.id = a.rater WHERE a.rater != :r "
+                    "AND o.created > :revoked)", {"r": rater, "revoked": row["revoked"]})
+            con.execute("UPDATE raters SET token = ?, revoked = NULL WHERE id = ?", (token, rater))
 
     def needed(self) -> dict[int, int]:
         """Study items that still need ratings: key -> ratings missing, i.e. ``per_item``
-        minus the answers recorded minus the items pending with active raters."""
+        minus the answers recorded ("cannot judge" skips are not ratings) minus the
+        assignments pending with active raters."""
         per_item = int(self.meta()["config"]["per_item"])
         with self.reading() as con:
             rows = con.execute(
-                "SELECT i.key, SUM(a.done IS NOT NULL) AS done, SUM(a.done IS NULL AND r.revoked IS NULL) AS pending "
+                "SELECT i.key, SUM(s.status = 'answer') AS done, SUM(a.done IS NULL AND r.revoked IS NULL) AS pending "
                 "FROM items i LEFT JOIN assignments a ON a.item = i.key LEFT JOIN raters r ON r.id = a.rater "
+                "LEFT JOIN submissions s ON s.rater = a.rater AND s.item = a.item "
                 "WHERE i.role = 'study' GROUP BY i.key ORDER BY i.key").fetchall()
         return {int(r["key"]): per_item - int(r["done"] or 0) - int(r["pending"] or 0)
                 for r in rows if per_item - int(r["done"] or 0) - int(r["pending"] or 0) > 0}

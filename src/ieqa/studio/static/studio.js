@@ -181,7 +181,8 @@
     s.addEventListener("input", show);
     s.addEventListener("change", show);
     // touch and pen: the value is where the finger is on the track (the track box is the
-    // thumb's range), on the first touch and while dragging sideways
+    // thumb's range): set by a tap, or by a drag that starts sideways. A vertical swipe
+    // that starts on the slider scrolls the page and sets nothing.
     const track = s.parentElement;
     const setFrom = function (x) {
       const r = track.getBoundingClientRect();
@@ -190,17 +191,38 @@
       s.value = String(lo + share * (hi - lo));
       show();
     };
-    let touching = null;
+    let touch = null;
     s.addEventListener("pointerdown", function (ev) {
       if (ev.pointerType === "mouse") return;
-      touching = ev.pointerId;
-      s.setPointerCapture(ev.pointerId);
-      setFrom(ev.clientX);
+      touch = { id: ev.pointerId, x0: ev.clientX, y0: ev.clientY, value: s.value, sideways: false,
+                moved: movedSet.has(s.dataset.dim), untouched: s.classList.contains("untouched"),
+                shown: out ? out.textContent : "" };
     });
-    s.addEventListener("pointermove", function (ev) { if (ev.pointerId === touching) setFrom(ev.clientX); });
-    const release = function (ev) { if (ev.pointerId === touching) touching = null; };
-    s.addEventListener("pointerup", release);
-    s.addEventListener("pointercancel", release);
+    s.addEventListener("pointermove", function (ev) {
+      if (!touch || ev.pointerId !== touch.id) return;
+      const dx = ev.clientX - touch.x0, dy = ev.clientY - touch.y0;
+      if (!touch.sideways && Math.abs(dx) > 8 && Math.abs(dx) > Math.abs(dy)) {
+        touch.sideways = true;
+        s.setPointerCapture(ev.pointerId);
+      }
+      if (touch.sideways) setFrom(ev.clientX);
+    });
+    s.addEventListener("pointerup", function (ev) {
+      if (!touch || ev.pointerId !== touch.id) return;
+      const moved = Math.hypot(ev.clientX - touch.x0, ev.clientY - touch.y0);
+      if (touch.sideways || moved < 10) setFrom(ev.clientX);  // a drag, or a tap
+      touch = null;
+    });
+    s.addEventListener("pointercancel", function (ev) {
+      if (!touch || ev.pointerId !== touch.id) return;
+      if (!touch.sideways) {  // a scroll: undo whatever the browser's own handling set
+        s.value = touch.value;
+        if (out) out.textContent = touch.shown;
+        if (!touch.moved) { movedSet.delete(s.dataset.dim); moved.value = Array.from(movedSet).join(","); }
+        if (touch.untouched) s.classList.add("untouched");
+      }
+      touch = null;
+    });
     s.addEventListener("keydown", function (ev) {
       if (ev.key !== "ArrowLeft" && ev.key !== "ArrowRight") return;
       ev.preventDefault();
