@@ -227,7 +227,7 @@ def _agreement(tables: dict[str, RatingTable], config: StudyConfig) -> list[Agre
         items, raters, m = table.to_matrix(dim)
         if config.protocol in ("rate", "critique"):
             complete = int((~np.isnan(m)).all(axis=1).sum())
-            if config.per_item >= config.raters:  # every rater rates every item
+            if config.per_item >= max(config.raters, m.shape[1]):  # every rater rates every item (added raters widen the panel)
                 used = (f"on the {complete} item(s) every rater has answered so far"
                         + (f" ({len(m) - complete} not yet)" if complete < len(m) else ""))
                 out.append(_stat(dim, "ICC(2,1)", lambda m=m: icc(m, "ICC(2,1)"), used))
