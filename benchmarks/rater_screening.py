@@ -87,7 +87,7 @@ def studio(panels: int, seed: int, good: int, noise: float) -> None:
         for kind in FLAG_KINDS:
             flagged = kind_tp[kind] + kind_fp[kind]
             if flagged or kind_meant[kind]:
-                print(f"  {kind:16} flags {flagged:5}  precision {_ratio(kind_tp[kind], flagged)}  "
+                print(f"  {kind:16} flags {flagged:5}  on a rater meant to raise it {_ratio(kind_tp[kind], flagged)}  "
                       f"recall {_ratio(kind_hit[kind], kind_meant[kind])}")
 
 

@@ -44,6 +44,19 @@ def photos(tmp_path_factory):
     return three, four
 
 
+def _until(page, expression: str, timeout_s: float = 15.0) -> None:
+    """Poll ``expression`` (JavaScript) until it is true. Not ``page.wait_for_function``:
+    its polling evaluates the predicate with ``eval``, which the studio's
+    Content-Security-Policy (no 'unsafe-eval') refuses once the first check is false."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while not page.evaluate(expression):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not true within {timeout_s} s: {expression}")
+        time.sleep(0.05)
+
+
 def _open(browser, base: str, token: str, size: dict):
     ctx = browser.new_context(**size)
     ctx.set_default_timeout(15_000)
@@ -53,7 +66,7 @@ def _open(browser, base: str, token: str, size: dict):
     page.goto(f"{base}/invite/{token}")
     page.goto(f"{base}/study/next")
     page.wait_for_selector("body[data-ready]", state="attached")
-    page.wait_for_function("Array.from(document.images).every(i => i.complete)")
+    _until(page, "Array.from(document.images).every(i => i.complete)")
     return ctx, page, errors
 
 
@@ -128,8 +141,8 @@ def test_rate_and_critique_pages(browser, tmp_path, photos, phone):
             # zoom: both images side by side, one zoom for both
             page.click("main figure.shot img >> nth=1")
             page.wait_for_selector("#zoom:not([hidden])")
-            page.wait_for_function("document.querySelectorAll('#zoom-panes img').length === 2 && "
-                                   "Array.from(document.querySelectorAll('#zoom-panes img')).every(i => i.style.transform)")
+            _until(page, "document.querySelectorAll('#zoom-panes img').length === 2 && "
+                         "Array.from(document.querySelectorAll('#zoom-panes img')).every(i => i.style.transform)")
             page.click("#zoom-in")
             transforms = page.evaluate("Array.from(document.querySelectorAll('#zoom-panes img')).map(i => i.style.transform)")
             assert len(set(transforms)) == 1 and "scale" in transforms[0], transforms
@@ -284,7 +297,7 @@ def test_every_other_page_fits(browser, tmp_path, photos, phone):
     size = PHONE if phone else DESKTOP
 
     def fits(page, name: str) -> None:
-        page.wait_for_function("Array.from(document.images).every(i => i.complete)")
+        _until(page, "Array.from(document.images).every(i => i.complete)")
         width = page.evaluate("[document.documentElement.scrollWidth, innerWidth]")
         assert width[0] <= width[1], (name, width)
         _shoot(page, name, phone)
