@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import threading
@@ -21,6 +22,9 @@ from ieqa.studio import Store, StudyConfig, create_app, create_study
 from ports import free_port
 
 REPO = Path(__file__).resolve().parents[2]
+#: Debian's chromium, which the browser tests drive through Playwright (None: not installed)
+CHROMIUM = next((p for p in ("/usr/bin/chromium", "/usr/bin/chromium-browser") if os.path.exists(p)),
+                shutil.which("chromium"))
 XSS = '<script>window.__xss = 1; alert("xss")</script><img src=x onerror="window.__xss=2">'
 
 

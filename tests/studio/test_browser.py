@@ -4,7 +4,7 @@ training feedback; a group is ranked by drag and drop; pairwise and critique pag
 answered with the keyboard; a script in an instruction stays text; the admin page's
 export feeds ``ieqa mos``.
 
-One browser for the module. Screenshots of every page type go to ``$IEQA_STUDIO_SHOTS``
+One browser for the module (the ``browser`` fixture of conftest.py). Screenshots of every page type go to ``$IEQA_STUDIO_SHOTS``
 (a folder) when it is set.
 """
 
@@ -13,7 +13,6 @@ from __future__ import annotations
 import csv
 import json
 import os
-import shutil
 from collections import defaultdict
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from ieqa.cli import app as cli
 from ieqa.human import read_rankings
 
 from .helpers import (
+    CHROMIUM,
     XSS,
     form_fields,
     make_study,
@@ -33,22 +33,10 @@ from .helpers import (
     shapes_manifest,
 )
 
-CHROMIUM = next((p for p in ("/usr/bin/chromium", "/usr/bin/chromium-browser") if os.path.exists(p)),
-                shutil.which("chromium"))
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed: run "
                                 "make setup (it runs apt-get install -y chromium), or install it yourself")
-playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed "
+pytest.importorskip("playwright.sync_api", reason="playwright is not installed "
                                      "(pip install -e '.[dev]')")
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with playwright_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
-        try:
-            yield b
-        finally:
-            b.close()
 
 
 @pytest.fixture

@@ -17,22 +17,15 @@ import pytest
 
 from ieqa.data.shapesedit import ShapesEditConfig, generate
 
-from .helpers import REPO, make_study, serve_in_thread
-from .test_browser import CHROMIUM, playwright_api  # noqa: F401 - the same skips as the browser tests
+from .helpers import CHROMIUM, REPO, make_study, serve_in_thread
+
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed: run "
+                                "make setup (it runs apt-get install -y chromium), or install it yourself")
+pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[dev]')")
 
 PHONE = {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True, "device_scale_factor": 1}
 DESKTOP = {"viewport": {"width": 1440, "height": 900}}
 SHOTS = Path(os.environ.get("IEQA_STUDIO_SHOTS") or REPO / "docs" / "howto" / "studio-screens")
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with playwright_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
-        try:
-            yield b
-        finally:
-            b.close()
 
 
 @pytest.fixture(scope="module")

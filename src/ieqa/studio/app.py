@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import functools
 import hmac
+import json
 import re
 import tempfile
 import time
@@ -98,13 +99,20 @@ def create_app(store: Store, *, secure_cookies: bool = False, public_url: str | 
     app = FastAPI(title="ieqa studio", docs_url=None, redoc_url=None, openapi_url=None)
     app.mount("/static", StaticFiles(packages=[("ieqa.studio", "static")]), name="static")
 
+    rendered: dict[str, tuple[Guidelines, Markup]] = {}  # the stored guidelines' text -> rendered once
+
     def guidelines() -> tuple[Guidelines | None, Markup | None]:
-        """The study's guidelines and their HTML (None without), as stored now."""
+        """The study's guidelines and their HTML (None without), as stored now (they can
+        be replaced while the study runs; each version is rendered once)."""
         stored = store.meta().get("guidelines")
         if not stored:
             return None, None
-        g = Guidelines.from_json(stored)
-        return g, Markup(render_guidelines(g))  # noqa: S704 - markdown-it output with raw HTML escaped
+        key = json.dumps(stored, sort_keys=True)
+        if key not in rendered:
+            g = Guidelines.from_json(stored)
+            rendered.clear()
+            rendered[key] = (g, Markup(render_guidelines(g)))  # noqa: S704 - markdown-it output, raw HTML escaped
+        return rendered[key]
 
     @app.middleware("http")
     async def _headers(request: Request, call_next):  # noqa: ANN001, ANN202
@@ -314,11 +322,11 @@ def create_app(store: Store, *, secure_cookies: bool = False, public_url: str | 
                 "form_id": form_id or security.new_form_id(secret, rater, item.key),
                 "skip_form_id": security.new_form_id(secret, rater, item.key),
                 "training": item.role == "training", "progress": prog, "values": values or {},
-                "error": error, "revise": revise, "orders": orders, "moved_dims": _moved(values, moved), "sizes": {s: _size(_path_of(item, s)) for s in
-                                                           ["source"] + [f"c{i}" for i in range(len(samples))]},
-                "skip_reasons": SKIP_REASONS, "guidelines_html": guide,
-                "previous": None if revise or prog["last"] is None or prog["last"] == position else
-                (prog["last"] if revisable(rater, store.assignment(rater, prog["last"])) else None),
+                "error": error, "revise": revise, "orders": orders, "moved_dims": _moved(values, moved),
+                "sizes": _sizes(item), "skip_reasons": SKIP_REASONS, "guidelines_html": guide,
+                # the last answer is revisable while the study is open (revisable())
+                "previous": None if revise or prog["last"] in (None, position) or store.closed() is not None
+                else prog["last"],
                 "pair_labels": [(v, answers.PAIR_TEXT[v], answers.PAIR_KEYS[v]) for v in PAIR_LABELS]}
 
     def closed_page() -> HTMLResponse:
@@ -358,7 +366,8 @@ def create_app(store: Store, *, secure_cookies: bool = False, public_url: str | 
 
     async def checked_form(request: Request, position: int) -> tuple[str, str, Assignment, Item, dict, str, float]:
         """The rater, token, assignment, item, form fields, form id and the time the form
-        was shown, once the CSRF token and the form id are checked."""
+        was shown, once the CSRF token and the form id are checked (then a revision is
+        checked by :func:`posted`)."""
         rater, token = await run_in_threadpool(rater_of, request)
         form = {k: str(v) for k, v in (await request.form()).items()}
         if not security.check_csrf(secret, token, form.get("csrf")):
@@ -387,8 +396,10 @@ def create_app(store: Store, *, secure_cookies: bool = False, public_url: str | 
             return RedirectResponse(f"/study/task/{assignment.position}/feedback", status_code=303)
         return RedirectResponse("/study/next", status_code=303)
 
-    @app.post("/study/task/{position}")
-    async def submit(request: Request, position: int) -> Response:
+    async def posted(request: Request, position: int, read) -> Response:  # noqa: ANN001 - form -> record kwargs
+        """A task form's POST: checked (:func:`checked_form`; the study open; a revision
+        allowed), read by ``read`` (the form -> :meth:`Store.submit` keyword arguments; a
+        :class:`StudioError` shows the form again with the message), then recorded."""
         rater, token, assignment, item, form, form_id, shown = await checked_form(request, position)
         if await run_in_threadpool(store.closed) is not None:
             return closed_page()
@@ -397,28 +408,22 @@ def create_app(store: Store, *, secure_cookies: bool = False, public_url: str | 
             raise _Denied(403, "This answer can no longer be revised (only your last answer can be, while "
                                "the study is open).")
         try:
-            answer = answers.parse_answer(config, form, item)
+            kw = read(form, item)
         except StudioError as exc:
             ctx = task_context(rater, token, position, item, values=answers.shown_again(config, form),
                                error=str(exc), form_id=form_id, revise=revise)
             return page(f"{config.protocol}.html", status=400, **ctx)
-        return await record(rater, assignment, item, form_id, revise, responses=answer, shown=shown)
+        return await record(rater, assignment, item, form_id, revise, shown=shown, **kw)
+
+    @app.post("/study/task/{position}")
+    async def submit(request: Request, position: int) -> Response:
+        return await posted(request, position, lambda form, item: {
+            "responses": answers.parse_answer(config, form, item)})
 
     @app.post("/study/task/{position}/skip")
     async def skip(request: Request, position: int) -> Response:
-        rater, token, assignment, item, form, form_id, shown = await checked_form(request, position)
-        if await run_in_threadpool(store.closed) is not None:
-            return closed_page()
-        revise = form.get("revise") == "1"
-        if revise and not await run_in_threadpool(revisable, rater, assignment):
-            raise _Denied(403, "This answer can no longer be revised.")
-        try:
-            reason = answers.skip_reason(form)
-        except StudioError as exc:
-            ctx = task_context(rater, token, position, item, values=answers.shown_again(config, form),
-                               error=str(exc), form_id=form_id, revise=revise)
-            return page(f"{config.protocol}.html", status=400, **ctx)
-        return await record(rater, assignment, item, form_id, revise, responses=[], skip=reason, shown=shown)
+        return await posted(request, position, lambda form, item: {
+            "responses": [], "skip": answers.skip_reason(form)})
 
     @app.get("/study/task/{position}/feedback", response_class=HTMLResponse)
     def feedback(request: Request, position: int) -> HTMLResponse:
@@ -431,7 +436,7 @@ def create_app(store: Store, *, secure_cookies: bool = False, public_url: str | 
         samples = item.data["samples"]
         return page("feedback.html", rows=rows, progress=progress(rater), item=item,
                     source=samples[0].get("source"), slots=answers.candidate_slots(config.protocol, rater, item),
-                    sizes={s: _size(_path_of(item, s)) for s in ["source"] + [f"c{i}" for i in range(len(samples))]})
+                    sizes=_sizes(item))
 
     # ------------------------------------------------------------------ images
 
@@ -552,6 +557,12 @@ def _moved(values: dict[str, Any] | None, moved: set[str] | None) -> set[str]:
     if values and values.get("moved"):
         out |= {m.strip() for m in str(values["moved"]).split(",") if m.strip()}
     return out
+
+
+def _sizes(item: Item) -> dict[str, tuple[int, int] | None]:
+    """``(width, height)`` of each image of ``item`` by slot (``source``, ``c0``...)."""
+    n = len(item.data["samples"])
+    return {slot: _size(_path_of(item, slot)) for slot in ["source"] + [f"c{i}" for i in range(n)]}
 
 
 def _path_of(item: Item, slot: str) -> str | None:
