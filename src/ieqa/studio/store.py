@@ -49,6 +49,20 @@ __all__ = ["SKIP_REASONS", "Assignment", "Item", "Response", "Store", "StudioErr
 
 SCHEMA_VERSION = "2"
 
+_REVISIONS = """
+CREATE TABLE IF NOT EXISTS revisions (
+    submission TEXT PRIMARY KEY,
+    rater TEXT NOT NULL,
+    item INTEGER NOT NULL,
+    created REAL NOT NULL,
+    shown REAL,
+    status TEXT NOT NULL,
+    reason TEXT,
+    responses TEXT NOT NULL,
+    replaced REAL NOT NULL,
+    replaced_by TEXT NOT NULL
+);
+"""
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS items (
@@ -93,19 +107,7 @@ CREATE TABLE IF NOT EXISTS responses (
     untouched INTEGER,
     UNIQUE (rater, item, dimension)
 );
-CREATE TABLE IF NOT EXISTS revisions (
-    submission TEXT PRIMARY KEY,
-    rater TEXT NOT NULL,
-    item INTEGER NOT NULL,
-    created REAL NOT NULL,
-    shown REAL,
-    status TEXT NOT NULL,
-    reason TEXT,
-    responses TEXT NOT NULL,
-    replaced REAL NOT NULL,
-    replaced_by TEXT NOT NULL
-);
-"""
+""" + _REVISIONS
 #: columns schema 2 added to the tables of schema 1: (table, column, declaration)
 _ADDED = (("raters", "revoked", "REAL"), ("submissions", "shown", "REAL"),
           ("submissions", "status", "TEXT NOT NULL DEFAULT 'answer'"), ("submissions", "reason", "TEXT"),
@@ -235,9 +237,7 @@ class Store:
                 have = {r["name"] for r in con.execute(f"PRAGMA table_info({table})")}
                 if column not in have:
                     con.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
-            for statement in _SCHEMA.split(";"):
-                if "revisions" in statement:
-                    con.execute(statement)
+            con.execute(_REVISIONS)
             secret = json.loads(con.execute("SELECT value FROM meta WHERE key = 'secret'").fetchone()["value"])
             con.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('study_id', ?)",
                         (json.dumps(study_id_of(secret)),))

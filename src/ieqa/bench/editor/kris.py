@@ -156,9 +156,6 @@ class KrisProtocol(EditorProtocol):
     def output_path(self, folder: str | os.PathLike[str], item: Any) -> Path:
         return output_path(folder, item)
 
-    def sample_meta(self, item: Any) -> dict[str, Any]:
-        return item.meta()
-
     def item_values(self, row: Mapping[str, Any], judge: Scorer, item: Any) -> dict[str, Any]:
         lo, hi = judge.score_range
         scale = (1.0, 5.0) if lo is None or hi is None else (float(lo), float(hi))

@@ -74,9 +74,6 @@ class MagicBrushProtocol(EditorProtocol):
     def output_path(self, folder: str | os.PathLike[str], item: Any) -> Path:
         return output_path(folder, item)
 
-    def sample_meta(self, item: Any) -> dict[str, Any]:
-        return item.meta()
-
     def item_values(self, row: Mapping[str, Any], judge: Scorer, item: Any) -> dict[str, Any]:
         raw = (row.get("raw") or {}).get("metrics")
         if isinstance(raw, Mapping):

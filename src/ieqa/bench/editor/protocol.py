@@ -83,8 +83,9 @@ class EditorProtocol(ABC):
 
     def sample_meta(self, item: Any) -> dict[str, Any]:
         """What the judge needs of an item beyond source, output, instruction and task
-        (the sample's ``meta``)."""
-        return {}
+        (the sample's ``meta``): the item's own ``meta()`` where its loader gives one."""
+        meta = getattr(item, "meta", None)
+        return meta() if callable(meta) else {}
 
     @abstractmethod
     def aggregate(self, entries: Sequence[Mapping[str, Any]], n_boot: int) -> dict[str, Any]:

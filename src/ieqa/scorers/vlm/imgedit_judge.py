@@ -47,9 +47,10 @@ from ieqa.prompts.answers import (
     released_criteria_mean,
     released_criteria_scores,
 )
-from ieqa.prompts.published import PublishedText, SourceFile, load_texts, prompts_record
+from ieqa.prompts.published import PublishedText, SourceFile
 from ieqa.scorers.base import ScorerError, ScoreResult
 from ieqa.scorers.vlm.base import DEFAULT_MAX_INSTRUCTION_CHARS, LoadedSample, VLMScorer
+from ieqa.scorers.vlm.published_prompts import PublishedPrompts
 
 __all__ = ["ImgEditJudge", "PROMPT_SOURCES", "DEFAULT_MODEL", "REVISION", "IMAGE_MIME"]
 
@@ -83,7 +84,7 @@ def _file_image(image: Any) -> EncodedImage:
     return EncodedImage(data=data, mime=IMAGE_MIME, image=image)
 
 
-class ImgEditJudge(VLMScorer):
+class ImgEditJudge(PublishedPrompts, VLMScorer):
     """ImgEdit-Bench's judge as released (see the module docstring).
 
     Args:
@@ -111,8 +112,7 @@ class ImgEditJudge(VLMScorer):
                  backend: Any = None, backend_options: Mapping[str, Any] | None = None) -> None:
         if max_new_tokens is not None and int(max_new_tokens) < 1:
             raise ScorerError(f"max_new_tokens must be >= 1 (or None), got {max_new_tokens}")
-        self.prompts_dir = str(prompts) if prompts is not None else None
-        self.texts = load_texts(self.prompt_sources, prompts_dir=prompts)
+        self.texts = self.load_prompts(prompts)
         self.temperature = None if temperature is None else float(temperature)
         self.max_new_tokens = None if max_new_tokens is None else int(max_new_tokens)
         options = dict(backend_options or {})
@@ -138,13 +138,7 @@ class ImgEditJudge(VLMScorer):
     def readout_config(self) -> dict[str, Any]:
         return {"temperature": self.temperature, "max_new_tokens": self.max_new_tokens,
                 "image_encoding": f"file bytes as {IMAGE_MIME}",
-                "prompts": prompts_record(self.prompt_sources, self.prompts_dir),
-                "provenance": {"prompts": self.prompts_dir}}
-
-    def config(self) -> dict[str, Any]:
-        out = super().config()
-        out.pop("template", None)  # the prompts are the published file, not a template
-        return out
+                **self.prompts_config()}
 
     def check_sample(self, sample: Any) -> None:
         super().check_sample(sample)

@@ -61,9 +61,10 @@ from ieqa.data.images import file_of
 from ieqa.data.loaders.kris_bench import CATEGORIES, KNOWLEDGE_CATEGORIES, temporal_frames
 from ieqa.prompts.answers import JudgeParseError, parse_kris_scores, released_kris_dual
 from ieqa.prompts.answers import released_kris_score as released_score
-from ieqa.prompts.published import PublishedText, SourceFile, load_texts, prompts_record
+from ieqa.prompts.published import PublishedText, SourceFile
 from ieqa.scorers.base import ScorerError, ScoreResult
 from ieqa.scorers.vlm.base import DEFAULT_MAX_INSTRUCTION_CHARS, LoadedSample, VLMScorer
+from ieqa.scorers.vlm.published_prompts import PublishedPrompts
 
 __all__ = ["KrisJudge", "PROMPT_SOURCES", "DEFAULT_MODEL", "REVISION", "JUDGES", "released_reader"]
 
@@ -125,7 +126,7 @@ def _open(path: str, reencode: bool) -> EncodedImage:
     return _file_jpeg(path, decoded, reencode=reencode)
 
 
-class KrisJudge(VLMScorer):
+class KrisJudge(PublishedPrompts, VLMScorer):
     """KRIS-Bench's judge as released (see the module docstring). A sample carries the
     item's fields in ``meta`` (:meth:`ieqa.data.loaders.kris_bench.KrisItem.meta`).
 
@@ -146,8 +147,7 @@ class KrisJudge(VLMScorer):
                  prompts: str | Path | None = None, batch_size: int = 8,
                  max_instruction_chars: int | None = DEFAULT_MAX_INSTRUCTION_CHARS,
                  backend: Any = None, backend_options: Mapping[str, Any] | None = None) -> None:
-        self.prompts_dir = str(prompts) if prompts is not None else None
-        self.texts = load_texts(self.prompt_sources, prompts_dir=prompts)
+        self.texts = self.load_prompts(prompts)
         options = dict(backend_options or {})
         if backend is None and (base_url is not None or model is None):
             base_url, model = base_url or DEFAULT_BASE_URL, model or DEFAULT_MODEL
@@ -170,13 +170,7 @@ class KrisJudge(VLMScorer):
     def readout_config(self) -> dict[str, Any]:
         return {"temperature": 0.0 if self.local else None, "max_new_tokens": MAX_TOKENS,
                 "image_encoding": "file bytes as image/jpeg (temporal: JPEG q85)",
-                "prompts": prompts_record(self.prompt_sources, self.prompts_dir),
-                "provenance": {"prompts": self.prompts_dir}}
-
-    def config(self) -> dict[str, Any]:
-        out = super().config()
-        out.pop("template", None)  # the prompts are the published file, not a template
-        return out
+                **self.prompts_config()}
 
     def check_sample(self, sample: Any) -> None:
         super().check_sample(sample)

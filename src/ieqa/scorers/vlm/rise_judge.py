@@ -55,9 +55,10 @@ from PIL import Image
 from ieqa.backends import OPENAI_BASE_URL, EncodedImage, Prompt
 from ieqa.data.images import file_of
 from ieqa.prompts.answers import JudgeParseError, parse_final_score, released_final_scores
-from ieqa.prompts.published import PublishedText, SourceFile, load_texts, prompts_record
+from ieqa.prompts.published import PublishedText, SourceFile
 from ieqa.scorers.base import ScorerError, ScoreResult
 from ieqa.scorers.vlm.base import DEFAULT_MAX_INSTRUCTION_CHARS, LoadedSample, VLMScorer
+from ieqa.scorers.vlm.published_prompts import PublishedPrompts
 
 __all__ = ["RiseJudge", "PROMPT_SOURCES", "DEFAULT_MODEL", "REVISION", "JUDGES"]
 
@@ -101,7 +102,7 @@ def _released_image(path: str | None, decoded: Image.Image) -> EncodedImage:
     return EncodedImage(data=buf.getvalue(), mime="image/jpeg", image=decoded, detail="high")
 
 
-class RiseJudge(VLMScorer):
+class RiseJudge(PublishedPrompts, VLMScorer):
     """RISEBench's judge as released (see the module docstring). A sample carries the
     item's fields in ``meta`` (:meth:`ieqa.data.loaders.risebench.RiseItem.meta`).
 
@@ -121,8 +122,7 @@ class RiseJudge(VLMScorer):
                  prompts: str | Path | None = None, batch_size: int = 8,
                  max_instruction_chars: int | None = DEFAULT_MAX_INSTRUCTION_CHARS,
                  backend: Any = None, backend_options: Mapping[str, Any] | None = None) -> None:
-        self.prompts_dir = str(prompts) if prompts is not None else None
-        self.texts = load_texts(self.prompt_sources, prompts_dir=prompts)
+        self.texts = self.load_prompts(prompts)
         options = dict(backend_options or {})
         if backend is None:
             base_url, model = base_url or DEFAULT_BASE_URL, model or DEFAULT_MODEL
@@ -147,13 +147,7 @@ class RiseJudge(VLMScorer):
 
     def readout_config(self) -> dict[str, Any]:
         return {"temperature": 0, "max_new_tokens": MAX_TOKENS, "image_size": IMAGE_SIZE,
-                "prompts": prompts_record(self.prompt_sources, self.prompts_dir),
-                "provenance": {"prompts": self.prompts_dir}}
-
-    def config(self) -> dict[str, Any]:
-        out = super().config()
-        out.pop("template", None)
-        return out
+                **self.prompts_config()}
 
     # ------------------------------------------------------------------------ requests
     def _text(self, name: str, item: Mapping[str, Any], instruction: str) -> str:

@@ -38,14 +38,13 @@ import math
 import random
 from abc import abstractmethod
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from ieqa.backends import Prompt
 from ieqa.prompts.answers import JudgeParseError, parse_vie_answer
-from ieqa.prompts.published import PublishedText, load_texts, prompts_record
 from ieqa.scorers.base import ScorerError, ScoreResult
 from ieqa.scorers.vlm.base import DEFAULT_MAX_INSTRUCTION_CHARS, LoadedSample, VLMScorer
+from ieqa.scorers.vlm.published_prompts import PublishedPrompts
 
 __all__ = ["VieJudge", "REDUCTIONS", "VIE_DIMENSIONS", "vie_overall"]
 
@@ -81,7 +80,7 @@ def vie_overall(passes: Sequence[dict[str, float]], reduction: str) -> float:
     raise ScorerError(f"unknown reduction {reduction!r}; choose one of {', '.join(REDUCTIONS)}")
 
 
-class VieJudge(VLMScorer):
+class VieJudge(PublishedPrompts, VLMScorer):
     """Base of the published VIEScore-style judges (see the module docstring).
 
     A subclass calls :meth:`configure` (before loading anything, so that a bad option fails
@@ -92,18 +91,9 @@ class VieJudge(VLMScorer):
     #: what ``on_malformed`` may be for this judge (``"midpoint"`` only where its
     #: released code substitutes the midpoint)
     malformed_rules: tuple[str, ...] = ("error",)
-    #: the authors' texts the judge's prompts are built from (recorded in its config)
-    prompt_sources: tuple[PublishedText, ...] = ()
-    prompts_dir: str | None = None
     #: how many times both prompts of an edit are asked again when an answer did not parse
     #: (0: never; GEdit-Bench's released code asks once more)
     reask_unparsable: int = 0
-
-    def load_prompts(self, prompts: str | Path | None) -> dict[str, str]:
-        """The authors' texts (:mod:`ieqa.prompts.published`), from ``prompts`` (a local
-        copy, ``--prompts``) or the pinned files; kept for the config."""
-        self.prompts_dir = str(prompts) if prompts is not None else None
-        return load_texts(self.prompt_sources, prompts_dir=prompts)
 
     def init_server_judge(self, *, model: str | None, base_url: str | None, backend: Any,
                           backend_options: Mapping[str, Any] | None, default_model: str,
@@ -176,13 +166,7 @@ class VieJudge(VLMScorer):
                 "reduction": self.reduction, "temperature": self.temperature,
                 "top_p": self.top_p, "top_k": self.top_k, "seed": self.seed,
                 "max_new_tokens": self.max_new_tokens, "on_malformed": self.on_malformed,
-                **({"prompts": prompts_record(self.prompt_sources, self.prompts_dir),
-                    "provenance": {"prompts": self.prompts_dir}} if self.prompt_sources else {})}
-
-    def config(self) -> dict[str, Any]:
-        out = super().config()
-        out.pop("template", None)  # the prompts are the published files, not a template
-        return out
+                **(self.prompts_config() if self.prompt_sources else {})}
 
     @abstractmethod
     def prompts(self, item: LoadedSample) -> tuple[Prompt, Prompt]:
