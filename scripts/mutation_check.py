@@ -11,6 +11,7 @@ never modified.
     HF_HUB_OFFLINE=1 .venv/bin/python scripts/mutation_check.py            # all
     .venv/bin/python scripts/mutation_check.py --only bt500-boundary --only iqr-nearest
     .venv/bin/python scripts/mutation_check.py --list
+    .venv/bin/python scripts/mutation_check.py --area bench_editor   # one file of scripts/mutants/
     .venv/bin/python scripts/mutation_check.py --markdown table.md          # the docs table
 
 It is not part of CI: the fast mutations take a few minutes; the ones marked slow break a
@@ -29,127 +30,14 @@ import sys
 import tempfile
 import time
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
-@dataclass(frozen=True)
-class Mutation:
-    """One broken variant: ``old`` (exactly once in ``file``) replaced by ``new``."""
-
-    name: str
-    what: str
-    file: str
-    old: str
-    new: str
-    tests: tuple[str, ...]
-    slow: bool = False
-
-
-MUTATIONS: tuple[Mutation, ...] = (
-    # ---- MOS and rater screening (ieqa.human)
-    Mutation("bt500-boundary", "BT.500 rater rejection at >= 5 % outliers instead of > 5 %",
-             "src/ieqa/human/mos.py", "rejected = frac > max_outlier_fraction",
-             "rejected = frac >= max_outlier_fraction", ("tests/human/test_mos.py",)),
-    Mutation("kept-rater-outliers", "outlier ratings of raters who are kept are kept too",
-             "src/ieqa/human/mos.py", "kept = present & ~outlier & ~rejected[None, :]",
-             "kept = present & ~rejected[None, :]", ("tests/human/test_mos.py",)),
-    Mutation("iqr-nearest", "IQR quartiles with numpy's 'nearest' rule instead of linear",
-             "src/ieqa/human/mos.py",
-             "np.nanpercentile(x, [25.0, 75.0], axis=axis, keepdims=True)",
-             'np.nanpercentile(x, [25.0, 75.0], axis=axis, keepdims=True, method="nearest")',
-             ("tests/human/test_mos.py",)),
-    Mutation("krippendorff-observed", "Krippendorff's alpha: observed disagreement without "
-             "the m_u - 1 pairing", "src/ieqa/human/reliability.py",
-             "observed = (2.0 * mu * ss_u / (mu - 1)).sum()",
-             "observed = (2.0 * mu * ss_u / mu).sum()", ("tests/human/test_reliability.py",)),
-    # ---- metrics
-    Mutation("srcc-ordinal-ranks", "SRCC with ties broken by order instead of mean ranks",
-             "src/ieqa/metrics/correlation.py",
-             "return _pearson(stats.rankdata(p), stats.rankdata(t))",
-             'return _pearson(stats.rankdata(p, method="ordinal"), '
-             'stats.rankdata(t, method="ordinal"))', ("tests/metrics/test_correlation.py",)),
-    Mutation("bootstrap-level", "bootstrap alpha = 1 - ci: a 90 % interval labelled 95 %",
-             "src/ieqa/metrics/bootstrap.py", "alpha = (1.0 - ci) / 2.0", "alpha = 1.0 - ci",
-             ("tests/metrics/test_bootstrap.py", "tests/bench/test_leaderboard.py")),
-    Mutation("bootstrap-basic", "the basic bootstrap interval instead of the percentile one",
-             "src/ieqa/metrics/bootstrap.py", "return point, float(low), float(high)",
-             "return point, float(2 * point - high), float(2 * point - low)",
-             ("tests/metrics/test_bootstrap.py", "tests/bench/test_leaderboard.py")),
-    Mutation("leaderboard-misaligned", "leaderboard predictions joined in a shuffled order",
-             "src/ieqa/bench/leaderboard.py", "rows = [predictions[i] for i in table.ids]",
-             "rows = [predictions[i] for i in np.random.default_rng(3).permutation(table.ids)]",
-             ("tests/bench/test_leaderboard.py",)),
-    # ---- losses
-    Mutation("bt-loss-sign", "Bradley-Terry loss pushing the loser up",
-             "src/ieqa/train/losses/ranking.py", "F.softplus(s_lose - s_win)",
-             "F.softplus(s_win - s_lose)", ("tests/train/test_losses.py",)),
-    Mutation("tdrl-no-score-term", "TDRL without its digit-distance term",
-             "src/ieqa/train/losses/tokens.py", "total = ce + score_weight * score",
-             "total = ce + 0.0 * score", ("tests/train/test_losses.py",)),
-    # ---- readouts
-    Mutation("levels-weights", "level readout weights 4..0 instead of 5..1",
-             "src/ieqa/scorers/vlm/levels.py", "_WEIGHTS = (5.0, 4.0, 3.0, 2.0, 1.0)",
-             "_WEIGHTS = (4.0, 3.0, 2.0, 1.0, 0.0)",
-             ("tests/scorers/test_vlm_readouts.py::test_level_expectation_by_hand",
-              "tests/scorers/test_vlm_readouts.py::test_levels_expectation_equals_hand_computation")),
-    Mutation("digits-place-values", "digit readout place values 1, 0.01, 0.1",
-             "src/ieqa/scorers/vlm/digits.py", "_WEIGHTS = (1.0, 0.1, 0.01)",
-             "_WEIGHTS = (1.0, 0.01, 0.1)",
-             ("tests/scorers/test_vlm_readouts.py::test_digit_formulas_by_hand",
-              "tests/scorers/test_vlm_readouts.py::"
-              "test_digit_expectation_and_definition_value_by_hand")),
-    # ---- reward rules
-    Mutation("critique-weights", "critique reward with accuracy weighted like the others",
-             "src/ieqa/scorers/critique.py",
-             "DEFAULT_WEIGHTS: dict[str, float] = {LOGICALITY: 0.25, ACCURACY: 0.5, USEFULNESS: 0.25}",
-             "DEFAULT_WEIGHTS: dict[str, float] = {LOGICALITY: 1 / 3, ACCURACY: 1 / 3, "
-             "USEFULNESS: 1 / 3}",
-             ("tests/scorers/test_critique.py::test_weighted_reward_defaults_and_normalisation",
-              "tests/serve/test_critique.py")),
-    # ---- curation and the classic scorer
-    Mutation("curate-sigma-desc", "curate top-k ties broken by the highest sigma first",
-             "src/ieqa/curate/select.py", "order = np.lexsort((s, -r))",
-             "order = np.lexsort((-s, -r))", ("tests/curate/test_curate.py",)),
-    Mutation("classic-preservation-half", "classic content preservation half point 0.2",
-             "src/ieqa/scorers/classic/composite.py", "PRESERVATION_HALF = 0.1",
-             "PRESERVATION_HALF = 0.2",
-             ("tests/scorers/test_classic.py::test_preservation_mapping_at_hand_worked_points",
-              "tests/scorers/test_classic.py::test_unrequested_second_change_lowers_preservation")),
-    Mutation("classic-preservation-random", "classic content preservation replaced by a hash "
-             "of the id", "src/ieqa/scorers/classic/composite.py",
-             '"content_preservation": preservation_score(unintended)},',
-             '"content_preservation": 1.0 + 4.0 * __import__("zlib").crc32(sample.id.encode())'
-             ' / 2**32},', ("tests/curate/test_shapesedit.py",)),
-    # ---- training stages that claim to learn (slow: run with --slow)
-    Mutation("box-target-whole-image", "EPAIQA grounding trained on the whole-image box",
-             "src/ieqa/prompts/answers/region.py",
-             'return f" ({bbox.x:.2f}, {bbox.y:.2f}, {bbox.w:.2f}, {bbox.h:.2f})"',
-             'return " (0.50, 0.50, 1.00, 1.00)"',
-             ("tests/train/test_recipes_learn.py::"
-              "test_epaiqa_grounding_then_levels_on_the_crop_learn",), slow=True),
-    Mutation("bt-loss-zero", "EditHF's pairwise stage learns nothing (Bradley-Terry loss x 0)",
-             "src/ieqa/train/losses/ranking.py", "F.softplus(s_lose - s_win)",
-             "0.0 * F.softplus(s_lose - s_win)",
-             ("tests/train/test_recipes_learn.py::test_edithf_levels_then_mse_then_bt_learns",),
-             slow=True),
-    Mutation("tdrl-untrained", "the FDMPO demo's evaluator learns nothing (TDRL loss x 0)",
-             "src/ieqa/train/losses/tokens.py", "total = ce + score_weight * score",
-             "total = 0.0 * (ce + score_weight * score)",
-             ("tests/train/test_fdmpo_demo.py",), slow=True),
-    Mutation("grpo-no-huber", "GRPO's auxiliary Huber loss never added",
-             "src/ieqa/train/grpo.py", "loss = loss + self._aux_weight * aux.to(loss.device)",
-             "loss = loss + 0.0 * aux.to(loss.device)",
-             ("tests/train/test_grpo.py::"
-              "test_grpo_raises_the_judges_reward_and_the_huber_term_keeps_the_head",),
-             slow=True),
-    # ---- explanations
-    Mutation("cosine-unclipped", "embedding cosine not clipped to [-1, 1]",
-             "src/ieqa/explain/metrics.py", "cos.clamp(-1.0, 1.0)", "cos",
-             ("tests/explain/test_explain_metrics.py",)),
-)
+from mutants import ALL as MUTATIONS  # noqa: E402
+from mutants import Mutation  # noqa: E402
 
 
 def _copy_checkout(dest: Path) -> None:
@@ -202,6 +90,9 @@ def run_one(m: Mutation, copy: Path, python: str, slow: bool) -> tuple[str, list
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", action="append", default=[], help="run this mutation (repeatable)")
+    ap.add_argument("--area", action="append", default=[],
+                    help="run the mutations of this module of scripts/mutants/ (repeatable), "
+                         "e.g. bench_editor")
     ap.add_argument("--list", action="store_true", help="list the mutations and exit")
     ap.add_argument("--slow", action="store_true", help="also run slow-marked tests")
     ap.add_argument("--markdown", default=None, help="also write the table to this file")
@@ -212,7 +103,14 @@ def main() -> int:
     if unknown:
         print(f"unknown mutation {unknown}; --list shows the names", file=sys.stderr)
         return 2
-    chosen = [m for m in MUTATIONS if not args.only or m.name in args.only]
+    from mutants import AREAS, area_of
+
+    bad = [a for a in args.area if a not in AREAS]
+    if bad:
+        print(f"unknown area {bad}; the areas are {', '.join(AREAS)}", file=sys.stderr)
+        return 2
+    chosen = [m for m in MUTATIONS if (not args.only or m.name in args.only)
+              and (not args.area or area_of(m) in args.area)]
     if args.list:
         for m in chosen:
             print(f"{m.name:28} {m.what}  [{m.file}]")
