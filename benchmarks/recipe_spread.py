@@ -1,21 +1,28 @@
-"""The spread of a tiny recipe run's held-out metrics over training seeds and thread counts.
+"""The spread of a tiny recipe run's held-out metrics over CPU kernels, thread counts and seeds.
 
 A learning test (``tests/train/test_recipes_learn.py``) runs one seed on one thread count;
 its bar must hold for the seeds and thread counts it was not run with, and be beyond what
-a trivial predictor scores. This runs the same scaled-down recipe (:func:`ieqa.train.tiny.
-tiny_recipe`, the tests' settings) for every ``--seeds`` x ``--threads`` combination, each
-in its own process, ``--workers`` at a time, and prints each stage's headline metric (and
-the baselines the stage reports, such as ``iou/full_image``) before and after, per run and
-as min / mean / max.
+a trivial predictor scores, on every machine. This runs the same scaled-down recipe
+(:func:`ieqa.train.tiny.tiny_recipe`, the tests' settings) for every ``--profiles`` x
+``--threads`` x ``--seeds`` combination, each in its own process, ``--workers`` at a time,
+and prints each stage's headline metric (and the baselines the stage reports, such as
+``iou/full_image``) before and after, per run and as min / mean / max.
+
+A profile (:mod:`ieqa.testing.machines`) runs torch, MKL and oneDNN on one instruction set
+(``avx512``, ``avx2``, ``default``), as another machine would: float sums, and so every
+trained number, differ between them. With ``--perception-steps`` the backbone is trained
+once per profile, on one thread (as the tests' ``seeing_vlm``), so each run starts from
+the backbone its machine would have.
 
     HF_HUB_OFFLINE=1 PYTHONPATH=src python benchmarks/recipe_spread.py epaiqa \\
-        --steps 150,150,150 --seeds 0,1,2,3 --threads 1,2 --workers 4
+        --steps 150,150,150 --profiles avx512,avx2,default --seeds 0,1 --threads 1,2 --workers 2
 
 ``--perception-steps`` (default 600, as the tests' ``seeing_vlm``; 0: the random tiny
 model) trains the shared backbone once first. ``--seed-field`` chooses what a seed
 changes: ``optim`` (the training seed, default) or ``data`` (the generated ShapesEdit set).
-``--backbone DIR`` starts from a model made earlier instead. ``--json FILE`` writes every
-run's metrics.
+``--backbone DIR`` starts from a model made earlier instead (every profile). ``--profiles``
+defaults to this CPU's widest (``native``: no caps). ``--json FILE`` writes every run's
+metrics.
 """
 
 from __future__ import annotations
@@ -62,6 +69,9 @@ def main() -> None:
     ap.add_argument("--steps", default="150", help="steps per stage, comma-separated")
     ap.add_argument("--seeds", default="0,1,2", help="comma-separated seeds")
     ap.add_argument("--threads", default="2", help="comma-separated torch thread counts")
+    ap.add_argument("--profiles", default="native",
+                    help="comma-separated CPU kernel profiles (avx512, avx2, default; "
+                         "native: none set); see ieqa.testing.machines")
     ap.add_argument("--workers", type=int, default=1, help="runs at a time")
     ap.add_argument("--seed-field", choices=("optim", "data"), default="optim")
     ap.add_argument("--dimensions", default=None, help="comma-separated dimensions to train")
@@ -72,8 +82,21 @@ def main() -> None:
                     help="recipe override KEY=VALUE after the tiny settings (repeatable), "
                          "e.g. data.train.shapesedit.size=224")
     ap.add_argument("--json", default=None, help="write every run's metrics here")
+    ap.add_argument("--work", default=None,
+                    help="work folder (default: a new temporary one); the backbones trained "
+                         "there are reused by later calls with the same --work")
     ap.add_argument("--one", default=None, help=argparse.SUPPRESS)  # internal: one run
+    ap.add_argument("--perception-one", default=None, help=argparse.SUPPRESS)  # internal
     args = ap.parse_args()
+    if args.perception_one:
+        from ieqa.testing import build_tiny_vlm
+        from ieqa.train.tiny import perception_backbone
+
+        out = Path(args.perception_one)
+        model = str(build_tiny_vlm(out / "qwen2-vl", "qwen2-vl"))
+        model, srcc = perception_backbone(model, out / "perception", steps=args.perception_steps)
+        print("RESULT " + json.dumps({"model": model, "srcc": srcc}))
+        return
     steps = [int(s) for s in args.steps.split(",")]
     dims = args.dimensions.split(",") if args.dimensions else None
     if args.one:
@@ -83,24 +106,62 @@ def main() -> None:
         print("RESULT " + json.dumps(res))
         return
 
-    from ieqa.testing import build_tiny_vlm
-    from ieqa.train.tiny import perception_backbone
+    from ieqa.testing.machines import profile_env, supported_profiles
 
-    tmp = Path(tempfile.mkdtemp(prefix="recipe-spread-"))
+    profiles = args.profiles.split(",")
+    unknown = [p for p in profiles if p != "native" and p not in supported_profiles()]
+    if unknown:
+        sys.exit(f"profiles {unknown} are not supported by this CPU; it runs "
+                 f"{', '.join(supported_profiles())} (and native)")
+
+    def env_of(profile: str, threads: int) -> dict[str, str]:
+        if profile == "native":
+            n = str(threads)
+            return {**os.environ, "IEQA_NUM_THREADS": n, "OMP_NUM_THREADS": n, "MKL_NUM_THREADS": n}
+        return profile_env(profile, threads, os.environ)
+
+    tmp = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="recipe-spread-"))
+    tmp.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    model = args.backbone or str(build_tiny_vlm(tmp / "qwen2-vl", "qwen2-vl"))
-    if args.perception_steps and not args.backbone:
-        model, srcc = perception_backbone(model, tmp / "perception",
-                                          steps=args.perception_steps)
-        print(f"perception: {args.perception_steps} steps, held-out SRCC {srcc:.3f} "
-              f"({time.perf_counter() - t0:.0f} s)", flush=True)
-    jobs = [(s, t) for t in map(int, args.threads.split(",")) for s in map(int, args.seeds.split(","))]
 
-    def launch(job: tuple[int, int]) -> tuple[tuple[int, int], dict[str, Any]]:
-        seed, threads = job
-        env = {**os.environ, "IEQA_NUM_THREADS": str(threads), "OMP_NUM_THREADS": str(threads),
-               "MKL_NUM_THREADS": str(threads)}
-        spec = {"model": model, "out": str(tmp / f"s{seed}-t{threads}"), "seed": seed}
+    def backbone(profile: str) -> tuple[str, str]:
+        """``profile``'s backbone: the random tiny VLM, or it after perception training
+        (one thread, in a child process under the profile)."""
+        out = tmp / f"backbone-{profile}-p{args.perception_steps}"
+        if not args.perception_steps:
+            from ieqa.testing import build_tiny_vlm
+
+            return profile, str(build_tiny_vlm(out / "qwen2-vl", "qwen2-vl"))
+        done = out / "backbone.json"
+        if done.exists():  # made by an earlier call with this --work
+            return profile, json.loads(done.read_text())["model"]
+        cmd = [sys.executable, __file__, args.recipe, "--perception-steps",
+               str(args.perception_steps), "--perception-one", str(out)]
+        proc = subprocess.run(cmd, env=env_of(profile, 1), capture_output=True, text=True,
+                              check=False)
+        lines = [x for x in proc.stdout.splitlines() if x.startswith("RESULT ")]
+        if proc.returncode or not lines:
+            sys.exit(f"perception training under {profile} failed:\n{proc.stderr[-2000:]}")
+        res = json.loads(lines[-1][len("RESULT "):])
+        done.write_text(json.dumps(res))
+        print(f"perception ({profile}): {args.perception_steps} steps, held-out SRCC "
+              f"{res['srcc']:.3f} ({time.perf_counter() - t0:.0f} s)", flush=True)
+        return profile, res["model"]
+
+    if args.backbone:
+        models = {p: args.backbone for p in profiles}
+    else:
+        with ThreadPoolExecutor(args.workers) as pool:
+            models = dict(pool.map(backbone, profiles))
+    jobs = [(p, s, t) for p in profiles for t in map(int, args.threads.split(","))
+            for s in map(int, args.seeds.split(","))]
+
+    def launch(job: tuple[str, int, int]) -> tuple[tuple[str, int, int], dict[str, Any]]:
+        profile, seed, threads = job
+        env = env_of(profile, threads)
+        spec = {"model": models[profile],
+                "out": str(tmp / f"{args.recipe}-{profile}-s{seed}-t{threads}-{time.time_ns()}"),
+                "seed": seed}
         cmd = [sys.executable, __file__, args.recipe, "--steps", args.steps,
                "--seed-field", args.seed_field, "--one", json.dumps(spec)]
         if args.dimensions:
@@ -116,9 +177,9 @@ def main() -> None:
     with ThreadPoolExecutor(args.workers) as pool:
         results = dict(pool.map(launch, jobs))
     table: dict[str, list[float]] = {}
-    for (seed, threads), res in sorted(results.items()):
+    for (profile, seed, threads), res in sorted(results.items()):
         if "error" in res:
-            print(f"seed {seed} threads {threads}: FAILED\n{res['error']}")
+            print(f"{profile} seed {seed} threads {threads}: FAILED\n{res['error']}")
             continue
         cells = []
         for stage, ms in res["metrics"].items():
@@ -130,7 +191,8 @@ def main() -> None:
                 if b is not None:
                     table.setdefault(f"{stage} {key} before", []).append(b)
                 cells.append(f"{stage}.{key} {'' if b is None else f'{b:.3f} -> '}{a:.3f}")
-        print(f"seed {seed} threads {threads} ({res['seconds']} s): " + "; ".join(cells))
+        print(f"{profile} seed {seed} threads {threads} ({res['seconds']} s): "
+              + "; ".join(cells))
     print("\nover runs: min / mean / max")
     for key, vals in sorted(table.items()):
         clean = [v for v in vals if v == v]
@@ -140,7 +202,8 @@ def main() -> None:
     print(f"total {time.perf_counter() - t0:.0f} s")
     if args.json:
         Path(args.json).write_text(json.dumps(
-            {f"seed={s},threads={t}": r for (s, t), r in results.items()}, indent=1))
+            {f"profile={p},seed={s},threads={t}": r for (p, s, t), r in results.items()},
+            indent=1))
 
 
 if __name__ == "__main__":

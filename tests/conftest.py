@@ -45,6 +45,31 @@ def local_ray():
             ray.shutdown()
 
 
+#: seeds every test's global random generators (see _seed_global_rngs); change it to check
+#: that no test passes only for one draw of the generators it did not seed itself
+TEST_SEED = int(os.environ.get("IEQA_TEST_SEED", "0"))
+
+
+@pytest.fixture(autouse=True)
+def _seed_global_rngs(request: pytest.FixtureRequest) -> None:
+    """Seed Python's, NumPy's and torch's global generators from the test's own id before
+    it runs, so what a test draws without a generator of its own does not depend on the
+    tests that ran before it in its process (random order, another xdist worker, ``-k``).
+    numpy's global generator is otherwise seeded from the OS at import: a test relying on
+    it would draw differently on every run."""
+    import random
+    import zlib
+
+    import numpy as np
+
+    seed = (zlib.crc32(request.node.nodeid.encode()) + TEST_SEED) % 2**32
+    random.seed(seed)
+    np.random.seed(seed)
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.manual_seed(seed)
+
+
 @pytest.fixture(autouse=True)
 def _restore_torch_threads():
     """Undo a test's change of torch's thread count (see IEQA_NUM_THREADS above)."""

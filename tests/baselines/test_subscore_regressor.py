@@ -33,6 +33,7 @@ def shapes(tmp_path_factory):
     return generate(root / "se", ShapesEditConfig(n=160, k=4, seed=0, size=64, photo_fraction=0.0))
 
 
+@pytest.mark.claim
 def test_forest_learns_a_function_of_two_subscores():
     rng = np.random.default_rng(0)
     x = rng.uniform(1, 5, (400, 2))

@@ -75,6 +75,7 @@ def test_full_recipe_validates():
 
 
 @pytest.mark.slow
+@pytest.mark.claim
 def test_stage3_trains_exports_and_explains(tmp_path):
     # ~5 min on 2 shared CPU cores: 150 steps on ~330-token answers, and generation of
     # up to 400 tokens for 8 held-out edits before and after, and 8 more through the CLI

@@ -150,6 +150,7 @@ def test_missing_source_is_a_recorded_error(classic) -> None:
     assert not r.ok and "no source image" in r.error and r.scores == {}
 
 
+@pytest.mark.claim
 def test_agrees_with_shapesedit_ground_truth(classic) -> None:
     """The acceptance numbers, on a seed never used while designing the scorer (design used
     seeds 7 and 42; docs/reference/classic.md lists the seeds and sizes measured): SRCC against the

@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from fdmpo_demo import POOR, PROPOSALS, REFERENCE, print_report, run_demo  # noqa: E402
 
 #: a tiny FDMPO run from a trained backbone: over a minute
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.claim]
 
 
 @pytest.fixture(scope="module")

@@ -173,6 +173,7 @@ def test_reward_at_a_url_judges_completions_as_critiques_with_the_recipe_weights
 
 
 @pytest.mark.slow
+@pytest.mark.claim
 def test_grpo_raises_the_judges_reward_and_the_huber_term_keeps_the_head(tiny_train_vlm,
                                                                           tmp_path,
                                                                           record_property):

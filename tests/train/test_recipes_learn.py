@@ -21,7 +21,7 @@ from ieqa.train import train
 from ieqa.train.data import load_training_data
 from ieqa.train.tiny import tiny_recipe
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.claim]
 
 
 def _run(name, model, tmp_path, steps, **kwargs):
