@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from ieqa.bench.editor import imgedit_overall, item_mean, macro_mean, stratified_bootstrap
@@ -93,3 +94,53 @@ def test_merged_tables_refuse_other_benchmarks_other_judges_and_an_editor_twice(
                              "editors": {"b": {}}}])
     with pytest.raises(BenchError, match="editor 'a' is in x and in y"):
         merge_results([run, run], sources=["x", "y"])
+
+
+# --------------------------------------------------------------------------- by hand, harder
+#: three types of unequal sizes whose items are skewed, so a type's mean is not its median
+#: and the mean of the type means is not the mean over items
+SKEWED = {"a": [1.0, 2.0, 9.0], "b": [2.0, 3.0, 10.0, 1.0], "c": [6.0]}
+
+
+def _flat(groups):
+    values = [v for g in groups.values() for v in g]
+    types = [t for t, g in groups.items() for _ in g]
+    return values, types
+
+
+def bootstrap_by_hand(groups, n_boot, ci, seed=0):
+    """The stratified percentile interval written out here: per resample, each type's
+    items drawn with replacement (numpy's generator, in the types' order), the mean of the
+    type means; the (1 - ci) / 2 and 1 - (1 - ci) / 2 quantiles of those."""
+    rng = np.random.default_rng(seed)
+    means = np.zeros(n_boot)
+    for g in groups.values():
+        g = np.asarray(g, dtype=float)
+        means += g[rng.integers(0, g.size, size=(n_boot, g.size))].mean(axis=1)
+    means /= len(groups)
+    return np.quantile(means, (1 - ci) / 2), np.quantile(means, 1 - (1 - ci) / 2)
+
+
+def test_macro_mean_of_skewed_types_of_unequal_sizes():
+    values, types = _flat(SKEWED)
+    g, per = macro_mean(values, types, ("a", "b", "c"))
+    assert per == {"a": 4.0, "b": 4.0, "c": 6.0}  # medians would be 2, 2.5, 6
+    assert g == pytest.approx(14 / 3)
+    assert item_mean(values) == pytest.approx(34 / 8)
+
+
+def test_stratified_bootstrap_bounds_are_the_hand_quantiles():
+    values, types = _flat(SKEWED)
+    low, high = stratified_bootstrap(values, types, ("a", "b", "c"), n_boot=400, ci=0.95,
+                                     seed=3)
+    want = bootstrap_by_hand(SKEWED, 400, 0.95, seed=3)
+    assert (low, high) == pytest.approx(want)
+    narrow = bootstrap_by_hand(SKEWED, 400, 0.90, seed=3)
+    assert low < narrow[0] and high > narrow[1]  # a 95 % interval is wider than a 90 % one
+    assert high - low > 1.0  # not a (point, point) interval
+
+
+def test_imgedit_item_weighted_overall_is_rounded_to_two_decimals():
+    # (3.1 * 2 + 4.2 * 1) / 3 = 3.4667 -> 3.47 (3.5 with one decimal); types: 3.65
+    assert imgedit_overall({"a": 3.1, "b": 4.2}, {"a": 2, "b": 1}) == \
+        {"mean_of_types": 3.65, "item_weighted": 3.47}

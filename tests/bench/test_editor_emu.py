@@ -81,3 +81,35 @@ def test_missing_outputs_and_the_validation_split(tmp_path, tiny):
     validation = read_emu_edit(data / "data" / "validation-00000-of-00001.parquet",
                                tmp_path / "src", split="validation")
     assert [i.idx for i in validation] == ["7"]
+
+
+def test_emu_means_per_task_overall_and_the_interval_by_hand():
+    import numpy as np
+
+    from ieqa.bench.editor import get_protocol
+
+    protocol = get_protocol("emu-edit")
+    cols = ("clip_dir", "clip_i", "clip_out", "l1", "dino", "l2")
+    rows = [  # task, error, CLIP-dir, CLIP-I, CLIP-out, L1, DINO, L2
+        (TASKS[0], None, 0.10, 0.90, 0.30, 0.05, 0.80, 0.010),
+        (TASKS[0], None, 0.30, 0.70, 0.20, 0.15, 0.60, None),  # L2 not computed
+        (TASKS[0], None, 0.02, 0.95, 0.25, 0.10, 0.90, 0.020),
+        (TASKS[1], "no direction", 0.90, 0.10, 0.90, 0.90, 0.10, 0.900),  # failed
+        (TASKS[1], None, 0.20, 0.80, 0.28, 0.08, 0.70, 0.030),
+    ]
+    entries = [{"task_type": t, "error": err, **dict(zip(cols, v, strict=True))}
+               for t, err, *v in rows]
+    res = protocol.aggregate(entries, n_boot=300)
+    official = res["official"]
+    assert official["clip_dir"] == pytest.approx((0.10 + 0.30 + 0.02 + 0.20) / 4)
+    assert official["l2"] == pytest.approx((0.010 + 0.020 + 0.030) / 3)  # None left out
+    assert official["per_task"][TASKS[0]]["l2"] == pytest.approx(0.015)
+    assert official["per_task"][TASKS[1]]["l1"] == pytest.approx(0.08)  # the failed one out
+    assert official["per_task"][TASKS[0]]["clip_i"] == pytest.approx(2.55 / 3)
+    assert math.isnan(official["per_task"][TASKS[2]]["clip_dir"])
+    dirs = np.array([0.10, 0.30, 0.02, 0.20])
+    rng = np.random.default_rng(0)
+    means = dirs[rng.integers(0, 4, size=(300, 4))].mean(axis=1)
+    want = (np.quantile(means, 0.025), np.quantile(means, 0.975))
+    assert res["ci"]["clip_dir"] == pytest.approx(want)
+    assert protocol.table_row(res)["95% CI (CLIP-dir)"] == f"[{want[0]:.4f}, {want[1]:.4f}]"

@@ -19,6 +19,7 @@ import base64
 import io
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +31,7 @@ from ieqa import create_scorer
 from ieqa.bench.editor import TASK_TYPES, bench_editor, macro_mean, write_editor_outputs
 from ieqa.bench.errors import BenchError
 from ieqa.prompts.answers import write_vie_answer
+from ieqa.scorers.base import Scorer, ScoreResult, ScorerInfo
 from ieqa.testing.editor_bench import (
     build_gedit_fixture,
     gedit_fixture_items,
@@ -301,3 +303,173 @@ def test_repeats_give_mean_and_std_and_a_stand_in_judge_is_labelled(tmp_path, pr
     assert not rec["official"] and "stand-in judge viescore" in rec["label"]
     paths = write_editor_outputs(result, tmp_path / "s", plots=False)
     assert "stand-in judge viescore" in paths["report"].read_text()
+
+
+# --------------------------------------------------------------------------- the aggregation by hand
+def _bootstrap_by_hand(groups, n_boot, ci=0.95, seed=0):
+    """The stratified percentile interval written out: per resample each type's items drawn
+    with replacement (numpy's generator, types in GEdit's order), the mean of the type means,
+    then the two (1 - ci) / 2 tail quantiles."""
+    rng = np.random.default_rng(seed)
+    means = np.zeros(n_boot)
+    for g in groups:
+        g = np.asarray(g, dtype=float)
+        means += g[rng.integers(0, g.size, size=(n_boot, g.size))].mean(axis=1)
+    means /= len(groups)
+    return np.quantile(means, (1 - ci) / 2), np.quantile(means, 1 - (1 - ci) / 2)
+
+
+def _gedit_entries():
+    """Per task type t: intersection items with O skewed (3 items for even t, 1 for odd t),
+    items outside the intersection (2, 1 or 0 of them) and, for t = 1 and 4, a failed
+    item flagged as in the intersection. SC = O + 1, PQ = 2 * O."""
+    entries, inter_o, other_o = [], {}, {}
+    for t, task in enumerate(TASK_TYPES):
+        inter_o[task] = [t + 1.0, t + 2.0, t + 9.0] if t % 2 == 0 else [t + 3.0]
+        other_o[task] = [[1.0, 2.0], [8.0], []][t % 3]
+        for o, inter in [(o, True) for o in inter_o[task]] + [(o, False) for o in other_o[task]]:
+            entries.append({"task_type": task, "intersection": inter, "error": None,
+                            "sc": o + 1, "pq": 2 * o, "o": o})
+        if t in (1, 4):
+            entries.append({"task_type": task, "intersection": True, "error": "judge failed",
+                            "sc": None, "pq": None, "o": None})
+    return entries, inter_o, other_o
+
+
+def test_gedit_official_intersection_item_mean_and_ci_by_hand():
+    from ieqa.bench.editor import get_protocol
+
+    protocol = get_protocol("gedit-bench")
+    entries, inter_o, other_o = _gedit_entries()
+    res = protocol.aggregate(entries, n_boot=300)
+    every = {t: inter_o[t] + other_o[t] for t in TASK_TYPES}
+    for t in TASK_TYPES:
+        assert res["official"]["per_task"][t]["G_O"] == pytest.approx(np.mean(every[t]))
+        assert res["official"]["per_task"][t]["G_SC"] == pytest.approx(np.mean(every[t]) + 1)
+        assert res["intersection"]["per_task"][t]["G_O"] == pytest.approx(np.mean(inter_o[t]))
+        assert res["intersection"]["per_task"][t]["G_PQ"] == pytest.approx(
+            2 * np.mean(inter_o[t]))
+    # e.g. background_change: O 1, 2, 9 in the intersection and 1, 2 outside: mean 3
+    # (median 2), intersection mean 4; the 11 type means sum to 791 / 10
+    assert res["official"]["per_task"][TASK_TYPES[0]]["G_O"] == 3.0
+    assert res["intersection"]["per_task"][TASK_TYPES[0]]["G_O"] == 4.0
+    official_o = np.mean([np.mean(every[t]) for t in TASK_TYPES])
+    inter_mean = np.mean([np.mean(inter_o[t]) for t in TASK_TYPES])
+    assert res["official"]["G_O"] == pytest.approx(official_o) == 791 / 110
+    assert res["official"]["G_SC"] == pytest.approx(official_o + 1)
+    assert res["intersection"]["G_O"] == pytest.approx(inter_mean) == 94 / 11
+    assert res["intersection"]["G_PQ"] == pytest.approx(2 * inter_mean)
+    assert math.isfinite(res["intersection"]["G_O"]) and res["intersection"]["G_O"] != \
+        pytest.approx(res["official"]["G_O"])
+    all_o = [o for t in TASK_TYPES for o in every[t]]
+    assert (len(all_o), sum(all_o)) == (35, 246)  # 23 intersection items, 12 others
+    assert res["item_mean"]["G_O"] == pytest.approx(246 / 35)  # the 2 failed left out
+    assert res["item_mean"]["G_SC"] == pytest.approx(246 / 35 + 1)
+    low, high = res["ci"]["G_O"]
+    want = _bootstrap_by_hand([every[t] for t in TASK_TYPES], 300)
+    assert (low, high) == pytest.approx(want)
+    assert high - low > 0.5
+    row = protocol.table_row(res)
+    assert row["G_O 95% CI"] == f"[{want[0]:.3f}, {want[1]:.3f}]"
+    assert row["G_O-I"] == pytest.approx(inter_mean)
+    assert row["G_O item mean (ieqa)"] == pytest.approx(246 / 35)
+
+
+def test_gedit_a_type_without_scored_items_is_nan_and_its_interval_a_dash():
+    from ieqa.bench.editor import get_protocol
+
+    protocol = get_protocol("gedit-bench")
+    entries, _, _ = _gedit_entries()
+    entries = [e for e in entries if e["task_type"] != TASK_TYPES[2]]
+    res = protocol.aggregate(entries, n_boot=50)
+    assert math.isnan(res["official"]["G_O"]) and math.isnan(res["intersection"]["G_O"])
+    assert all(math.isnan(v) for v in res["ci"]["G_O"])
+    assert protocol.table_row(res)["G_O 95% CI"] == "–"
+    assert math.isfinite(res["item_mean"]["G_O"])
+
+
+def test_gedit_stand_in_item_values():
+    from types import SimpleNamespace
+
+    from ieqa.bench.editor import get_protocol
+
+    protocol = get_protocol("gedit-bench")
+    # no overall: O = sqrt(SC * PQ) = sqrt(4 * 9) = 6 (not the arithmetic mean 6.5)
+    judge = SimpleNamespace(dimensions=("instruction_alignment", "visual_quality"))
+    row = {"instruction_alignment": 4.0, "visual_quality": 9.0, "error": None}
+    assert protocol.item_values(row, judge, None) == {"sc": 4.0, "pq": 9.0, "o": 6.0,
+                                                      "error": None}
+    # sc_min first, the judge's own overall
+    judge = SimpleNamespace(dimensions=("sc_min", "instruction_alignment", "visual_quality",
+                                        "overall"))
+    row = {"sc_min": 3.0, "instruction_alignment": 7.0, "visual_quality": 5.0, "overall": 4.5,
+           "error": None}
+    assert protocol.item_values(row, judge, None)["sc"] == 3.0
+    assert protocol.item_values(row, judge, None)["o"] == 4.5
+    missing = protocol.item_values({"visual_quality": 5.0, "error": None}, judge, None)
+    assert missing["o"] is None and missing["error"] == "the judge gave no usable SC/PQ"
+
+
+# --------------------------------------------------------------------------- a planned judge
+class PlannedJudge(Scorer):
+    """A stand-in judge that answers from a plan: instruction -> one (SC, PQ) per repeat,
+    ``None`` for a failure (raised, so recorded as the item's error)."""
+
+    info = ScorerInfo("planned-judge", "answers from a plan", "vlm",
+                      ("instruction_alignment", "visual_quality"), higher_better=True,
+                      needs_source=True, factory="tests:none", score_range=(0, 10))
+
+    def __init__(self, plan):
+        self.plan = plan
+        self.seen: dict[str, int] = {}
+
+    def score_sample(self, sample):
+        n = self.seen[sample.id] = self.seen.get(sample.id, 0) + 1
+        value = self.plan[sample.instruction][n - 1]
+        if value is None:
+            raise ValueError("planned failure")
+        return ScoreResult(sample.id, scores={"instruction_alignment": value[0],
+                                              "visual_quality": value[1]})
+
+
+def test_two_languages_two_repeats_coverage_mean_std_and_the_report(tmp_path):
+    items = gedit_fixture_items(per_type=1, languages=("en", "cn"))  # 0-10 en, 11-21 cn
+    data, outputs = _setup(tmp_path, items, skip=(12, 15, 20))  # three cn outputs missing
+    plan = {it["instruction"]: [(2.0 + n % 5, 3.0 + n % 4), (4.0 + n % 3, 1.0 + n % 6)]
+            for n, it in enumerate(items)}
+    plan[items[1]["instruction"]] = [None, None]  # en: fails in both repeats
+    plan[items[4]["instruction"]] = [(5.0, 5.0), None]  # en: fails in repeat 2 only
+    plan[items[13]["instruction"]] = [None, (6.0, 6.0)]  # cn: fails in repeat 1 only
+    result = bench_editor("gedit-bench", {"mine": outputs}, PlannedJudge(plan), tmp_path / "o",
+                          data=data, languages=["en", "cn"], missing="skip", repeats=2,
+                          progress=False, n_boot=20)
+    en, cn = result.results["editors"]["mine"]["en"], result.results["editors"]["mine"]["cn"]
+    assert {k: en["coverage"][k] for k in ("items", "with_output", "missing", "scored",
+                                           "failed")} == \
+        {"items": 11, "with_output": 11, "missing": 0, "scored": 9, "failed": 2}
+    assert {k: cn["coverage"][k] for k in ("items", "with_output", "missing", "scored",
+                                           "failed")} == \
+        {"items": 11, "with_output": 8, "missing": 3, "scored": 7, "failed": 1}
+    assert en["coverage"]["text"] == "9 of 11 items (2 failed to score)"
+    assert cn["coverage"]["text"] == "7 of 11 items (3 without an output) (1 failed to score)"
+    # en's item means of O per repeat, then their mean and sample std
+    per_repeat = []
+    for r in (0, 1):
+        o = [math.sqrt(plan[it["instruction"]][r][0] * plan[it["instruction"]][r][1])
+             for it in items[:11] if plan[it["instruction"]][r] is not None]
+        assert len(o) == (10 if r == 0 else 9)
+        per_repeat.append(sum(o) / len(o))
+    mean = (per_repeat[0] + per_repeat[1]) / 2
+    std = abs(per_repeat[0] - per_repeat[1]) / math.sqrt(2)
+    assert en["item_mean"]["G_O"] == pytest.approx(mean)
+    assert en["item_mean"]["std"]["G_O"] == pytest.approx(std)
+    assert abs(per_repeat[0] - per_repeat[1]) > 0.2  # the repeats differ
+    # the report's std table holds the std, not the mean
+    paths = write_editor_outputs(result, tmp_path / "o", plots=False)
+    html = paths["report"].read_text()
+    table = html.split("standard deviation over 2 judge runs</caption>")[1].split("</table>")[0]
+    header = re.findall(r"<th>(.*?)</th>", table)
+    first = re.findall(r"<td[^>]*>(.*?)</td>", table.split("</tr>")[1])
+    cells = dict(zip(header, first, strict=True))
+    assert (cells["editor"], cells["language"]) == ("mine", "en")
+    assert cells["item_mean G_O"] == f"{std:.3f}"

@@ -23,6 +23,7 @@ import base64
 import json
 import math
 
+import numpy as np
 import pytest
 
 from chat_server import FakeServer, Reply, ScriptedJudge, canonical, chat_answer, serve
@@ -198,3 +199,111 @@ def test_imgedit_judge_refuses_an_unknown_edit_type(tmp_path, prompts):
         ok, failed = scorer.score([good, bad])
     assert ok.error is None and ok.scores["overall"] == pytest.approx(sum(_type_scores("add")) / 3)
     assert "edit type" in failed.error and "adjust" in failed.error
+
+
+# --------------------------------------------------------------------------- the aggregation by hand
+def _bootstrap_by_hand(groups, n_boot, ci=0.95, seed=0):
+    """The stratified percentile interval written out: per resample each type's items drawn
+    with replacement (numpy's generator, in the types' order), the mean of the type means,
+    then the (1 - ci) / 2 and 1 - (1 - ci) / 2 quantiles."""
+    rng = np.random.default_rng(seed)
+    means = np.zeros(n_boot)
+    for g in groups:
+        g = np.asarray(g, dtype=float)
+        means += g[rng.integers(0, g.size, size=(n_boot, g.size))].mean(axis=1)
+    means /= len(groups)
+    return np.quantile(means, (1 - ci) / 2), np.quantile(means, 1 - (1 - ci) / 2)
+
+
+#: per edit type: ieqa's scores of the valid items (each the mean of three 1-5 scores),
+#: the released scores of the items ieqa failed (e.g. two score lines, or a 7), and the
+#: items the released reading dropped (no score line)
+_PLAN = {
+    "add": ([11 / 3, 13 / 3, 5 / 3], [], 0),
+    "adjust": ([4.0], [4.5], 0),
+    "extract": ([14 / 3, 10 / 3], [], 1),
+    "replace": ([2.0, 3.0, 5.0, 5.0], [], 0),
+    "remove": ([7 / 3], [7.0], 2),
+    "background": ([3.0, 4.0, 4.0], [], 0),
+    "style": ([5.0], [], 0),
+    "compose": ([8 / 3, 4.0], [1.5], 0),
+    "action": ([10 / 3, 11 / 3, 13 / 3, 14 / 3, 1.0], [], 1),
+}
+
+
+def _imgedit_entries(plan):
+    entries = []
+    for t, (ok, failed_released, dropped) in plan.items():
+        entries += [{"task_type": t, "error": None, "score": s, "released_score": round(s, 2),
+                     "criteria": None} for s in ok]
+        entries += [{"task_type": t, "error": "not three 1-5 scores", "score": None,
+                     "released_score": r, "criteria": None} for r in failed_released]
+        entries += [{"task_type": t, "error": "no score line", "score": None,
+                     "released_score": None, "criteria": None}] * dropped
+    return entries
+
+
+def test_imgedit_official_and_ieqa_blocks_by_hand():
+    from ieqa.bench.editor import get_protocol
+
+    protocol = get_protocol("imgedit-bench")
+    res = protocol.aggregate(_imgedit_entries(_PLAN), n_boot=300)
+    official, mine = res["official"], res["ieqa"]
+    released = {t: [round(s, 2) for s in ok] + failed for t, (ok, failed, _) in _PLAN.items()}
+    type_scores = {t: round(sum(v) / len(v), 2) for t, v in released.items()}
+    # add: (3.67 + 4.33 + 1.67) / 3 = 3.2233 -> 3.22 (3.2 with one decimal)
+    assert type_scores["add"] == 3.22 and type_scores["adjust"] == 4.25
+    assert official["per_type"] == type_scores
+    counts = {t: len(v) for t, v in released.items()}  # the dropped items are not counted
+    assert sum(counts.values()) == official["scored"] == 25
+    assert official["overall_mean_of_types"] == round(sum(type_scores.values()) / 9, 2) == 3.85
+    weighted = round(sum(type_scores[t] * counts[t] for t in EDIT_TYPES) / 25, 2)
+    # 3.74 if the 4 dropped items were counted
+    assert official["overall_item_weighted"] == weighted == 3.67
+    ok = {t: v[0] for t, v in _PLAN.items()}
+    for t in EDIT_TYPES:
+        assert mine["per_type"][t] == pytest.approx(sum(ok[t]) / len(ok[t]))
+    ieqa_types = sum(sum(v) / len(v) for v in ok.values()) / 9
+    assert mine["overall_mean_of_types"] == pytest.approx(ieqa_types)
+    every_ok = [s for v in ok.values() for s in v]
+    assert len(every_ok) == 22
+    assert mine["item_mean"] == pytest.approx(sum(every_ok) / 22)  # unrounded, valid items only
+    want = _bootstrap_by_hand([ok[t] for t in EDIT_TYPES], 300)
+    assert res["ci"]["overall_mean_of_types"] == pytest.approx(want)
+    row = protocol.table_row(res)
+    assert row["95% CI"] == f"[{want[0]:.3f}, {want[1]:.3f}]"
+    assert row["Overall (mean of types)"] == 3.85 and row["Overall (item-weighted)"] == 3.67
+    assert row["ieqa item mean"] == pytest.approx(sum(every_ok) / 22)
+
+
+def test_imgedit_a_type_without_valid_items_makes_ieqa_nan_not_the_official():
+    from ieqa.bench.editor import get_protocol
+
+    protocol = get_protocol("imgedit-bench")
+    plan = {**_PLAN, "compose": ([], [1.5, 3.0], 0)}  # compose: every item failed ieqa's reading
+    res = protocol.aggregate(_imgedit_entries(plan), n_boot=50)
+    assert res["official"]["per_type"]["compose"] == 2.25
+    assert math.isfinite(res["official"]["overall_mean_of_types"])
+    assert math.isnan(res["ieqa"]["per_type"]["compose"])
+    assert math.isnan(res["ieqa"]["overall_mean_of_types"])  # as the official mean would be
+    assert all(math.isnan(v) for v in res["ci"]["overall_mean_of_types"])
+    assert protocol.table_row(res)["95% CI"] == "–"
+    plan = {**_PLAN, "action": ([], [], 2)}  # action: nothing the released reading keeps
+    res = protocol.aggregate(_imgedit_entries(plan), n_boot=50)
+    assert math.isnan(res["official"]["per_type"]["action"])
+    assert math.isnan(res["official"]["overall_mean_of_types"])
+    assert math.isnan(res["official"]["overall_item_weighted"])
+
+
+def test_imgedit_stand_in_item_values_round_the_released_score():
+    from types import SimpleNamespace
+
+    from ieqa.bench.editor import get_protocol
+
+    protocol = get_protocol("imgedit-bench")
+    judge = SimpleNamespace(name="some-stand-in")
+    values = protocol.item_values({"overall": 3.456, "error": None}, judge, None)
+    assert values["released_score"] == 3.46 and values["score"] == 3.456
+    assert values["error"] is None
+    failed = protocol.item_values({"overall": None, "error": "boom"}, judge, None)
+    assert failed["released_score"] is None and failed["error"] == "boom"

@@ -20,6 +20,7 @@ import io
 import json
 import math
 
+import numpy as np
 import pytest
 from PIL import Image
 
@@ -305,3 +306,87 @@ def test_data_layout_and_outputs(tmp_path):
     with pytest.raises(BenchmarkFormatError, match="hf download Liang0223/KRIS_Bench|"
                                                    "no KRIS-Bench category folder"):
         read_kris(tmp_path / "editor")
+
+
+# --------------------------------------------------------------------------- the aggregation by hand
+#: (category, released 1-5 scores VC VQ IF KP, ieqa's, error); None: not read / not given
+_ITEMS = [
+    ("count_change", (5, 4, 3, None), (5, 4, 3, None), None),
+    ("count_change", (3, None, 2, None), (3, 2, 2, None), None),  # VQ unread as released
+    ("color_change", (2, 2, 5, None), (2, 2, 5, None), None),
+    ("viewpoint_change", (4, 4, 4, None), (4, 4, 4, None), None),
+    ("position_movement", (1, 5, 5, None), (None, None, None, None), "judge failed"),
+    ("biology", (5, 5, 4, 2), (5, 5, 4, 2), None),
+    ("biology", (4, 3, None, 1), (4, 3, 1, 1), None),  # IF unread as released
+    ("chemistry", (5, 3, 3, 3), (5, 3, 3, None), None),  # ieqa: KP not given, not a failure
+    ("abstract_reasoning", (2, 5, 1, 1), (2, 5, 1, 1), None),
+    ("multi-element_composition", (3, 3, 3, None), (3, 3, 3, None), None),
+]
+_J = ("VC", "VQ", "IF", "KP")
+
+
+def _kris_entries():
+    return [{"task_type": c, "error": err, "scale": [1.0, 5.0],
+             "released": dict(zip(_J, rel, strict=True)), **dict(zip(_J, mine, strict=True))}
+            for c, rel, mine, err in _ITEMS]
+
+
+def test_kris_official_pools_flat_over_items_and_judgements_by_hand():
+    from ieqa.bench.editor import get_protocol
+
+    protocol = get_protocol("kris-bench")
+    res = protocol.aggregate(_kris_entries(), n_boot=200)
+    official = res["official"]
+    # released values mapped by 25 * (s - 1):
+    #   count_change VC 100, 50; VQ 75; IF 50, 25   -> 300 / 5
+    #   color_change 25, 25, 100                    -> AP: VC 175/3, VQ 100/2, IF 175/3
+    #   viewpoint 75, 75, 75; position 0, 100, 100  -> SP 425 / 6
+    #   biology 100, 100, 75, KP 25; 75, 50, -, KP 0; chemistry 100, 50, 50, KP 50
+    #   abstract 25, 100, 0, KP 0; multi-element 50, 50, 50
+    cc = official["categories"]["count_change"]
+    assert (cc["VC"], cc["VQ"], cc["IF"]) == (75.0, 75.0, 37.5)
+    assert cc["AVG"] == 60.0  # flat 300 / 5, not the mean of the judgements (62.5)
+    ap = official["groups"]["Attribute Perception"]
+    assert (ap["VC"], ap["VQ"], ap["IF"]) == (pytest.approx(175 / 3), 50.0, pytest.approx(175 / 3))
+    assert ap["AVG"] == 56.25  # 450 / 8, not 55.56
+    assert official["groups"]["Spatial Perception"]["AVG"] == pytest.approx(425 / 6)
+    ns = official["groups"]["Natural Science"]
+    assert (ns["IF"], ns["KP"]) == (62.5, 25.0)
+    assert ns["AVG"] == pytest.approx(675 / 11)
+    assert official["groups"]["Logical Reasoning"]["AVG"] == 31.25
+    assert math.isnan(official["groups"]["Temporal Prediction"]["AVG"])
+    assert official["factual"] == 62.5  # (450 + 425) / 14
+    assert official["conceptual"] == pytest.approx(675 / 11)
+    assert official["procedural"] == pytest.approx(275 / 7)
+    assert official["overall"] == pytest.approx(1825 / 32)
+    assert official["unread"] == 2
+    assert protocol.table_row(res)["Overall"] == pytest.approx(1825 / 32)
+    mine = res["ieqa"]  # the failed position item left out; chemistry's KP not given
+    assert mine["overall"] == pytest.approx(1600 / 30)
+    assert mine["groups"]["Natural Science"]["KP"] == 12.5
+    assert mine["categories"]["chemistry"]["AVG"] == pytest.approx(200 / 3)
+
+
+def test_kris_ieqa_interval_is_the_hand_flat_bootstrap_within_categories():
+    from ieqa.bench.editor import get_protocol
+
+    protocol = get_protocol("kris-bench")
+    res = protocol.aggregate(_kris_entries(), n_boot=200)
+    ok = [(c, [25 * (s - 1) for s in mine if s is not None]) for c, _, mine, err in _ITEMS
+          if err is None]
+    sums = np.array([sum(v) for _, v in ok], dtype=float)
+    counts = np.array([len(v) for _, v in ok], dtype=float)  # chemistry: 3 values, not 4
+    strata = np.array([c for c, _ in ok])
+    assert sums.sum() / counts.sum() == pytest.approx(1600 / 30)
+    rng = np.random.default_rng(0)
+    tot_s, tot_n = np.zeros(200), np.zeros(200)
+    for name in dict.fromkeys(strata):  # categories in order of appearance
+        idx = np.flatnonzero(strata == name)
+        draws = idx[rng.integers(0, idx.size, size=(200, idx.size))]
+        tot_s += sums[draws].sum(axis=1)
+        tot_n += counts[draws].sum(axis=1)
+    means = tot_s / tot_n
+    want = (np.quantile(means, 0.025), np.quantile(means, 0.975))
+    assert res["ci"]["overall"] == pytest.approx(want)
+    assert want[1] - want[0] > 1.0
+    assert protocol.table_row(res)["95% CI"] == f"[{want[0]:.2f}, {want[1]:.2f}]"

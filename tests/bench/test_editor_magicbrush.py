@@ -76,3 +76,35 @@ def test_iterative_outputs_missing_are_listed_and_skippable(tmp_path, tiny):
     assert res["final_turn"]["items"] == 1  # the one-turn session only
     with pytest.raises(Exception, match="not on the Hugging Face hub"):
         read_magicbrush(None)
+
+
+def test_magicbrush_settings_and_turns_by_hand():
+    import math
+
+    from ieqa.bench.editor import get_protocol
+
+    protocol = get_protocol("magicbrush")
+    cols = ("l1", "l2", "clip_i", "dino", "clip_t")
+    rows = [  # turn, setting, final, error, L1, L2, CLIP-I, DINO, CLIP-T
+        ("turn-1", "single", True, None, 0.10, 0.02, 0.90, 0.80, 0.30),  # a one-turn session
+        ("turn-1", "single", False, None, 0.20, 0.04, 0.80, 0.70, 0.28),
+        ("turn-2", "single", False, None, 0.30, 0.06, 0.70, 0.60, 0.26),
+        ("iterative", "iterative", True, None, 0.40, 0.08, 0.60, 0.50, 0.24),
+        ("turn-1", "single", False, "failed", 0.90, 0.50, 0.10, 0.10, 0.10),  # metrics, failed
+        ("turn-2", "single", False, None, None, None, 0.50, None, None),  # a stand-in: CLIP-I
+    ]
+    entries = [{"task_type": t, "setting": s, "final": f, "error": err,
+                **dict(zip(cols, v, strict=True))} for t, s, f, err, *v in rows]
+    res = protocol.aggregate(entries, n_boot=20)
+    single, final = res["single_turn"], res["final_turn"]
+    assert single["items"] == 4 and final["items"] == 2
+    assert single["l1"] == pytest.approx(0.6 / 3) and single["clip_i"] == pytest.approx(2.9 / 4)
+    assert final["l1"] == pytest.approx(0.25) and final["clip_t"] == pytest.approx(0.27)
+    per_turn = single["per_turn"]
+    assert per_turn["turn-1"]["l1"] == pytest.approx(0.15)  # the failed turn left out
+    assert per_turn["turn-1"]["clip_i"] == pytest.approx(0.85)
+    assert per_turn["turn-2"]["clip_i"] == pytest.approx(0.6)
+    assert per_turn["iterative"]["dino"] == pytest.approx(0.5)
+    assert math.isnan(per_turn["turn-3"]["l1"])
+    row = protocol.table_row(res)
+    assert row["final-turn L1"] == pytest.approx(0.25)

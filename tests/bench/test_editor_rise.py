@@ -18,6 +18,7 @@ import io
 import json
 import math
 
+import numpy as np
 import pytest
 from PIL import Image
 
@@ -196,3 +197,62 @@ def test_released_reading_of_an_items_answers():
     assert solved("causal_reasoning", None, 5, 5, True)
     assert not solved("causal_reasoning", None, 5, 5, True, rule="2025-05")
     assert not solved("spatial_reasoning", 5, 5, 4, False)
+
+
+# --------------------------------------------------------------------------- the aggregation by hand
+#: (category, consistency_free, released reading, ieqa's (cons, rea, qua), error)
+_ITEMS = [
+    ("temporal_reasoning", False, [5.0, 5.0, 5.0], (5, 5, 5), None),        # solved
+    ("temporal_reasoning", False, [4.0, 5.0, 5.0], (4, 5, 5), None),        # cons 4: not
+    ("temporal_reasoning", True, [None, 5.0, 5.0], (None, 5, 5), None),     # free: solved now
+    ("causal_reasoning", False, [5.0, 5.0, 5.0], (5, 5, 5), None),
+    ("causal_reasoning", False, [5.0, 5.0, 5.0], (None, None, None), "ieqa: two scores"),
+    ("causal_reasoning", False, "failed", (None, None, None), "no answer"),
+    ("spatial_reasoning", False, [5.0, 4.0, 5.0], (5, 4, 5), None),
+    ("spatial_reasoning", False, [5.0, 5.0, 5.0], (5, 5, 5), None),
+    ("logical_reasoning", False, [5.0, 5.0, None], (5, 5, None), None),     # 1/1 read as 5/5
+    ("logical_reasoning", False, [1.0, 5.0, None], (1, 5, None), None),
+    ("logical_reasoning", False, "stops", (None, None, None), "two numbers"),
+]
+
+
+def _rise_entries():
+    return [{"task_type": c, "consistency_free": free, "released": rel, "cons": m[0],
+             "rea": m[1], "qua": m[2], "error": err, "score": None}
+            for c, free, rel, m, err in _ITEMS]
+
+
+def test_risebench_official_ieqa_and_dimensions_by_hand():
+    from ieqa.bench.editor import get_protocol
+
+    protocol = get_protocol("risebench")
+    res = protocol.aggregate(_rise_entries(), n_boot=300)
+    official, mine = res["official"], res["ieqa"]
+    assert official["per_category"] == {"temporal_reasoning": pytest.approx(200 / 3),
+                                        "causal_reasoning": pytest.approx(200 / 3),
+                                        "spatial_reasoning": 50.0,
+                                        "logical_reasoning": pytest.approx(100 / 3)}
+    assert official["before_2026_04"]["temporal_reasoning"] == pytest.approx(100 / 3)
+    assert official["overall"] == pytest.approx(600 / 11)  # 6 of 11 pooled
+    assert official["overall_before_2026_04"] == pytest.approx(500 / 11)
+    # 25 * (mean - 1) over the readable answers, a judgement not asked left out:
+    # consistency 5 4 5 5 5 5 5 1 (free item: none) -> 35 / 8; reasoning 5 5 5 5 5 4 5 5 5
+    # -> 44 / 9; plausibility 5 x 7 (logical items: none) -> 5
+    assert official["dimensions"] == {"consistency": pytest.approx(25 * (35 / 8 - 1)),
+                                      "reasoning": pytest.approx(25 * (44 / 9 - 1)),
+                                      "plausibility": 100.0}
+    assert (official["unreadable"], official["would_stop"]) == (1, 1)
+    # ieqa: the three failed items left out
+    assert mine["per_category"] == {"temporal_reasoning": pytest.approx(200 / 3),
+                                    "causal_reasoning": 100.0, "spatial_reasoning": 50.0,
+                                    "logical_reasoning": 50.0}
+    assert mine["overall"] == 62.5  # 5 of 8
+    flags = np.array([100.0, 0, 100, 100, 0, 100, 100, 0])
+    rng = np.random.default_rng(0)
+    means = flags[rng.integers(0, 8, size=(300, 8))].mean(axis=1)
+    want = (np.quantile(means, 0.025), np.quantile(means, 0.975))
+    assert res["ci"]["overall"] == pytest.approx(want)
+    assert want[1] - want[0] > 20
+    row = protocol.table_row(res)
+    assert row["95% CI"] == f"[{want[0]:.1f}, {want[1]:.1f}]"
+    assert row["Overall"] == pytest.approx(600 / 11) and row["ieqa Overall"] == 62.5
