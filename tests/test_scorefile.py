@@ -212,3 +212,113 @@ def test_the_writer_and_the_reader_share_the_column_list() -> None:
 
     written = set(output_schema(("visual_quality",)).names)
     assert written - {"visual_quality"} <= NON_SCORE_COLUMNS
+
+
+def test_infinite_scores_and_errors_fail_their_row_and_are_counted(tmp_path: Path) -> None:
+    """The module docstring: "a NaN or infinite score" makes the row failed: +inf and
+    -inf as well as NaN, and a row whose error is set even if it carries scores. Failed rows
+    are still read (each command counts them), with no scores left."""
+    rows = _rows(2)  # g0_e0 (1.0, 2.0), g0_e1 (2.0, 3.0), g1_e0 (1.1, 2.0), g1_e1 (2.1, 3.0)
+    rows[0]["visual_quality"] = float("inf")  # written as Infinity, read back as inf
+    rows[1]["content_preservation"] = float("-inf")
+    rows[2]["error"] = "timeout"  # an error next to scores: still not a prediction
+    path = _write(tmp_path / "s.jsonl", rows)
+    assert "Infinity" in path.read_text() and "-Infinity" in path.read_text()
+    checked = list(iter_score_rows(path))
+    assert [r.id for r in checked] == ["g0_e0", "g0_e1", "g1_e0", "g1_e1"]
+    assert checked[0].failed == "score 'visual_quality' is inf" and checked[0].scores == {}
+    assert checked[1].failed == "score 'content_preservation' is -inf" and checked[1].scores == {}
+    assert checked[2].failed == "failed to score: timeout" and checked[2].scores == {}
+    assert checked[3].failed is None
+    assert checked[3].scores == {"visual_quality": 2.1, "content_preservation": 3.0}
+    # the same through bench's reader: three failed rows, one prediction
+    from ieqa.bench.predictions import read_predictions
+
+    preds = read_predictions(path)
+    assert dict(preds) == {"g1_e1": {"visual_quality": 2.1, "content_preservation": 3.0}}
+    assert sorted(preds.failed) == ["g0_e0", "g0_e1", "g1_e0"]
+
+
+def test_a_score_file_with_only_infinite_scores_has_nothing_to_read(tmp_path: Path) -> None:
+    rows = _rows(1)
+    rows[0]["visual_quality"] = float("-inf")
+    rows[1]["content_preservation"] = float("inf")
+    with pytest.raises(ScoreFileError, match=r"all 2 rows failed to score.*first: .*line 1: "
+                                             r"score 'visual_quality' is -inf"):
+        list(iter_score_rows(_write(tmp_path / "inf.jsonl", rows)))
+
+
+def test_no_score_and_no_sigma_stay_unknown(tmp_path: Path) -> None:
+    """An empty score (null) is no score, not 0; a row without sigma has no sigma (None),
+    not 0, while a row with one keeps it; row_to_result gives the same."""
+    from ieqa.scorers.run import row_to_result
+
+    rows = _rows(2)
+    rows[0]["visual_quality"] = None  # no score for this dimension
+    rows[1]["sigma"] = {"visual_quality": 0.5, "content_preservation": 0.25}
+    rows[3]["sigma"] = {"visual_quality": 2.0}
+    checked = list(iter_score_rows(_write(tmp_path / "s.jsonl", rows)))
+    assert checked[0].failed is None and checked[0].scores == {"content_preservation": 2.0}
+    assert [r.columns["sigma"] for r in checked] == [
+        None, {"visual_quality": 0.5, "content_preservation": 0.25}, None, {"visual_quality": 2.0}]
+    results = [row_to_result(r) for r in checked]
+    assert [r.sigma for r in results] == [
+        {}, {"visual_quality": 0.5, "content_preservation": 0.25}, {}, {"visual_quality": 2.0}]
+    assert results[0].scores == {"content_preservation": 2.0}
+
+
+def test_curate_max_sigma_drops_rows_whose_sigma_is_unknown(tmp_path: Path) -> None:
+    """--max-sigma keeps a row only when its sigma is known and at most the limit: of four
+    rows (sigma 0.5, none, 2.0, none) only the first is eligible, whatever its score."""
+    rows = _rows(2)
+    rows[0]["sigma"] = {"visual_quality": 0.5}
+    rows[2]["sigma"] = {"visual_quality": 2.0}
+    path = _write(tmp_path / "s.jsonl", rows)
+    res = runner.invoke(app, ["curate", str(path), "-o", str(tmp_path / "cur"), "--keep",
+                              "top-k=4", "--by", "visual_quality", "--max-sigma", "1"])
+    assert res.exit_code == 0, _message(res)
+    report = json.loads((tmp_path / "cur" / "report.json").read_text())
+    assert report["counts"]["dropped_sigma"] == 3, report["counts"]
+    assert report["counts"]["kept"] == 1
+    kept = [json.loads(line)["id"] for line in
+            (tmp_path / "cur" / "manifest.jsonl").read_text().splitlines()]
+    assert kept == ["g0_e0"]
+
+
+def test_csv_cells_rows_and_sigma_text(tmp_path: Path) -> None:
+    """CSV: an empty cell is no score (not 0), sigma is JSON text decoded to an object (an
+    empty sigma cell: unknown), and rows are numbered with the header as row 1."""
+    path = tmp_path / "s.csv"
+    path.write_text('id,visual_quality,content_preservation,sigma,error\n'
+                    'a,4.0,,"{""visual_quality"": 0.5}",\n'
+                    'b,3.0,2.0,,\n')
+    a, b = list(iter_score_rows(path))
+    assert a.where.endswith("s.csv: row 2") and b.where.endswith("s.csv: row 3")
+    assert a.scores == {"visual_quality": 4.0} and a.failed is None
+    assert a.columns["sigma"] == {"visual_quality": 0.5}
+    assert b.scores == {"visual_quality": 3.0, "content_preservation": 2.0}
+    assert b.columns["sigma"] is None
+    path.write_text("id,visual_quality\na,4.0\nb,abc\n")
+    with pytest.raises(ScoreFileError, match=r"s\.csv: row 3: visual_quality='abc'"):
+        list(iter_score_rows(path))
+
+
+def test_parquet_sigma_text_is_decoded(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "s.parquet"
+    pq.write_table(pa.table({"id": ["a", "b"], "visual_quality": [4.0, 3.0],
+                             "sigma": ['{"visual_quality": 0.5}', None]}), path)
+    a, b = list(iter_score_rows(path))
+    assert a.columns["sigma"] == {"visual_quality": 0.5} and b.columns["sigma"] is None
+    assert a.where.endswith("s.parquet: row 1") and b.where.endswith("s.parquet: row 2")
+
+
+def test_jsonl_line_numbers_count_blank_lines(tmp_path: Path) -> None:
+    rows = _rows(1)
+    rows[1]["visual_quality"] = "abc"
+    path = tmp_path / "s.jsonl"
+    path.write_text(json.dumps(rows[0]) + "\n\n" + json.dumps(rows[1]) + "\n")
+    with pytest.raises(ScoreFileError, match=r"s\.jsonl: line 3: visual_quality='abc'"):
+        list(iter_score_rows(path))

@@ -148,3 +148,24 @@ def test_final_score_round_trip_and_the_released_reading() -> None:
         answers.parse_final_score("**Final Score**: **3**", low=0, high=1)
     with pytest.raises(ValueError, match="final score"):
         answers.write_final_score_answer(3, "my final score is high")
+
+
+@pytest.mark.parametrize("high", [10, 25])
+def test_vie_answer_scale_ends_are_read_and_beyond_them_refused(high: int) -> None:
+    """VIEScore / EditScore answers: 0 and the top of the asked scale are scores; below 0
+    or above the top is refused."""
+    assert answers.parse_vie_answer(answers.write_vie_answer([0, high]),
+                                    high=high).scores == (0.0, float(high))
+    assert answers.parse_vie_answer(f"[{high}, 0]", high=high).scores == (float(high), 0.0)
+    for bad in ([high + 0.5, 3], [3, -0.5]):
+        with pytest.raises(answers.JudgeParseError, match="outside"):
+            answers.parse_vie_answer(json.dumps({"score": bad}), high=high)
+
+
+def test_kris_scores_1_to_5_are_read_and_others_refused() -> None:
+    text = answers.write_kris_answer({"consistency_score": 5, "quality_score": 1}, "ok")
+    assert answers.parse_kris_scores(text, ["consistency_score", "quality_score"]) == {
+        "consistency_score": 5, "quality_score": 1}
+    for bad in ('{"quality_score": 0}', '{"quality_score": 6}', '{"quality_score": 4.5}'):
+        with pytest.raises(answers.JudgeParseError, match="not an integer from 1 to 5"):
+            answers.parse_kris_scores(bad, ["quality_score"])

@@ -20,6 +20,7 @@ without ieqa's scorer code:
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 
@@ -139,12 +140,51 @@ def test_scores_follow_editscore_rules_given_the_same_answers(replica, high, num
             assert text.endswith(f"pq_rule: {high}\n")
 
 
+def test_reductions_by_hand():
+    """``vie_overall`` on two passes worked out by hand: (prompt following, min SC, PQ) =
+    (9, 4, 1) and (1, 1, 9). average_last = (sqrt(4 * 1) + sqrt(1 * 9)) / 2 = 2.5;
+    average_first = sqrt(mean(9, 1) * mean(1, 9)) = 5; average_first_min_sc =
+    sqrt(mean(4, 1) * mean(1, 9)) = sqrt(12.5)."""
+    from ieqa.scorers.vlm.vie_judge import vie_overall
+
+    passes = [{"prompt_following": 9.0, "sc": 4.0, "pq": 1.0},
+              {"prompt_following": 1.0, "sc": 1.0, "pq": 9.0}]
+    assert vie_overall(passes, "average_last") == pytest.approx(2.5)
+    assert vie_overall(passes, "average_first") == pytest.approx(5.0)
+    assert vie_overall(passes, "average_first_min_sc") == pytest.approx(12.5 ** 0.5)
+    # one pass: VIEScore's O = sqrt(min SC * PQ)
+    assert vie_overall(passes[:1], "average_last") == pytest.approx(2.0)
+
+
 def test_reductions_differ_on_these_answers(replica):
-    """The three reductions give three numbers here, so the test above tells them apart."""
+    """The scorer's ``overall`` over four passes of the scripted judge (0-25), for each
+    reduction, against the numbers worked out here from the answers written out as
+    literals: the three differ, so each reduction is told apart from the others."""
     seeds = list(range(42, 46))
-    values = {red: _reference(seeds, 25, red)["overall"]
-              for red in ("average_last", "average_first", "average_first_min_sc")}
-    assert len({round(v, 9) for v in values.values()}) == 3
+    sc_answers = [(8, 23), (15, 0), (22, 3), (3, 6)]  # (prompt following, consistency)
+    pq_answers = [(4, 24.0), (9, 23.5), (14, 25.0), (19, 24.5)]
+    assert [_answers("SC", s, 25) for s in seeds] == sc_answers  # the script gives these
+    assert [_answers("PQ", s, 25) for s in seeds] == pq_answers
+    sc, pq = np.array(sc_answers) / 2.5, np.array(pq_answers) / 2.5  # 0-25 -> 0-10
+    sc_min, pq_min = sc.min(axis=1), pq.min(axis=1)
+    want = {"average_last": float(np.mean(np.sqrt(sc_min * pq_min))),
+            "average_first": float(np.sqrt(sc[:, 0].mean() * pq_min.mean())),
+            "average_first_min_sc": float(np.sqrt(sc_min.mean() * pq_min.mean()))}
+    assert min(abs(a - b) for a, b in itertools.combinations(want.values(), 2)) > 0.1
+    with serve(ScriptedJudge(25)) as judge:
+        for reduction, value in want.items():
+            scorer = create_scorer("editscore", base_url=judge.url, model="editscore",
+                                   prompts=str(replica["prompts"]), num_pass=4,
+                                   reduction=reduction)
+            result = scorer.score(_edits(1))[0]
+            assert result.error is None, result.error
+            assert result.scores["overall"] == pytest.approx(value, rel=1e-12), reduction
+            assert result.scores["sc_min"] == pytest.approx(sc_min.mean(), rel=1e-12)
+            assert result.scores["visual_quality"] == pytest.approx(pq_min.mean(), rel=1e-12)
+            assert result.scores["instruction_alignment"] == pytest.approx(sc[:, 0].mean(),
+                                                                           rel=1e-12)
+            assert result.scores["content_preservation"] == pytest.approx(sc[:, 1].mean(),
+                                                                          rel=1e-12)
 
 
 MALFORMED = {

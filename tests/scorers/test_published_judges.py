@@ -174,3 +174,121 @@ def test_a_malformed_viescore_answer_is_an_error_never_a_guess(tmp_path, edit):
         result = scorer.score([edit])[0]
     assert result.error.startswith("malformed answer (2 of 2): pass 0 SC: ")
     assert "no 'score'" in result.error and not result.scores
+
+
+# ------------------------------------------- GEdit-, ImgEdit-, KRIS- and RISEBench's judges
+class ByPrompt(FakeServer):
+    """Answers each request by the stand-in prompt it carries (``"Stand-in text for NAME:"``):
+    ``answers`` maps NAME to the answer text; any other request gets HTTP 500."""
+
+    def __init__(self, answers: dict[str, str]) -> None:
+        super().__init__()
+        self.answers = answers
+
+    def next_reply(self, body):
+        texts = [p["text"] for p in body["messages"][-1]["content"] if p["type"] == "text"]
+        for name, answer in self.answers.items():
+            if any(f"Stand-in text for {name}:" in t for t in texts):
+                return Reply(body={"id": "x", "object": "chat.completion", "model": body["model"],
+                                   "choices": [{"index": 0, "finish_reason": "stop", "message": {
+                                       "role": "assistant", "content": answer}}]})
+        return Reply(status=500, body={"error": {"message": f"unexpected prompt {texts}"}})
+
+
+def _standins(tmp_path, module: str) -> Path:
+    from importlib import import_module
+
+    from ieqa.testing.releases import write_prompt_standins
+
+    sources = import_module(f"ieqa.scorers.vlm.{module}").PROMPT_SOURCES
+    return write_prompt_standins(tmp_path / module, sources)
+
+
+def test_gedit_judge_resizes_the_edit_to_the_source_with_bicubic(tmp_path, edit):
+    """The released GEdit-Bench code resizes the edit to the source's size with Pillow's
+    default filter (bicubic) before both requests; the scores are VIEScore's."""
+    prompts = _standins(tmp_path, "gedit_judge")
+    with serve(Answers(sc=(7, 9), pq=(3, 5))) as judge:
+        scorer = create_scorer("gedit-judge", base_url=judge.url, prompts=str(prompts))
+        result = scorer.score([edit])[0]
+    resized = edit.edited.convert("RGB").resize(edit.source.size, Image.Resampling.BICUBIC)
+    sent = sorted([p["image_url"]["url"] for p in json.loads(q.raw)["messages"][0]["content"]
+                   if p["type"] == "image_url"] for q in judge.requests)
+    assert sent == sorted([[_jpeg_url(edit.source), _jpeg_url(resized)], [_jpeg_url(resized)]])
+    nearest = edit.edited.convert("RGB").resize(edit.source.size, Image.Resampling.NEAREST)
+    assert _jpeg_url(nearest) != _jpeg_url(resized)  # the filter shows in the bytes sent
+    assert result.scores == pytest.approx({"instruction_alignment": 7.0,
+                                           "content_preservation": 9.0, "sc_min": 7.0,
+                                           "visual_quality": 3.0, "overall": 21 ** 0.5})
+
+
+def test_imgedit_judge_scores_are_the_rubric_criteria(tmp_path, edit):
+    """ImgEdit-Bench: instruction alignment is the rubric's first criterion, overall the
+    mean of the three; the released item score is that mean rounded to 2 decimals."""
+    prompts = _standins(tmp_path, "imgedit_judge")
+    answer = ("Brief reasoning: the hat is there, a little blurred.\nPrompt Compliance: 2\n"
+              "Visual Naturalness: 5\nPhysical & Detail: 4")
+    sample = EditSample(id="i1", source=edit.source, edited=edit.edited,
+                        instruction=edit.instruction, task="replace")
+    with serve(ByPrompt({"replace": answer})) as judge:
+        result = create_scorer("imgedit-judge", base_url=judge.url,
+                               prompts=str(prompts)).score([sample])[0]
+    assert result.error is None, result.error
+    assert result.scores == pytest.approx({"instruction_alignment": 2.0, "overall": 11 / 3})
+    assert result.raw["criteria"] == [["Prompt Compliance", 2], ["Visual Naturalness", 5],
+                                      ["Physical & Detail", 4]]
+    assert result.raw["released"]["item_score"] == 3.67
+
+
+def test_kris_judge_overall_is_the_mean_of_its_judgements(tmp_path, edit):
+    """KRIS-Bench: three judgements (1-5) for an ordinary item, four for a knowledge item;
+    ``overall`` is the mean of those there are (5 is a valid score)."""
+    prompts = _standins(tmp_path, "kris_judge")
+    answers = {"prompt_consist": '{"reasoning": "kept", "consistency_score": 5}',
+               "prompt_instruction_following": '{"reasoning": "half", "instruction_score": 2}',
+               "prompt_dual_evaluation": '{"reasoning": "wrong", "instruction_score": 3, '
+                                         '"knowledge_score": 1}',
+               "prompt_quality": '{"reasoning": "fine", "quality_score": 4}'}
+    common = {"source": edit.source, "edited": edit.edited, "instruction": edit.instruction}
+    samples = [EditSample(id="k1", task="color_change", meta={"category": "color_change"},
+                          **common),
+               EditSample(id="k2", task="biology", meta={"category": "biology",
+                                                         "explanation": "leaves are green"},
+                          **common)]
+    with serve(ByPrompt(answers)) as judge:
+        plain, knowledge = create_scorer("kris-judge", base_url=judge.url,
+                                         prompts=str(prompts)).score(samples)
+    assert plain.error is None and knowledge.error is None, (plain.error, knowledge.error)
+    assert plain.scores == pytest.approx({"content_preservation": 5.0,
+                                          "instruction_alignment": 2.0, "visual_quality": 4.0,
+                                          "overall": 11 / 3})
+    assert "knowledge_plausibility" in plain.unavailable
+    assert knowledge.scores == pytest.approx({"content_preservation": 5.0,
+                                              "instruction_alignment": 3.0,
+                                              "visual_quality": 4.0,
+                                              "knowledge_plausibility": 1.0, "overall": 13 / 4})
+
+
+def test_rise_judge_overall_is_the_lowest_judgement(tmp_path, edit):
+    """RISEBench: ``overall`` is the minimum of the judgements (5 only when every one is 5:
+    solved); a logical item's 0/1 answers become 1/5 (4 * x + 1)."""
+    prompts = _standins(tmp_path, "rise_judge")
+    answers = {"prompt_consist": "Kept.\n\n**Final Score:** **5**",
+               "prompt_reasoning": "Half right.\n\n**Final Score:** **3**",
+               "prompt_generation": "Plausible.\n\n**Final Score:** **4**",
+               "prompt_logical_cons_ans": "Kept.\n\n**Final Score:** **1**",
+               "prompt_logical_txt": "Wrong answer.\n\n**Final Score:** **0**"}
+    common = {"source": edit.source, "edited": edit.edited, "instruction": edit.instruction}
+    samples = [EditSample(id="r1", task="temporal_reasoning",
+                          meta={"category": "temporal_reasoning", "reference": "ripe"}, **common),
+               EditSample(id="r2", task="logical_reasoning",
+                          meta={"category": "logical_reasoning", "reference_txt": "42"},
+                          **common)]
+    with serve(ByPrompt(answers)) as judge:
+        temporal, logical = create_scorer("rise-judge", base_url=judge.url,
+                                          prompts=str(prompts)).score(samples)
+    assert temporal.error is None and logical.error is None, (temporal.error, logical.error)
+    assert temporal.scores == {"content_preservation": 5.0, "instruction_alignment": 3.0,
+                               "visual_quality": 4.0, "overall": 3.0}
+    assert logical.scores == {"content_preservation": 5.0, "instruction_alignment": 1.0,
+                              "overall": 1.0}
