@@ -199,3 +199,75 @@ def test_bad_inputs(tmp_path):
     preds = write_jsonl(tmp_path / "p.jsonl", [{"id": "a", "overall": 3.0}])
     with pytest.raises(CurateError, match="no edited image column"):
         ScoredSource(preds)
+
+
+# ------------------------------------------------------- each option's edge, worked by hand
+
+
+def test_quota_caps_top_k_per_partition(tmp_path):
+    path = write_jsonl(tmp_path / "s.jsonl", ROWS)
+    # per task: recolor a 5, c 4, e 2; remove b 4, d 3. top-k=2 with quota 1 -> min(2, 1) = 1 each
+    res = curate(path, tmp_path / "o1", "top-k=2", per="task", quota=1)
+    assert kept(res) == ["a", "b"] and {n: c["kept"] for n, c in res.cuts.items()} == {"recolor": 1, "remove": 1}
+    # the quota above k changes nothing: k = 1 each
+    assert kept(curate(path, tmp_path / "o2", "top-k=1", per="task", quota=3)) == ["a", "b"]
+
+
+def test_max_sigma_keeps_a_sigma_equal_to_it_and_drops_unknown_sigma(tmp_path):
+    path = write_jsonl(tmp_path / "s.jsonl", ROWS)
+    # sigmas a .1, b .5, c .2, d .1, e .1: --max-sigma 0.2 drops only b (c's .2 is not above)
+    res = curate(path, tmp_path / "o1", "threshold=0", max_sigma=0.2)
+    assert kept(res) == ["a", "c", "d", "e"] and res.dropped == {"error": 1, "flagged": 0, "sigma": 1}
+    # u has no sigma: with --max-sigma it is dropped, however good its reward
+    rows = [score_row("u", 4.5), score_row("k", 3.0, sigma=0.5), score_row("x", 2.0, sigma=3.0)]
+    res = curate(write_jsonl(tmp_path / "u.jsonl", rows), tmp_path / "o2", "threshold=0", max_sigma=1.0)
+    assert kept(res) == ["k"] and res.dropped["sigma"] == 2
+    assert res.report["counts"]["dropped_sigma"] == 2 and res.report["counts"]["eligible"] == 1
+
+
+def test_quantile_is_taken_within_each_partition(tmp_path):
+    path = write_jsonl(tmp_path / "s.jsonl", ROWS)
+    # recolor 2, 4, 5: 0.25-quantile at position 0.5 -> 3.0 (keeps a, c);
+    # remove 3, 4: at position 0.25 -> 3.25 (keeps b, not d). Over all five rows it would be 3.
+    res = curate(path, tmp_path / "o", "quantile=0.25", per="task")
+    assert kept(res) == ["a", "b", "c"]
+    assert res.cuts["recolor"]["threshold"] == pytest.approx(3.0)
+    assert res.cuts["remove"]["threshold"] == pytest.approx(3.25)
+    assert res.cuts["remove"]["lowest_kept_reward"] == 4.0
+
+
+def test_counts_and_spread_in_the_report(tmp_path):
+    path = write_jsonl(tmp_path / "s.jsonl", ROWS)
+    res = curate(path, tmp_path / "o", "top-k=2")
+    # six rows: f errored, a..e eligible, a and c kept -> b, d, e not selected
+    assert res.report["counts"] == {"rows": 6, "kept": 2, "errors": 1, "dropped_flagged": 0, "dropped_sigma": 0,
+                                    "eligible": 5, "not_selected": 3}
+    before = res.report["distributions"]["reward"]["before"]
+    # rewards 5 4 4 3 2: mean 3.6, population std sqrt((1.96 + .16 + .16 + .36 + 2.56) / 5) = sqrt(1.04)
+    assert before["n"] == 5 and before["mean"] == pytest.approx(3.6)
+    assert before["std"] == pytest.approx(np.sqrt(1.04)) and (before["min"], before["max"]) == (2.0, 5.0)
+    assert res.report["distributions"]["reward"]["kept"]["std"] == pytest.approx(0.5)  # 5 and 4
+
+
+def test_a_dimension_first_seen_later_stays_on_its_rows(tmp_path):
+    # visual_quality appears from row b on: its column is padded for a, so b keeps its 2.0
+    rows = [score_row("a", 3.0), score_row("b", 5.0, visual_quality=2.0), score_row("c", 4.0, visual_quality=4.0)]
+    res = curate(write_jsonl(tmp_path / "s.jsonl", rows), tmp_path / "o", "top-k=1")
+    assert kept(res) == ["b"]
+    vq = res.report["distributions"]["visual_quality"]
+    assert vq["before"]["n"] == 2 and vq["before"]["mean"] == 3.0
+    assert vq["kept"]["n"] == 1 and vq["kept"]["mean"] == 2.0
+
+
+def test_parquet_rows_of_later_batches_keep_their_positions(tmp_path, monkeypatch):
+    import ieqa.curate.source as source
+
+    monkeypatch.setattr(source, "BATCH_ROWS", 2)
+    # batches (d, e) (a, b) (c, f): the best row, a, is the first of the second batch
+    rows = [ROWS[3], ROWS[4], ROWS[0], ROWS[1], ROWS[2], ROWS[5]]
+    path = write_parquet(tmp_path / "s.parquet", rows)
+    res = curate(path, tmp_path / "o", "top-k=1", gallery=0)
+    assert kept(res) == ["a"] and [s.id for s in read_manifest(res.manifest)] == ["a"]
+    # b and c tie at 4 in the second and third batches: the lower sigma (c) is kept
+    res = curate(path, tmp_path / "o2", "top-k=2", gallery=0)
+    assert [s.id for s in read_manifest(res.manifest)] == ["a", "c"]

@@ -129,3 +129,74 @@ def test_trl_file_loads_with_datasets_images(tmp_path, images):
     ds = ds.cast_column("images", datasets.Sequence(datasets.Image()))
     row = ds[0]
     assert row["prompt"] == "do g1" and row["chosen"].size == (8, 8) and row["images"][0].size == (8, 8)
+
+
+# ------------------------------------------------------- each option's edge, worked by hand
+
+
+def test_build_pairs_keeps_a_best_reward_equal_to_the_threshold_and_a_margin_equal_to_the_minimum():
+    groups = [summary("edge", "t", 2.0, 1.0),      # best 2.0 = threshold: not low
+              summary("below", "t", 1.75, 1.0),    # best 1.75 < 2.0: low
+              summary("m", "t", 3.0, 2.75),        # margin 0.25 = min_margin: kept
+              summary("thin", "t", 3.0, 2.875)]    # margin 0.125 < 0.25
+    pairs, dropped, per_task = build_pairs(groups, threshold=2.0, min_margin=0.25, keep_fraction=1.0)
+    # best chosen first: m (3.0), then edge (2.0, margin 1.0)
+    assert [(p.group, p.margin) for p in pairs] == [(("m",), 0.25), (("edge",), 1.0)]
+    assert dropped == {"single": 0, "low": 1, "tie": 0, "margin": 1, "uncertain": 0, "lower_fraction": 0}
+    assert per_task == {"t": {"groups": 4, "pairs": 2, "kept": 2}}
+
+
+def test_build_pairs_ranks_by_the_chosen_edit_not_by_the_margin():
+    # one task, three pairs: chosen 5 (margin .5), 4 (margin 3), 3 (margin 1).
+    # Top half = ceil(1.5) = 2 by the chosen edit: c1 and c2 (by margin it would be c2, c3)
+    groups = [summary("c3", "t", 3.0, 2.0), summary("c1", "t", 5.0, 4.5), summary("c2", "t", 4.0, 1.0)]
+    pairs, dropped, per_task = build_pairs(groups, keep_fraction=0.5)
+    assert [(p.group, p.margin) for p in pairs] == [(("c1",), 0.5), (("c2",), 3.0)]
+    assert dropped["lower_fraction"] == 1 and per_task == {"t": {"groups": 3, "pairs": 3, "kept": 2}}
+    # 5 pairs, half -> ceil(2.5) = 3
+    five = [summary(f"g{i}", "t", 5.0 - i, 0.0) for i in range(5)]
+    assert [p.group for p in build_pairs(five, keep_fraction=0.5)[0]] == [("g0",), ("g1",), ("g2",)]
+
+
+def test_pair_agreement_counts_ties_as_wrong(tmp_path):
+    from ieqa.curate import pair_agreement
+
+    ref = write_jsonl(tmp_path / "ref.jsonl", [score_row(i, v) for i, v in
+                                               (("a", 3.0), ("b", 1.0), ("c", 2.0), ("d", 2.0), ("e", 1.0),
+                                                ("f", 2.0))])
+    # a > b agrees, c = d ties, e < f disagrees, (a, zz) has no reference score
+    out = pair_agreement([("a", "b"), ("c", "d"), ("e", "f"), ("a", "zz")], ref)
+    assert out == {"overall": {"agree": 1, "tie": 1, "disagree": 1, "missing": 1,
+                               "accuracy": 1 / 3, "accuracy_no_ties": 1 / 2}}
+
+
+def test_flagged_candidates_are_left_out_with_drop_flagged(tmp_path):
+    rows = [score_row("g1_a", 5.0, group="g1", instruction="do g1", flags=["no_op"]),
+            score_row("g1_b", 4.0, group="g1", instruction="do g1"),
+            score_row("g1_c", 1.0, group="g1", instruction="do g1")]
+    path = write_jsonl(tmp_path / "s.jsonl", rows)
+    assert sorted(best_of_n(path, tmp_path / "all.jsonl").picks) == ["g1_a"]
+    assert sorted(best_of_n(path, tmp_path / "clean.jsonl", drop_flagged=True).picks) == ["g1_b"]
+    res = dpo_pairs(path, tmp_path / "dpo", mode="global", rule="overall", drop_flagged=True)
+    assert [(p.chosen.id, p.rejected.id, p.margin) for p in res.pairs] == [("g1_b", "g1_c", 3.0)]
+
+
+def test_best_of_n_counts_every_candidate_of_the_group(tmp_path):
+    # g1: three rows, one failed -> the pick says 3 candidates (the group's size)
+    rows = group_rows("g1", {"a": 3.0, "b": None, "c": 2.0})
+    res = best_of_n(write_jsonl(tmp_path / "s.jsonl", rows), tmp_path / "best.jsonl")
+    assert res.picks == {"g1_a": 3}
+    assert {s.id: s.meta["candidates"] for s in read_manifest(tmp_path / "best.jsonl")} == {"g1_a": 3}
+
+
+def test_rows_with_an_empty_group_field_belong_to_no_group(tmp_path):
+    from ieqa.data.manifest import write_manifest
+    from ieqa.data.schema import EditSample
+
+    samples = [EditSample(id=i, source="/d/s.png", edited=f"/d/{i}.png", instruction="x", group_id=g,
+                          scores={"overall": v})
+               for i, g, v in (("a", "g1", 3.0), ("b", "g1", 2.0), ("c", "", 5.0), ("d", "", 1.0))]
+    path = tmp_path / "m.jsonl"
+    write_manifest(samples, path)
+    res = best_of_n(path, tmp_path / "best.jsonl", group_by="group_id")
+    assert res.picks == {"a": 2} and res.n_groups == 1 and res.ungrouped == 2

@@ -108,3 +108,22 @@ def test_zscore_screen_none_rejects_nobody():
     res = zscore_mos(m, screen="none")
     np.testing.assert_allclose(res.mos, [(100 * 2 / 6 + 50) / 2, 50.0, (100 * 4 / 6 + 50) / 2])
     assert zscore_mos(m, screen="none", on_constant_rater="reject").rater_rejected.tolist() == [False, True]
+
+
+def test_agreement_screen_keeps_an_srcc_equal_to_the_threshold():
+    # two raters, ranks 1 2 3 4 5 and 2 5 3 1 4: sum (x - 3)(y - 3) = 2 - 2 + 0 - 2 + 2 = 0,
+    # so each one's SRCC with the other is exactly 0: not below min_srcc = 0
+    m = np.array([[1, 2], [2, 5], [3, 3], [4, 1], [5, 4]], dtype=float)
+    s = agreement_screen(m, min_srcc=0.0, min_items=3)
+    assert s.srcc.tolist() == [0.0, 0.0] and s.rejected.tolist() == [False, False]
+    assert agreement_screen(m, min_srcc=0.01, min_items=3).rejected.tolist() == [True, True]
+
+
+def test_agreement_screen_counts_only_items_someone_else_rated():
+    # a sixth item only rater 2 rated: shared by nobody, so not counted for rater 2
+    m = np.vstack([SMALL, [np.nan, np.nan, 3.0]])
+    s = agreement_screen(m, min_srcc=0.3, min_items=3)
+    assert s.n_shared.tolist() == [5, 5, 5]
+    assert s.reasons[2] == "corr: SRCC -0.949 with the mean of the other raters over 5 shared items < 0.3"
+    # 5 shared items are too few for min_items = 6: nobody is judged
+    assert agreement_screen(m, min_items=6).unjudged.tolist() == [0, 1, 2]

@@ -295,3 +295,110 @@ def test_two_raters_who_disagree_are_not_blamed_on_either(protocol):
         config = StudyConfig(protocol=protocol, raters=2, per_item=2, dimensions=("overall",))
         items, rows = simulate_study(config, behaviours, 30, 3, seed=0)
         assert rater_flags(config, items, rows) == {}
+
+
+# ------------------------------------------- each threshold hit exactly, each protocol's rule
+
+
+def _timed_rows(durations):
+    """One rater's rate answers (varied values: no other rule applies), one time each."""
+    rows = _rows("r", [{"overall": float(i % 5 + 1)} for i in range(len(durations))])
+    for r, d in zip(rows, durations, strict=True):
+        r["duration"] = d
+    return rows
+
+
+def test_too_fast_is_the_median_time_not_the_mean():
+    one = StudyConfig(dimensions=("overall",))
+    # sorted 0.5 0.5 0.5 3 9: median 0.5 < 2 s, while the mean (0.5 * 3 + 3 + 9) / 5 = 2.7 is not
+    (flag,) = rater_flags(one, {k: _item(k) for k in range(1, 6)}, _timed_rows([0.5, 9.0, 0.5, 3.0, 0.5]))["r"]
+    assert flag.kind == "too_fast" and flag.numbers["median_seconds"] == 0.5 and flag.numbers["n"] == 5
+    assert flag.message == "too fast: median time per answer 0.5 s < 2 s over 5 timed answers"
+    # sorted 0.1 0.2 3 3 3: median 3 s is not below 2 s, the mean (9 + 0.3) / 5 = 1.86 would be
+    assert _flags(one, _timed_rows([3.0, 0.1, 3.0, 0.2, 3.0])) == {}
+    # an even count: sorted 0.2 1 1.5 1.9 2.5 9 -> median (1.5 + 1.9) / 2 = 1.7; mean 16.1 / 6 = 2.68
+    assert _flags(one, _timed_rows([1.0, 9.0, 1.5, 0.2, 2.5, 1.9])) == {
+        "r": [("too_fast", "too fast: median time per answer 1.7 s < 2 s over 6 timed answers")]}
+    # exactly at the floor: 2 s is not below 2 s
+    assert _flags(one, _timed_rows([2.0, 2.0, 2.0, 0.5, 9.0])) == {}
+
+
+def test_straight_lining_exactly_at_max_share_is_not_flagged():
+    two = StudyConfig(dimensions=("overall", "visual_quality"))
+    vals = [1.0, 2.0, 3.0, 4.0, 5.0, 1.0, 2.0, 3.0, 4.0]
+    nine = [{"overall": v, "visual_quality": v} for v in vals] + [{"overall": 5.0, "visual_quality": 1.0}]
+    assert _flags(two, _rows("r", nine)) == {}  # 9 of 10 = 90% is not above 90%
+    lower = StudyConfig(dimensions=("overall", "visual_quality"), max_share=0.85)
+    assert _flags(lower, _rows("r", nine)) == {"r": [(
+        "straight_lining", "straight-lining: the same value on all 2 sliders in 9 of 10 answers (90% > 85%)")]}
+    # rankings: 9 of 10 left in the shown order is not above 90% either
+    rank = StudyConfig(protocol="rank")
+    rows = _rows("r", [{"overall": '["c0", "c1", "c2"]'}] * 10)
+    for i, r in enumerate(rows):
+        r["untouched"] = i != 4
+    assert _flags(rank, rows) == {}
+
+
+def test_rank_straight_lining_share_counts_only_rankings_whose_state_is_known():
+    # 6 untouched and 4 of unknown state: 6 of 6 known (100%), not 6 of 10 (60%)
+    rank = StudyConfig(protocol="rank")
+    rows = _rows("r", [{"overall": '["c0", "c1", "c2"]'}] * 10)
+    for i, r in enumerate(rows):
+        r["untouched"] = True if i < 6 else None
+    (flag,) = rater_flags(rank, {k: _item(k, "rank") for k in range(1, 11)}, rows)["r"]
+    assert flag.numbers == {"count": 6, "n": 6, "share": 1.0, "max_share": 0.9}
+    assert flag.message == "straight-lining: 6 of 6 rankings left in the shown order (100% > 90%)"
+
+
+def test_gold_agreement_exactly_at_gold_min_is_not_flagged():
+    # 1 - |2 - 1| / (5 - 1) = 0.75 exactly
+    at = StudyConfig(dimensions=("overall",), gold_min=0.75)
+    rows = _rows("r", [{"overall": 2.0}], role="gold")
+    assert _flags(at, rows, role="gold", gold={"overall": [1.0]}) == {}
+    above = StudyConfig(dimensions=("overall",), gold_min=0.76)
+    assert _flags(above, rows, role="gold", gold={"overall": [1.0]}) == {
+        "r": [("gold", "gold: agreement 0.75 < 0.76 over 1 gold answer(s)")]}
+
+
+def test_rank_gold_counts_the_pairs_ordered_as_the_gold():
+    # gold values of c0, c1, c2: 3, 2, 2 -> judged pairs (c0, c1) and (c0, c2); c1 = c2 is a tie
+    rank = StudyConfig(protocol="rank")
+    gold = {"overall": [3.0, 2.0, 2.0]}
+    rows = (_rows("best-first", [{"overall": '["c0", "c2", "c1"]'}], role="gold")  # c0 above both: 2 of 2
+            + _rows("worst-first", [{"overall": '["c1", "c2", "c0"]'}], role="gold")  # c0 below both: 0 of 2
+            + _rows("half", [{"overall": '["c1", "c0", "c2"]'}], role="gold"))  # c0 above c2 only: 1 of 2
+    assert _flags(rank, rows, role="gold", gold=gold) == {
+        "half": [("gold", "gold: agreement 0.50 < 0.7 over 2 gold answer(s)")],
+        "worst-first": [("gold", "gold: agreement 0.00 < 0.7 over 2 gold answer(s)")]}
+    # tie_margin 1: gold 3, 2, 1 -> only c0 vs c2 (2 apart) is judged; 1 apart is a tie
+    margin = StudyConfig(protocol="rank", tie_margin=1.0)
+    rows = _rows("r", [{"overall": '["c2", "c1", "c0"]'}], role="gold")
+    assert _flags(margin, rows, role="gold", gold={"overall": [3.0, 2.0, 1.0]}) == {
+        "r": [("gold", "gold: agreement 0.00 < 0.7 over 1 gold answer(s)")]}
+
+
+def test_pairwise_gold_both_bad_is_the_tie_and_the_margin_is_strict():
+    # gold A 3, B 2 with tie_margin 1: 1 apart is not more than the margin -> the gold is "tie"
+    pw = StudyConfig(protocol="pairwise", tie_margin=1.0)
+    rows = [r for rater, verdict in (("tie", "tie"), ("both-bad", "both-bad"), ("a", "a>b"), ("b", "b>a"))
+            for r in _rows(rater, [{"overall": verdict}], role="gold")]
+    want = "gold: agreement 0.00 < 0.7 over 1 gold answer(s)"
+    assert _flags(pw, rows, role="gold", gold={"overall": [3.0, 2.0]}) == {
+        "a": [("gold", want)], "b": [("gold", want)]}
+    # without the margin the gold is "a>b": tie and both-bad are both wrong
+    assert _flags(StudyConfig(protocol="pairwise"), rows, role="gold", gold={"overall": [3.0, 2.0]}) == {
+        "tie": [("gold", want)], "both-bad": [("gold", want)], "b": [("gold", want)]}
+
+
+def test_pairwise_screen_reads_both_bad_as_no_preference():
+    # h1, h2: A better on items 1-6, B better on 7-12. x says B on 1-6 and both bad on 7-12:
+    # as preferences x = -1 x6, 0 x6 against the median of h1, h2 = +1 x6, -1 x6: SRCC -1
+    pw = StudyConfig(protocol="pairwise", dimensions=("overall",))
+    honest = [{"overall": "a>b"}] * 6 + [{"overall": "b>a"}] * 6
+    rows = (_rows("h1", honest) + _rows("h2", honest)
+            + _rows("x", [{"overall": "b>a"}] * 6 + [{"overall": "both-bad"}] * 6))
+    flags = rater_flags(pw, {k: _item(k, "pairwise") for k in range(1, 13)}, rows)
+    assert list(flags) == ["x"]
+    (flag,) = flags["x"]
+    assert flag.kind == "low_agreement" and flag.numbers["srcc"] == pytest.approx(-1.0)
+    assert flag.numbers["n_shared"] == 12 and flag.numbers["n_others"] == 2
