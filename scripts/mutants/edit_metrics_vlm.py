@@ -49,6 +49,12 @@ MUTATIONS: tuple[Mutation, ...] = (
              "before their difference", _EM,
              "unit(output_text) - unit(input_text))",
              "np.ravel(output_text) - np.ravel(input_text))", _EM_TESTS),
+    Mutation("metric-target-ignored", "reference=target ignored: the edit compared with the "
+             "source", _EM, 'if self.reference == "source":',
+             'if self.reference in ("source", "target"):', _EM_TESTS),
+    Mutation("metric-clip-t-input", "CLIP-T against the input caption instead of the output "
+             "caption", _EM, 'self._text_features([meta["output_caption"]])[0])',
+             'self._text_features([meta["input_caption"]])[0])', _EM_TESTS),
     Mutation("metric-multi-reference-source", "edit-metrics: L1/L2/CLIP-I/DINO compared with "
              "the source although reference=target", _EM,
              "ref = self._clip._reference(sample)", "ref = source", _EM_TESTS),
@@ -118,6 +124,10 @@ MUTATIONS: tuple[Mutation, ...] = (
              "edited = edited.resize(item.source.size)",
              "edited = edited.resize(item.source.size, Image.NEAREST)",
              ("tests/scorers/test_published_judges.py",)),
+    Mutation("judge-gedit-no-reask", "GEdit-Bench: an unparsable answer not asked again "
+             "(the released code asks once more)", "src/ieqa/scorers/vlm/gedit_judge.py",
+             "reask_unparsable: int = 1,", "reask_unparsable: int = 0,",
+             ("tests/scorers/test_published_judges.py",)),
     # ---- ImgEdit-Bench, KRIS-Bench, RISEBench
     Mutation("judge-imgedit-ia-last", "ImgEdit: instruction alignment from the last "
              "criterion instead of the first", "src/ieqa/scorers/vlm/imgedit_judge.py",
@@ -150,6 +160,10 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("judge-rise-logical-0-5", "RISEBench logical 0/1 mapped to 0/5 instead of 1/5",
              "src/ieqa/scorers/vlm/rise_judge.py", "float(4 * min(value, 1) + 1)",
              "float(5 * min(value, 1))",
+             ("tests/scorers/test_published_judges.py",)),
+    Mutation("judge-rise-logical-zero-refused", "RISEBench: a logical item's answer 0 "
+             "refused (read on 1-5 like the others)", "src/ieqa/scorers/vlm/rise_judge.py",
+             "low=0 if logical else 1", "low=1",
              ("tests/scorers/test_published_judges.py",)),
     Mutation("judge-final-score-first-of-many", "RISEBench reader: of several numbers after "
              "'Final Score' the first is taken instead of refusing the answer",

@@ -292,3 +292,37 @@ def test_rise_judge_overall_is_the_lowest_judgement(tmp_path, edit):
                                "visual_quality": 4.0, "overall": 3.0}
     assert logical.scores == {"content_preservation": 5.0, "instruction_alignment": 1.0,
                               "overall": 1.0}
+
+
+class FirstSCUnreadable(Answers):
+    """As :class:`Answers`, but the first SC request gets an answer without scores."""
+
+    def __init__(self, sc: tuple[float, float], pq: tuple[float, float]) -> None:
+        super().__init__(sc, pq)
+        self.broken = False
+
+    def next_reply(self, body):
+        texts = [p["text"] for p in body["messages"][-1]["content"] if p["type"] == "text"]
+        with self.lock:
+            first = not self.broken and any("cube" in t for t in texts)
+            self.broken = self.broken or first
+        if first:
+            return Reply(body={"id": "x", "object": "chat.completion", "model": body["model"],
+                               "choices": [{"index": 0, "finish_reason": "stop", "message": {
+                                   "role": "assistant", "content": "I cannot rate this."}}]})
+        return super().next_reply(body)
+
+
+def test_gedit_judge_asks_both_prompts_once_more_when_an_answer_does_not_parse(tmp_path, edit):
+    """The released GEdit-Bench code asks both prompts again when an answer does not parse:
+    the second answers are scored (sqrt(min(6, 8) * min(5, 7))) and the first kept."""
+    prompts = _standins(tmp_path, "gedit_judge")
+    with serve(FirstSCUnreadable(sc=(6, 8), pq=(5, 7))) as judge:
+        result = create_scorer("gedit-judge", base_url=judge.url,
+                               prompts=str(prompts)).score([edit])[0]
+        asked = len(judge.requests)
+    assert result.error is None, result.error
+    assert asked == 4  # both prompts, then both again
+    assert result.raw["reasked"][0][0] == "I cannot rate this."
+    assert result.scores["overall"] == pytest.approx(30 ** 0.5)
+    assert result.scores["sc_min"] == 6.0 and result.scores["visual_quality"] == 5.0
