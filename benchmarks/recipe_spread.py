@@ -117,7 +117,8 @@ def main() -> None:
     def env_of(profile: str, threads: int) -> dict[str, str]:
         if profile == "native":
             n = str(threads)
-            return {**os.environ, "IEQA_NUM_THREADS": n, "OMP_NUM_THREADS": n, "MKL_NUM_THREADS": n}
+            return {**os.environ, "IEQA_NUM_THREADS": n, "OMP_NUM_THREADS": n, "MKL_NUM_THREADS": n,
+                    "OMP_WAIT_POLICY": "PASSIVE"}
         return profile_env(profile, threads, os.environ)
 
     tmp = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="recipe-spread-"))

@@ -63,10 +63,25 @@ def _open(browser, base: str, token: str, size: dict):
     return ctx, page, errors
 
 
-def _shoot(page, name: str, phone: bool) -> None:
+def _shoot(page, name: str, phone: bool, tries: int = 3) -> None:
+    """Write the page's screenshot for the docs. On a loaded machine headless Chromium now
+    and then answers "Unable to capture screenshot" (seen under a full suite beside other
+    CPU-bound processes): the shot is tried ``tries`` times, a second apart, before the
+    error stands."""
+    import time
+
+    from playwright.sync_api import Error as PlaywrightError
+
     SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / f"{name}-{'phone' if phone else 'desktop'}.jpg"), type="jpeg", quality=70,
-                    full_page=phone)
+    for attempt in range(tries):
+        try:
+            page.screenshot(path=str(SHOTS / f"{name}-{'phone' if phone else 'desktop'}.jpg"),
+                            type="jpeg", quality=70, full_page=phone)
+            return
+        except PlaywrightError as exc:
+            if "Unable to capture screenshot" not in str(exc) or attempt == tries - 1:
+                raise
+            time.sleep(1.0)
 
 
 def _layout(page) -> dict:

@@ -53,7 +53,9 @@ def supported_profiles(flags: set[str] | None = None) -> list[str]:
 
 def profile_env(profile: str, threads: int, base: Mapping[str, str]) -> dict[str, str]:
     """``base`` with ``profile``'s kernel caps and ``threads`` torch/OpenMP/MKL threads
-    (``IEQA_NUM_THREADS`` too, which ieqa's commands and the tests read).
+    (``IEQA_NUM_THREADS`` too, which ieqa's commands and the tests read), waiting threads
+    asleep (``OMP_WAIT_POLICY=PASSIVE``, as ieqa's commands set it: several such processes
+    on few cores would otherwise spin against each other; the numbers do not change).
 
     Raises:
         ValueError: an unknown profile, or ``threads`` < 1.
@@ -64,4 +66,4 @@ def profile_env(profile: str, threads: int, base: Mapping[str, str]) -> dict[str
         raise ValueError(f"threads must be at least 1, got {threads}")
     n = str(threads)
     return {**base, **PROFILES[profile][1], "IEQA_NUM_THREADS": n, "OMP_NUM_THREADS": n,
-            "MKL_NUM_THREADS": n}
+            "MKL_NUM_THREADS": n, "OMP_WAIT_POLICY": "PASSIVE"}
