@@ -87,13 +87,14 @@ def seeing_backbone(model: str, workdir: Path, steps: int, seed: int = 7) -> str
 def run_demo(workdir: str | Path, *, perception_steps: int = 300, tdrl_steps: int = 200,
              n_train: int = 400, vd_samples: int = 48, val_samples: int = 64,
              proposals: tuple[str, ...] = PROPOSALS, lr: float = 3e-4, size: int = 112,
-             batch_size: int = 16, backbone: str | None = None) -> dict[str, Any]:
+             batch_size: int = 16, backbone: str | None = None, seed: int = 0
+             ) -> dict[str, Any]:
     """Run the demonstration in ``workdir``; returns the numbers (see the module docstring).
 
     ``size`` is the ShapesEdit image size in pixels (112: 16 image tokens per image for the
     tiny Qwen2-VL, 64: 4) and ``batch_size`` the training batch. ``backbone`` starts from
     that model folder (e.g. a perception backbone made earlier) instead of building one;
-    ``perception_steps`` is then ignored.
+    ``perception_steps`` is then ignored. ``seed`` is the TDRL run's optim seed.
     ``vd_samples`` and ``val_samples`` come from the trained run's held-out groups (disjoint
     from its training edits); ``val_samples`` may not exceed what is left after V_d's.
     """
@@ -115,7 +116,8 @@ def run_demo(workdir: str | Path, *, perception_steps: int = 300, tdrl_steps: in
                          batch_size=batch_size,
                          overrides={"stages.0.template": TEMPLATE,
                                     "data.train": artifacts_world(n_train, seed=1, size=size),
-                                    f"stages.0.definitions.{DIM}": str(ref_file)})
+                                    f"stages.0.definitions.{DIM}": str(ref_file),
+                                    "optim.seed": seed})
     t0 = time.perf_counter()
     result = train(recipe, output_dir=work / "ds-ieqa", progress=False)
     times["tdrl_s"] = time.perf_counter() - t0

@@ -12,6 +12,10 @@ pass on every machine CI may land on, not only on the one its bar was set on. Th
 * a run (``--runs``, default 3), each in another shuffled order
   (pytest-random-order, seed = the run number), so a test that passes only after
   another one ran fails here;
+* a training seed (``--seeds``, default 0: ``IEQA_TEST_SEED``, which the claim tests take
+  as their optim seed through the ``claim_seed`` fixture): a seed stands in for the
+  machines a profile cannot imitate, since a training run amplifies any float difference
+  into a seed-sized one;
 
 each in its own process, and prints a table: per test, how many runs passed under each
 profile and thread count, and the numbers the test recorded (``record_property``) as
@@ -44,22 +48,24 @@ sys.path.insert(0, str(ROOT / "src"))
 from ieqa.testing.machines import PROFILES, profile_env, supported_profiles  # noqa: E402
 
 
-def run_one(profile: str, threads: int, run: int, args: argparse.Namespace, out: Path
-            ) -> dict[str, dict]:
+def run_one(profile: str, threads: int, seed: int, run: int, args: argparse.Namespace,
+            out: Path) -> dict[str, dict]:
     """One pytest process; {test id: {"outcome": passed|failed|skipped, "props": {...}}}."""
-    report = out / f"{profile}-t{threads}-r{run}.xml"
+    tag = f"{profile}-t{threads}-s{seed}-r{run}"
+    report = out / f"{tag}.xml"
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "random_order",
            f"--random-order-seed={run}", "--random-order-bucket=global",
            f"--junitxml={report}", "-m", args.marker, *args.tests]
     if args.k:
         cmd += ["-k", args.k]
-    env = profile_env(profile, threads, {**os.environ, "HF_HUB_OFFLINE": "1"})
+    env = profile_env(profile, threads, {**os.environ, "HF_HUB_OFFLINE": "1",
+                                         "IEQA_TEST_SEED": str(seed)})
     env.pop("PYTEST_XDIST_WORKER", None)
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
-    print(f"{profile} threads {threads} run {run}: exit {proc.returncode} "
+    print(f"{profile} threads {threads} seed {seed} run {run}: exit {proc.returncode} "
           f"({time.perf_counter() - t0:.0f} s)", flush=True)
-    (out / f"{profile}-t{threads}-r{run}.log").write_text(proc.stdout + proc.stderr)
+    (out / f"{tag}.log").write_text(proc.stdout + proc.stderr)
     results: dict[str, dict] = {}
     if not report.exists():
         results["(pytest wrote no report)"] = {"outcome": "failed", "props": {}}
@@ -91,6 +97,8 @@ def main() -> int:
                          "those this CPU supports")
     ap.add_argument("--threads", default="1,2", help="comma-separated torch thread counts")
     ap.add_argument("--runs", type=int, default=3, help="shuffled runs per profile and thread count")
+    ap.add_argument("--seeds", default="0", help="comma-separated training seeds of the claim "
+                    "tests (IEQA_TEST_SEED), each a column of its own")
     ap.add_argument("--tests", nargs="*", default=["tests"], help="test paths (default: tests)")
     ap.add_argument("-m", dest="marker", default="claim", help="marker expression (default: claim)")
     ap.add_argument("-k", default=None, help="pytest -k expression")
@@ -108,19 +116,23 @@ def main() -> int:
     threads = [int(t) for t in args.threads.split(",")]
     out = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="test-machines-"))
     out.mkdir(parents=True, exist_ok=True)
-    jobs = [(p, t, r) for p in profiles for t in threads for r in range(args.runs)]
+    seeds = [int(s) for s in args.seeds.split(",")]
+    jobs = [(p, t, s, r) for p in profiles for t in threads for s in seeds
+            for r in range(args.runs)]
     t0 = time.perf_counter()
     with ThreadPoolExecutor(args.workers) as pool:
         done = dict(zip(jobs, pool.map(lambda j: run_one(*j, args, out), jobs), strict=True))
-    columns = [(p, t) for p in profiles for t in threads]
+    columns = [(p, t, s) for p in profiles for t in threads for s in seeds]
     tests = sorted({name for res in done.values() for name in res})
-    table = ["| test | " + " | ".join(f"{p}, {t} thread{'s' if t > 1 else ''}" for p, t in columns)
-             + " |", "|---|" + "---:|" * len(columns)]
+    table = ["| test | " + " | ".join(f"{p}, {t} thread{'s' if t > 1 else ''}"
+                                      + (f", seed {s}" if len(seeds) > 1 else "")
+                                      for p, t, s in columns) + " |",
+             "|---|" + "---:|" * len(columns)]
     all_passed = True
     for name in tests:
         cells = []
-        for p, t in columns:
-            runs = [done[(p, t, r)].get(name) for r in range(args.runs)]
+        for p, t, s in columns:
+            runs = [done[(p, t, s, r)].get(name) for r in range(args.runs)]
             ran = [x for x in runs if x is not None and x["outcome"] != "skipped"]
             passed = sum(x["outcome"] == "passed" for x in ran)
             all_passed &= passed == len(ran) == args.runs

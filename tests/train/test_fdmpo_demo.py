@@ -33,11 +33,11 @@ pytestmark = [pytest.mark.slow, pytest.mark.claim]
 
 
 @pytest.fixture(scope="module")
-def demo(seeing_vlm: str, tmp_path_factory: pytest.TempPathFactory) -> dict:
+def demo(seeing_vlm: str, tmp_path_factory: pytest.TempPathFactory, claim_seed: int) -> dict:
     t0 = time.perf_counter()
     res = run_demo(tmp_path_factory.mktemp("fdmpo-demo"), backbone=seeing_vlm,
                    tdrl_steps=TDRL_STEPS, n_train=400, vd_samples=32, val_samples=48,
-                   size=112, batch_size=16)
+                   size=112, batch_size=16, seed=claim_seed)
     print_report(res)
     print(f"fdmpo demo: {time.perf_counter() - t0:.1f} s")
     return res

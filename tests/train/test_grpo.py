@@ -176,7 +176,8 @@ def test_reward_at_a_url_judges_completions_as_critiques_with_the_recipe_weights
 @pytest.mark.claim
 def test_grpo_raises_the_judges_reward_and_the_huber_term_keeps_the_head(tiny_train_vlm,
                                                                           tmp_path,
-                                                                          record_property):
+                                                                          record_property,
+                                                                          claim_seed):
     """GRPO learns on CPU (ReasonEdit stage 2): the tiny dual model, after a short SFT on
     ShapesEdit's brief critiques, samples critiques whose claims the programmatic judge
     checks against what the simulated editor did. The same SFT then runs GRPO twice, with
@@ -222,14 +223,14 @@ def test_grpo_raises_the_judges_reward_and_the_huber_term_keeps_the_head(tiny_tr
     # the SFT runs once: stopped one step before its end (a checkpoint), then each GRPO run
     # resumes its own copy (resuming gives the same losses: tests/train/test_resume.py)
     sft = tmp_path / "sft"
-    stopped = train(grpo_recipe(tiny_train_vlm, **CI_RUN), output_dir=sft, progress=False,
+    stopped = train(grpo_recipe(tiny_train_vlm, **CI_RUN, seed=claim_seed), output_dir=sft, progress=False,
                     stop_after=CI_RUN["sft_steps"] - 1)
     assert stopped.interrupted
     runs = {}
     for aux in (CI_RUN["aux"], 0.0):
         out = tmp_path / f"aux{aux:g}"
         shutil.copytree(sft, out)
-        result = train(grpo_recipe(tiny_train_vlm, **{**CI_RUN, "aux": aux}), output_dir=out,
+        result = train(grpo_recipe(tiny_train_vlm, **{**CI_RUN, "aux": aux}, seed=claim_seed), output_dir=out,
                        resume=True, progress=False)
         curve = reward_curve(out)
         runs[aux] = {"result": result, "out": out, "curve": curve, "rise": rise(curve),
