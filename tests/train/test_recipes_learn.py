@@ -12,13 +12,16 @@ The numbers each test reaches are printed (``pytest -s``) and recorded for
 
 Every bar was set from the spread of ``benchmarks/recipe_spread.py`` with the test's
 settings (160 held-out edits) over the CPU profiles avx512, avx2 and default (a backbone
-trained under each), optim seeds 0-2 and, for seed 0, 1 and 2 threads: 9 or more runs per
+trained under each), optim seeds 0-2 and, for seed 0, 1 and 2 threads: 9 to 12 runs per
 recipe, listed as ``min..max`` beside each assertion (the command is in each test's
-comment). Profiles and thread counts change these numbers by at most 0.01 for the head
-recipes (not at all to three decimals) and up to 0.12 for the readouts on the trained
-backbone; a seed stands in for what they cannot imitate (an AMD CPU's BLAS paths), and
-moves them most. Each claim is a gain over the run's own start or a margin over a baseline
-computed on the same held-out edits, with room to spare below the lowest run.
+comment; ``scripts/test_machines.py --seeds`` runs the tests themselves so). Profiles and
+thread counts change these numbers by at most 0.01 on the random backbone (mostly not at
+all to three decimals) and up to 0.12 on the trained one; seeds move them most (up to
+0.25), and a seed stands in for what the profiles cannot imitate (another vendor's BLAS
+paths): a training run turns any float difference into a seed-sized one. So each claim is
+a gain over the run's own start or a margin over a baseline computed on the same held-out
+edits, with a bar about 2.5 seed standard deviations below the mean of the runs and below
+the lowest run by the margin stated.
 """
 
 from __future__ import annotations
@@ -90,11 +93,12 @@ def test_editreward_gaussian_uncertainty_ranking_learns(tiny_train_vlm, tmp_path
     # recipe_spread.py editreward --steps 250 --perception-steps 0
     recipe, result = _run("editreward", tiny_train_vlm, tmp_path, steps=250, seed=claim_seed, record=record_property)
     before, after = _gain(result, "ranking", "pair_accuracy")
-    # before 0.554..0.658, after 0.871..0.871, gain +0.213..+0.317
-    assert after >= 0.8 and after >= before + 0.12, (before, after)
+    # before 0.533..0.658, after 0.871..0.917, gain +0.213..+0.383 (margins 0.071, 0.113)
+    assert after >= 0.8 and after >= before + 0.1, (before, after)
     before, after = _gain(result, "ranking", "srcc/visual_quality")
-    # before 0.067..0.096, after 0.390..0.506, gain +0.294..+0.439
-    assert abs(before) < 0.2 and after >= 0.3 and after >= before + 0.2, (before, after)
+    # before -0.068..0.096, after 0.354..0.506, gain +0.294..+0.439 (margins 0.104, 0.144;
+    # the bar of 0.45 this test had failed for seeds 0 and 2 with 160 held-out edits)
+    assert abs(before) < 0.2 and after >= 0.25 and after >= before + 0.15, (before, after)
     scorer, scores = _scores(recipe, result.evaluator_dir)
     assert scorer.name == "vlm-gaussian" and all(r.sigma for r in scores)
     assert set(scores[0].scores) == {"instruction_alignment", "visual_quality", "overall"}
@@ -112,8 +116,8 @@ def test_reasonedit_dual_phases_learn(tiny_train_vlm, tmp_path, record_property,
     # (instruction alignment and content preservation are constant in this world)
     before = result.metrics["warmup"]["before"]["srcc/visual_quality"]
     after = result.metrics["refresh"]["after"]["srcc/visual_quality"]
-    # before 0.063..0.080, after 0.576..0.709, gain +0.512..+0.630
-    assert abs(before) < 0.2 and after >= 0.45 and after >= before + 0.35, (before, after)
+    # before 0.063..0.080, after 0.534..0.709, gain +0.455..+0.630 (margins 0.134, 0.155)
+    assert abs(before) < 0.2 and after >= 0.4 and after >= before + 0.3, (before, after)
     scorer, _ = _scores(recipe, result.evaluator_dir, n=2)
     assert scorer.name == "vlm-dual"
 
@@ -122,8 +126,9 @@ def test_re_reward_queue_loss_with_stratified_epochs_learns(tiny_train_vlm, tmp_
     # recipe_spread.py re-reward --steps 250 --perception-steps 0
     recipe, result = _run("re-reward", tiny_train_vlm, tmp_path, steps=250, seed=claim_seed, record=record_property)
     before, after = _gain(result, "reward", "srcc")
-    # before 0.051..0.063, after 0.566..0.591, gain +0.515..+0.528
-    assert abs(before) < 0.3 and after >= 0.45 and after >= before + 0.35, (before, after)
+    # before 0.021..0.063, after 0.365..0.591, gain +0.344..+0.528 (seed 2 is the low one;
+    # margins 0.115, 0.144; the bar of 0.45 this test had failed for seed 2)
+    assert abs(before) < 0.3 and after >= 0.25 and after >= before + 0.2, (before, after)
     scorer, scores = _scores(recipe, result.evaluator_dir)
     assert scorer.name == "vlm-head"
     assert set(scores[0].scores) >= {"logicality", "accuracy", "usefulness"}
@@ -136,10 +141,12 @@ def test_ds_ieqa_per_dimension_tdrl_learns(seeing_vlm, tmp_path, record_property
                           dimensions=["visual_quality"], seed=claim_seed, record=record_property)
     assert set(result.children) == {"visual_quality"}
     before, after = _gain(result.children["visual_quality"], "tdrl", "srcc")
-    # the digit readout starts anti-correlated (before -0.285..-0.241) and ends positive
-    # (after 0.150..0.258), gain +0.434..+0.502: the gain is the claim; an absolute bar of
-    # 0.25, as this test had, failed for optim seed 1 (0.150)
-    assert before < 0.0 and after >= 0.08 and after >= before + 0.3, (before, after)
+    # the digit readout starts anti-correlated (before -0.341..-0.241) and TDRL moves it
+    # towards the truth: after 0.003..0.258, gain +0.339..+0.502 (seeds 0, 1, 2: 0.50,
+    # 0.44, 0.34; margin 0.139). The gain is the claim: the absolute bar of 0.25 this test
+    # had failed for seeds 1 (0.150) and 2 (0.003); 150 steps do not reliably get a seed
+    # above chance
+    assert before < 0.0 and after >= before + 0.2, (before, after)
     scorer, _ = _scores(recipe, result.children["visual_quality"].evaluator_dir, n=2)
     assert scorer.name == "vlm-digits" and scorer.score_dimensions == ("visual_quality",)
 
@@ -161,24 +168,26 @@ def test_epaiqa_grounding_then_levels_on_the_crop_learn(seeing_vlm, tmp_path, re
     # the boxes follow the edit: a model that does not look where the edit is (a constant
     # box, the whole image or any other) scores about as well against the boxes of other
     # groups' edits as against its own edit's (ratio ~1); this one scores 2.6..4.2x
-    # (IoU 0.209..0.254 against 0.053..0.098), and beats the mean box (0.087..0.110)
+    # (IoU 0.209..0.254 against 0.053..0.098; margin 1.1x), and beats the mean box
+    # (0.087..0.110)
     assert after["iou"] >= 1.5 * after["iou/other_groups"], after
     assert after["iou"] > after["iou/mean_box"], after
     # not claimed: beating a whole-image box, which scores the true box's area (0.23-0.28
     # on these held-out edits) against the tiny model's 0.21-0.25 at 16 tokens an image
     before, after = _gain(result, "harmony", "srcc")
-    # before -0.000..0.215, after 0.834..0.904, gain +0.622..+0.904 (an absolute "before
-    # < 0.25" had a margin of 0.035)
+    # before -0.000..0.215, after 0.834..0.921, gain +0.622..+0.904 (margins 0.134, 0.172;
+    # the absolute "before < 0.25" this test had kept 0.035)
     assert after >= 0.7 and after >= before + 0.45, (before, after)
     # naturalness starts from the level readout harmony trained, now on the crop. It fits
-    # the crops: the stage's training CE falls to 0.73..0.75 of where it started; and ranks
-    # held-out crops better than it started: before 0.399..0.540, after 0.558..0.640, gain
-    # +0.065..+0.183 (with 80 held-out edits the gain was +0.055 on the machine that set
-    # a bar of +0.03 and +0.001 on another: half the edits, twice the variance)
+    # the crops: the stage's training CE (last fifth of its steps against the first) falls
+    # to 0.72..0.75 of where it started (margin 0.10); and it ranks held-out crops better
+    # than it started: before 0.355..0.540, after 0.558..0.680, gain +0.065..+0.324 (with
+    # 80 held-out edits the gain was +0.055 on the machine that set a bar of +0.03, and
+    # +0.001 on an AMD CI machine: half the edits, twice the variance)
     first, last = _loss_fifths(tmp_path / "epaiqa", "naturalness")
     assert last <= 0.85 * first, (first, last)
     before, after = _gain(result, "naturalness", "srcc")
-    assert after >= 0.5 and after > before, (before, after)
+    assert after >= 0.45 and after > before, (before, after)
     scorer, _ = _scores(recipe, result.evaluator_dir, n=2)
     assert scorer.name == "vlm-levels"
 
@@ -187,19 +196,20 @@ def test_edithf_levels_then_mse_then_bt_learns(seeing_vlm, tmp_path, record_prop
     # recipe_spread.py edithf --steps 50,100,50
     _, result = _run("edithf", seeing_vlm, tmp_path, steps=[50, 100, 50], seed=claim_seed, record=record_property)
     before, after = _gain(result, "textual", "srcc")
-    # before -0.302..-0.199, after 0.479..0.510
-    assert before < 0.1 and after >= 0.4 and after >= before + 0.5, (before, after)
+    # before -0.302..-0.173, after 0.479..0.513, gain +0.678..+0.811 (margins 0.079, 0.228)
+    assert before < 0.1 and after >= 0.4 and after >= before + 0.45, (before, after)
     before, after = _gain(result, "pointwise", "srcc")
-    # before 0.308..0.540, after 0.884..0.904, gain +0.364..+0.576
+    # before -0.102..0.540, after 0.883..0.904, gain +0.364..+0.985 (margins 0.083, 0.164)
     assert after >= 0.8 and after >= before + 0.2, (before, after)
     # the pairwise stage starts where the pointwise one ended, with pair accuracy already
-    # 0.838..0.921, and ends at 0.900..0.921: its held-out gain is +0.062 for optim seed 0
-    # and +0.000 for seed 1, so no gain is claimed (this test claimed +0.02 before). At
-    # this scale its Bradley-Terry loss even rises over the stage (0.14-0.16 in the first
-    # fifth, 0.47-0.54 in the last) while held-out pair accuracy holds. Claimed: it trains
-    # on the pairs (a Bradley-Terry loss that moves the model) and keeps the ranking.
+    # 0.838..0.921, and ends at 0.858..0.921: its held-out gain is +0.062, +0.000 and
+    # +0.004..+0.008 for optim seeds 0, 1 and 2, so no gain is claimed (this test claimed
+    # +0.02 before). At this scale its Bradley-Terry loss even rises over the stage
+    # (0.14-0.16 in the first fifth, 0.44-0.54 in the last) while held-out pair accuracy
+    # holds. Claimed: it trains on the pairs (a Bradley-Terry loss that moves the model)
+    # and keeps the ranking (margins 0.058 and 0.030).
     before, after = _gain(result, "pairwise", "pair_accuracy")
-    assert after >= 0.85 and after >= before - 0.03, f"pair accuracy {before:.3f} -> {after:.3f}"
+    assert after >= 0.8 and after >= before - 0.03, f"pair accuracy {before:.3f} -> {after:.3f}"
     first, last = _loss_fifths(tmp_path / "edithf", "pairwise", "bt")
     assert first > 0.0 and last > 0.0, (first, last)
     moved = result.metrics["pairwise"]
