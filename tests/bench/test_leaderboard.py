@@ -249,6 +249,7 @@ def test_shapesedit_ground_truth_recovers_the_true_ranking(shapes_samples):
     assert set(cmp["displacement"].values()) == {0} and cmp["top1_agree"]
 
 
+@pytest.mark.claim
 def test_shapesedit_noisy_predictions_rank_worse_but_not_randomly(shapes_samples):
     # Per-edit predictions = signal * true score + N(0, 3) per dimension, over 20 noise seeds:
     # signal 1 (noisy but informative) against signal 0 (pure noise of the same size), both

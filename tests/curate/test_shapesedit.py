@@ -127,6 +127,7 @@ def baselines(shapes, tmp_path_factory):
     return out
 
 
+@pytest.mark.claim
 def test_classic_curation_raises_true_content_preservation(shapes, baselines, tmp_path):
     manifest, scores = shapes
     t = truth(manifest)
@@ -152,6 +153,7 @@ def test_classic_curation_raises_true_content_preservation(shapes, baselines, tm
     print("\n" + "\n".join(lines))
 
 
+@pytest.mark.claim
 def test_classic_dpo_agreement_beats_random_preservation(shapes, baselines, tmp_path):
     manifest, scores = shapes
 

@@ -45,6 +45,7 @@ def manifests(tmp_path_factory):
     return {p: shapes_manifest(tmp_path_factory.mktemp(p), n=n, k=k, critique=c) for p, (n, k, c) in SIZES.items()}
 
 
+@pytest.mark.claim
 @pytest.mark.parametrize("seed", [0, 1])
 @pytest.mark.parametrize("protocol", list(SIZES))
 def test_each_bad_rater_is_flagged_where_its_behaviour_applies_and_no_good_rater_is(
@@ -86,6 +87,7 @@ def test_the_admin_page_keeps_printing_flags_as_text(tmp_path, manifests):
     assert "constant: one verdict (a&gt;b) on 30 of 30 overall answers (100% &gt; 90%)" in page
 
 
+@pytest.mark.claim
 def test_a_reversing_ranker_among_three_flags_only_the_reverser(tmp_path, shapes):
     # the mean of the two others mixed the reverser into each honest rater's reference:
     # both honest raters were flagged. The worst rater goes first, then the rest are judged
@@ -273,6 +275,7 @@ def test_agreement_screen_reason_never_contradicts_its_threshold():
     assert s.reasons[0] == "corr: SRCC 0.2998 with the mean of the other raters over 22 shared items < 0.3"
 
 
+@pytest.mark.claim
 def test_the_in_memory_panels_flag_as_expected(tmp_path, manifests):
     # the benchmark's path (no store): the same kinds of flags as the stored panels above
     config = StudyConfig(protocol="pairwise", raters=7, per_item=7)
