@@ -78,7 +78,8 @@ def _loss_fifths(run_dir, stage, key="loss"):
 
     steps = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     values = [r[key] for r in steps if r.get("stage") == stage and r.get("event") == "step"]
-    k = max(2, len(values) // 5)
+    assert len(values) >= 10, f"{stage}: {len(values)} logged steps with {key!r}"
+    k = len(values) // 5
     return sum(values[:k]) / k, sum(values[-k:]) / k
 
 
