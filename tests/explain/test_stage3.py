@@ -77,7 +77,7 @@ def test_full_recipe_validates():
 @pytest.mark.slow
 @pytest.mark.claim
 def test_stage3_trains_exports_and_explains(tmp_path, claim_seed):
-    # ~5 min on 2 shared CPU cores: 150 steps on ~330-token answers, and generation of
+    # ~25 s on an idle 2-core machine: one epoch (max 150 steps) on ~330-token answers, and generation of
     # up to 400 tokens for 8 held-out edits before and after, and 8 more through the CLI
     t0 = time.perf_counter()
     model = build_tiny_vlm(tmp_path / "tiny", "qwen2-vl")
@@ -89,6 +89,11 @@ def test_stage3_trains_exports_and_explains(tmp_path, claim_seed):
     m = result.metrics["explanation"]
     print("stage 3", f"{time.perf_counter() - t0:.1f} s", m)
     assert m["before"]["format_stability"] == 0.0
+    # NOT YET A CLAIM THAT HOLDS ON ANY MACHINE (issue 39): over optim seeds
+    # (scripts/test_machines.py --tests tests/explain/test_stage3.py --seeds 0,1,2,3,4) the
+    # format stability after training was 1.0, 0.5, 0.0, and below 0.75 for seeds 3 and 4:
+    # the stage trains one epoch (about 32 steps of 4) and 8 held-out answers give steps of
+    # 0.125. 300 max steps or 4 epochs did not make it hold either (2026-11-29).
     assert m["after"]["format_stability"] >= 0.75
     assert result.evaluator_dir is not None
 
