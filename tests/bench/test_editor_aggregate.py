@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import pytest
 
 from ieqa.bench.editor import imgedit_overall, item_mean, macro_mean, stratified_bootstrap
 from ieqa.bench.editor.aggregate import repeat_summary
+
+from .by_hand import stratified_bootstrap_by_hand
 
 IMGEDIT_TYPES = ("add", "adjust", "extract", "replace", "remove", "background", "style",
                  "hybrid", "action")
@@ -108,19 +109,6 @@ def _flat(groups):
     return values, types
 
 
-def bootstrap_by_hand(groups, n_boot, ci, seed=0):
-    """The stratified percentile interval written out here: per resample, each type's
-    items drawn with replacement (numpy's generator, in the types' order), the mean of the
-    type means; the (1 - ci) / 2 and 1 - (1 - ci) / 2 quantiles of those."""
-    rng = np.random.default_rng(seed)
-    means = np.zeros(n_boot)
-    for g in groups.values():
-        g = np.asarray(g, dtype=float)
-        means += g[rng.integers(0, g.size, size=(n_boot, g.size))].mean(axis=1)
-    means /= len(groups)
-    return np.quantile(means, (1 - ci) / 2), np.quantile(means, 1 - (1 - ci) / 2)
-
-
 def test_macro_mean_of_skewed_types_of_unequal_sizes():
     values, types = _flat(SKEWED)
     g, per = macro_mean(values, types, ("a", "b", "c"))
@@ -133,9 +121,9 @@ def test_stratified_bootstrap_bounds_are_the_hand_quantiles():
     values, types = _flat(SKEWED)
     low, high = stratified_bootstrap(values, types, ("a", "b", "c"), n_boot=400, ci=0.95,
                                      seed=3)
-    want = bootstrap_by_hand(SKEWED, 400, 0.95, seed=3)
+    want = stratified_bootstrap_by_hand(SKEWED.values(), 400, 0.95, seed=3)
     assert (low, high) == pytest.approx(want)
-    narrow = bootstrap_by_hand(SKEWED, 400, 0.90, seed=3)
+    narrow = stratified_bootstrap_by_hand(SKEWED.values(), 400, 0.90, seed=3)
     assert low < narrow[0] and high > narrow[1]  # a 95 % interval is wider than a 90 % one
     assert high - low > 1.0  # not a (point, point) interval
 

@@ -38,6 +38,8 @@ from ieqa.testing.editor_bench import (
     write_gedit_outputs,
 )
 
+from .by_hand import stratified_bootstrap_by_hand
+
 _CONTENT_FILTER = {"error": {"code": "content_policy_violation", "message": "filtered",
                              "type": "invalid_request_error"}}
 
@@ -306,19 +308,6 @@ def test_repeats_give_mean_and_std_and_a_stand_in_judge_is_labelled(tmp_path, pr
 
 
 # --------------------------------------------------------------------------- the aggregation by hand
-def _bootstrap_by_hand(groups, n_boot, ci=0.95, seed=0):
-    """The stratified percentile interval written out: per resample each type's items drawn
-    with replacement (numpy's generator, types in GEdit's order), the mean of the type means,
-    then the two (1 - ci) / 2 tail quantiles."""
-    rng = np.random.default_rng(seed)
-    means = np.zeros(n_boot)
-    for g in groups:
-        g = np.asarray(g, dtype=float)
-        means += g[rng.integers(0, g.size, size=(n_boot, g.size))].mean(axis=1)
-    means /= len(groups)
-    return np.quantile(means, (1 - ci) / 2), np.quantile(means, 1 - (1 - ci) / 2)
-
-
 def _gedit_entries():
     """Per task type t: intersection items with O skewed (3 items for even t, 1 for odd t),
     items outside the intersection (2, 1 or 0 of them) and, for t = 1 and 4, a failed
@@ -366,7 +355,7 @@ def test_gedit_official_intersection_item_mean_and_ci_by_hand():
     assert res["item_mean"]["G_O"] == pytest.approx(246 / 35)  # the 2 failed left out
     assert res["item_mean"]["G_SC"] == pytest.approx(246 / 35 + 1)
     low, high = res["ci"]["G_O"]
-    want = _bootstrap_by_hand([every[t] for t in TASK_TYPES], 300)
+    want = stratified_bootstrap_by_hand([every[t] for t in TASK_TYPES], 300)
     assert (low, high) == pytest.approx(want)
     assert high - low > 0.5
     row = protocol.table_row(res)

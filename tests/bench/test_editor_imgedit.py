@@ -23,7 +23,6 @@ import base64
 import json
 import math
 
-import numpy as np
 import pytest
 
 from chat_server import FakeServer, Reply, ScriptedJudge, canonical, chat_answer, serve
@@ -37,6 +36,8 @@ from ieqa.testing.editor_bench import (
     imgedit_fixture_items,
     write_imgedit_outputs,
 )
+
+from .by_hand import stratified_bootstrap_by_hand
 
 _CONTENT_FILTER = {"error": {"code": "content_policy_violation", "message": "filtered",
                              "type": "invalid_request_error"}}
@@ -202,19 +203,6 @@ def test_imgedit_judge_refuses_an_unknown_edit_type(tmp_path, prompts):
 
 
 # --------------------------------------------------------------------------- the aggregation by hand
-def _bootstrap_by_hand(groups, n_boot, ci=0.95, seed=0):
-    """The stratified percentile interval written out: per resample each type's items drawn
-    with replacement (numpy's generator, in the types' order), the mean of the type means,
-    then the (1 - ci) / 2 and 1 - (1 - ci) / 2 quantiles."""
-    rng = np.random.default_rng(seed)
-    means = np.zeros(n_boot)
-    for g in groups:
-        g = np.asarray(g, dtype=float)
-        means += g[rng.integers(0, g.size, size=(n_boot, g.size))].mean(axis=1)
-    means /= len(groups)
-    return np.quantile(means, (1 - ci) / 2), np.quantile(means, 1 - (1 - ci) / 2)
-
-
 #: per edit type: ieqa's scores of the valid items (each the mean of three 1-5 scores),
 #: the released scores of the items ieqa failed (e.g. two score lines, or a 7), and the
 #: items the released reading dropped (no score line)
@@ -268,7 +256,7 @@ def test_imgedit_official_and_ieqa_blocks_by_hand():
     every_ok = [s for v in ok.values() for s in v]
     assert len(every_ok) == 22
     assert mine["item_mean"] == pytest.approx(sum(every_ok) / 22)  # unrounded, valid items only
-    want = _bootstrap_by_hand([ok[t] for t in EDIT_TYPES], 300)
+    want = stratified_bootstrap_by_hand([ok[t] for t in EDIT_TYPES], 300)
     assert res["ci"]["overall_mean_of_types"] == pytest.approx(want)
     row = protocol.table_row(res)
     assert row["95% CI"] == f"[{want[0]:.3f}, {want[1]:.3f}]"
