@@ -21,7 +21,7 @@ the backbone its machine would have.
 model) trains the shared backbone once first. ``--seed-field`` chooses what a seed
 changes: ``optim`` (the training seed, default) or ``data`` (the generated ShapesEdit set).
 ``--backbone DIR`` starts from a model made earlier instead (every profile). ``--profiles``
-defaults to this CPU's widest (``native``: no caps). ``--json FILE`` writes every run's
+defaults to ``native`` (no caps: the widest code paths this CPU has). ``--json FILE`` writes every run's
 metrics.
 """
 
@@ -106,20 +106,13 @@ def main() -> None:
         print("RESULT " + json.dumps(res))
         return
 
-    from ieqa.testing.machines import profile_env, supported_profiles
+    from ieqa.testing.machines import NATIVE, profile_env, supported_profiles
 
     profiles = args.profiles.split(",")
-    unknown = [p for p in profiles if p != "native" and p not in supported_profiles()]
+    unknown = [p for p in profiles if p != NATIVE and p not in supported_profiles()]
     if unknown:
         sys.exit(f"profiles {unknown} are not supported by this CPU; it runs "
                  f"{', '.join(supported_profiles())} (and native)")
-
-    def env_of(profile: str, threads: int) -> dict[str, str]:
-        if profile == "native":
-            n = str(threads)
-            return {**os.environ, "IEQA_NUM_THREADS": n, "OMP_NUM_THREADS": n, "MKL_NUM_THREADS": n,
-                    "OMP_WAIT_POLICY": "PASSIVE"}
-        return profile_env(profile, threads, os.environ)
 
     tmp = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="recipe-spread-"))
     tmp.mkdir(parents=True, exist_ok=True)
@@ -138,7 +131,7 @@ def main() -> None:
             return profile, json.loads(done.read_text())["model"]
         cmd = [sys.executable, __file__, args.recipe, "--perception-steps",
                str(args.perception_steps), "--perception-one", str(out)]
-        proc = subprocess.run(cmd, env=env_of(profile, 1), capture_output=True, text=True,
+        proc = subprocess.run(cmd, env=profile_env(profile, 1, os.environ), capture_output=True, text=True,
                               check=False)
         lines = [x for x in proc.stdout.splitlines() if x.startswith("RESULT ")]
         if proc.returncode or not lines:
@@ -159,7 +152,7 @@ def main() -> None:
 
     def launch(job: tuple[str, int, int]) -> tuple[tuple[str, int, int], dict[str, Any]]:
         profile, seed, threads = job
-        env = env_of(profile, threads)
+        env = profile_env(profile, threads, os.environ)
         spec = {"model": models[profile],
                 "out": str(tmp / f"{args.recipe}-{profile}-s{seed}-t{threads}-{time.time_ns()}"),
                 "seed": seed}

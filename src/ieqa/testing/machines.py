@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["PROFILES", "cpu_flags", "profile_env", "supported_profiles"]
+__all__ = ["NATIVE", "PROFILES", "cpu_flags", "profile_env", "supported_profiles"]
 
 #: profile -> (the CPU flag it needs, its environment). ``ATEN_CPU_CAPABILITY`` picks
 #: torch's own vectorised kernels, ``MKL_ENABLE_INSTRUCTIONS`` MKL's (matmuls, BLAS),
@@ -31,6 +31,10 @@ PROFILES: dict[str, tuple[str, dict[str, str]]] = {
     "default": ("sse4_2", {"ATEN_CPU_CAPABILITY": "default", "MKL_ENABLE_INSTRUCTIONS": "SSE4_2",
                            "ONEDNN_MAX_CPU_ISA": "SSE41"}),
 }
+
+
+#: no caps: each library picks the widest code path this CPU has
+NATIVE = "native"
 
 
 def cpu_flags(cpuinfo: str | Path = "/proc/cpuinfo") -> set[str]:
@@ -52,18 +56,21 @@ def supported_profiles(flags: set[str] | None = None) -> list[str]:
 
 
 def profile_env(profile: str, threads: int, base: Mapping[str, str]) -> dict[str, str]:
-    """``base`` with ``profile``'s kernel caps and ``threads`` torch/OpenMP/MKL threads
-    (``IEQA_NUM_THREADS`` too, which ieqa's commands and the tests read), waiting threads
-    asleep (``OMP_WAIT_POLICY=PASSIVE``, as ieqa's commands set it: several such processes
-    on few cores would otherwise spin against each other; the numbers do not change).
+    """``base`` with ``profile``'s kernel caps (none for :data:`NATIVE`) and ``threads``
+    torch/OpenMP/MKL threads (``IEQA_NUM_THREADS`` too, which ieqa's commands and the tests
+    read), waiting threads asleep (``OMP_WAIT_POLICY=PASSIVE``, as ieqa's commands set it:
+    several such processes on few cores would otherwise spin against each other; the numbers
+    do not change).
 
     Raises:
         ValueError: an unknown profile, or ``threads`` < 1.
     """
-    if profile not in PROFILES:
-        raise ValueError(f"unknown CPU profile {profile!r}; choose from {', '.join(PROFILES)}")
+    if profile != NATIVE and profile not in PROFILES:
+        raise ValueError(f"unknown CPU profile {profile!r}; choose from {', '.join(PROFILES)} "
+                         f"or {NATIVE}")
     if threads < 1:
         raise ValueError(f"threads must be at least 1, got {threads}")
     n = str(threads)
-    return {**base, **PROFILES[profile][1], "IEQA_NUM_THREADS": n, "OMP_NUM_THREADS": n,
+    caps = {} if profile == NATIVE else PROFILES[profile][1]
+    return {**base, **caps, "IEQA_NUM_THREADS": n, "OMP_NUM_THREADS": n,
             "MKL_NUM_THREADS": n, "OMP_WAIT_POLICY": "PASSIVE"}
