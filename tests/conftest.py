@@ -89,10 +89,20 @@ def _restore_torch_threads():
         torch.set_num_threads(before)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Keep the file order below under pytest-xdist. By default ``--dist loadfile`` reorders
+    the files by their number of tests (``--loadscope-reorder``), which put the GRPO test
+    file (one test, four minutes) among the last files a worker took: the other worker
+    then waited. ``--no-loadscope-reorder`` on the command line does the same."""
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Test files with a ``slow`` test first, in their usual order, then the others.
-    pytest-xdist (``--dist loadfile``) hands whole files to the workers in this order, so
-    the long files start first and the short ones fill the gaps at the end, instead of a
-    long file starting last on one worker while the other waits."""
+    pytest-xdist (``--dist loadfile``, with the reordering turned off in
+    :func:`pytest_configure`) hands whole files to the workers in this order, one or two
+    at a time, so the long files start first and the short ones fill the gaps at the end,
+    instead of a long file starting last on one worker while the other waits."""
     slow = {item.path for item in items if item.get_closest_marker("slow")}
     items.sort(key=lambda item: item.path not in slow)  # stable: the usual order otherwise
