@@ -44,12 +44,15 @@ browser:
 # torch comes first, pinned to the CPU build shipped on the development machines, and
 # only when it is missing: an unpinned resolve would pull the multi-GB CUDA build. The rest
 # is installed by uv (a minute faster than pip on 2 cores; it keeps the installed torch,
-# which satisfies the constraint).
+# which satisfies the constraint), compiled to bytecode: where PYTHONDONTWRITEBYTECODE is
+# set (as on the CI machines) no process writes the .pyc files that uv leaves out, so every
+# process (each test worker, docs example, CLI test and Ray worker) compiled transformers,
+# diffusers, ray and scipy from source again, about 2 s of CPU each.
 $(STAMP): pyproject.toml $(CONSTRAINTS)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q torch==$(TORCH_VERSION)
 	@$(PY) -m pip install -q $(PIN) uv
-	$(VENV)/bin/uv pip install -q --python $(PY) $(PIN) -e ".[dev]"
+	$(VENV)/bin/uv pip install -q --compile-bytecode --python $(PY) $(PIN) -e ".[dev]"
 	@! $(PY) -m pip show -q torchvision 2>/dev/null || (echo "torchvision got installed; it breaks transformers' Qwen-VL imports" && exit 1)
 	@touch $(STAMP)
 
@@ -77,8 +80,11 @@ constraints:
 # a test file stays on one worker, so its module fixtures are built once. On 2 cores this
 # takes about three quarters of the time of one process. `make test XDIST=` runs one process.
 XDIST ?= -n auto --maxprocesses 4 --dist loadfile
-# --durations: the slowest tests, printed at the end of every run (CI's time budget)
+# --durations: the slowest tests, printed at the end of every run (CI's time budget).
+# compileall: ieqa's own bytecode, for the same reason as --compile-bytecode
+# above (only what changed is compiled again).
 test: setup
+	@$(PY) -m compileall -q -j 0 src >/dev/null
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q $(XDIST) --durations=15
 
 # The tests marked `claim` (learning, agreement, statistical margins) as they run on other
