@@ -462,3 +462,66 @@ def test_two_languages_two_repeats_coverage_mean_std_and_the_report(tmp_path):
     cells = dict(zip(header, first, strict=True))
     assert (cells["editor"], cells["language"]) == ("mine", "en")
     assert cells["item_mean G_O"] == f"{std:.3f}"
+
+
+_NO_RETRIES = 'backend_options={"max_retries": 0}'
+
+
+def _cli(args):
+    from typer.testing import CliRunner
+
+    from ieqa.cli import app
+
+    res = CliRunner().invoke(app, ["bench-editor", "gedit-bench", *args])
+    return res, " ".join(res.output.split())
+
+
+def test_a_judge_that_answers_http_500_scores_nothing_exits_3_and_prints_no_table(
+        tmp_path, prompts):
+    """Issue 40: with a judge that fails every request, `bench-editor` used to exit 0 and
+    print a table of empty numbers."""
+    items = gedit_fixture_items(per_type=1)
+    data, outputs = _setup(tmp_path, items)
+    with serve(ScriptedJudge()) as judge:  # nothing scripted: HTTP 500 to every request
+        res, text = _cli(["--data", str(data), "--outputs", f"mine={outputs}", "--language",
+                          "en", "--prompts", str(prompts), "-O", f"base_url={judge.url}",
+                          "-O", _NO_RETRIES, "--n-boot", "20", "-o", str(tmp_path / "r")])
+        asked = len(judge.requests)
+    assert asked >= len(items)
+    assert res.exit_code == 3, text
+    assert f"Nothing scored: all {len(items)} items with an output failed to score" in text
+    assert "HTTP 500" in text and "run the same command again" in text
+    assert "gedit-bench, judge:" not in text  # no table
+    # what was written says the same
+    results = json.loads((tmp_path / "r" / "results.json").read_text())
+    assert results["coverage"]["scored"] == 0 and results["coverage"]["failed"] == len(items)
+
+
+def test_items_that_failed_to_score_exit_3_after_the_table_unless_allowed(tmp_path, prompts):
+    items = gedit_fixture_items(per_type=1)
+    data, outputs = _setup(tmp_path, items)
+    out = tmp_path / "r"
+    from ieqa.data.loaders.gedit_bench import read_gedit
+
+    read_gedit(data, ["en"], out / "sources")
+    ok = 4  # the first 4 items answered, the other 7 get HTTP 500
+    with serve(ScriptedJudge()) as judge:
+        _script_all(judge, prompts, out, items[:ok], outputs,
+                    {n: ([_scores(7, 8)], [_scores(6, 9)]) for n in range(ok)})
+        args = ["--data", str(data), "--outputs", f"mine={outputs}", "--language", "en",
+                "--prompts", str(prompts), "-O", f"base_url={judge.url}", "-O",
+                _NO_RETRIES, "--n-boot", "20", "-o", str(out)]
+        res, text = _cli(args)
+        assert res.exit_code == 3, text
+        assert "gedit-bench, judge:" in text  # the table of what scored
+        n_bad = len(items) - ok
+        assert f"{n_bad} of {len(items)} items failed to score" in text
+        assert f"{n_bad} x " in text and "HTTP 500" in text and "--allow-errors" in text
+        # the same command with --allow-errors: a re-run asks only for the failed items
+        # again, and accepts what still fails
+        before = len(judge.requests)
+        res, text = _cli([*args, "--allow-errors"])
+        assert res.exit_code == 0, text
+        # the failed items' requests again (each asked twice: the re-ask), not the 4 good ones
+        assert len(judge.requests) - before == before - 2 * ok
+    assert json.loads((out / "results.json").read_text())["coverage"]["failed"] == n_bad

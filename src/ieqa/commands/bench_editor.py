@@ -26,6 +26,8 @@ from ieqa.commands.options import (
 )
 
 NAME = "bench-editor"
+#: exit status when items failed to score (as `ieqa score`'s rows with errors)
+EXIT_ITEM_ERRORS = 3
 console = Console()
 
 
@@ -111,6 +113,9 @@ def command(
     overwrite: bool = typer.Option(False, "--overwrite",
                                    help="discard score files made with another judge "
                                         "configuration"),
+    allow_errors: bool = typer.Option(False, "--allow-errors",
+                                      help="exit with status 0 even when items failed to "
+                                           "score (the coverage counts them either way)"),
 ) -> None:
     """Judge editors' outputs on an editor benchmark (GEdit-Bench, ImgEdit-Bench, KRIS-Bench,
     RISEBench; the Emu Edit and MagicBrush test sets with their papers' metrics) and print
@@ -118,6 +123,8 @@ def command(
 
     Writes OUT/items.jsonl, results.json, results.csv, report.html and the resumable score
     files OUT/scores/EDITOR/repeat-N.jsonl (a re-run scores only what is missing or failed).
+    Exits with status 3 when items failed to score (unless --allow-errors), and prints no
+    table when nothing scored.
     """
     if missing not in MISSING_RULES:
         raise typer.BadParameter(f"{missing!r}: choose error or skip", param_hint="--missing")
@@ -139,8 +146,41 @@ def command(
                           overwrite=overwrite)
     paths = write_editor_outputs(result, out)
     res = result.results
+    failed, scored, judged = _failure_counts(res)
+    if judged and not scored:
+        console.print(f"[red]Nothing scored: all {judged} items with an output failed to "
+                      f"score[/red] ({escape(_first_errors(result.items))}), so there is no "
+                      "table. Check that the judge answers, fix the cause and run the same "
+                      f"command again: only the failed items are judged again. Each item's "
+                      f"error is in {paths['items']}.")
+        raise typer.Exit(EXIT_ITEM_ERRORS)
     print_editor_table(console, res)
     usage = res["judge"]["usage"]
     console.print(f"judge tokens: {usage['prompt_tokens']} in, {usage['completion_tokens']} out"
                   + (f", cost ${res['judge']['cost_usd']:.4f}" if "cost_usd" in res["judge"] else ""))
     console.print(f"wrote {paths['results']}, {paths['items']} and {paths['report']}")
+    if failed and not allow_errors:
+        console.print(f"[red]{failed} of {judged} items failed to score[/red] "
+                      f"({escape(_first_errors(result.items))}); the numbers above leave them "
+                      "out. Fix the cause and run the same command again (only the failed items "
+                      f"are judged again), or pass --allow-errors to accept them (exit status "
+                      f"{EXIT_ITEM_ERRORS})")
+        raise typer.Exit(EXIT_ITEM_ERRORS)
+
+
+def _failure_counts(results: dict[str, Any]) -> tuple[int, int, int]:
+    """(failed, scored, with an output) over every editor and language of ``results``."""
+    covs = [cov["coverage"] for langs in results["editors"].values() for cov in langs.values()]
+    return (sum(c["failed"] for c in covs), sum(c["scored"] for c in covs),
+            sum(c["with_output"] for c in covs))
+
+
+def _first_errors(items: list[dict[str, Any]], k: int = 3) -> str:
+    """The first ``k`` distinct errors of ``items``, each with how many items had it."""
+    counts: dict[str, int] = {}
+    for item in items:
+        if item.get("error") is not None:
+            counts[str(item["error"])] = counts.get(str(item["error"]), 0) + 1
+    shown = [f"{n} x {error}" if n > 1 else error for error, n in list(counts.items())[:k]]
+    more = len(counts) - len(shown)
+    return "; ".join(shown) + (f"; {more} other errors" if more > 0 else "")
