@@ -10,8 +10,8 @@ pass on every machine CI may land on, not only on the one its bar was set on. Th
 * a thread count (``--threads``, default 1 and 2: CI's pytest-xdist workers run one
   thread each, ``pytest`` alone uses every core);
 * a run (``--runs``, default 3), each in another shuffled order
-  (pytest-random-order, seed = the run number), so a test that passes only after
-  another one ran fails here;
+  (pytest-random-order, seed = the run number, counted from ``--first-run``, default 0),
+  so a test that passes only after another one ran fails here;
 * a training seed (``--seeds``, default 0: ``IEQA_TEST_SEED``, which the claim tests take
   as their optim seed through the ``claim_seed`` fixture): a seed stands in for the
   machines a profile cannot imitate, since a training run amplifies any float difference
@@ -97,6 +97,9 @@ def main() -> int:
                          "those this CPU supports")
     ap.add_argument("--threads", default="1,2", help="comma-separated torch thread counts")
     ap.add_argument("--runs", type=int, default=3, help="shuffled runs per profile and thread count")
+    ap.add_argument("--first-run", type=int, default=0,
+                    help="number of the first run (its shuffle seed): --first-run 1 --runs 2 "
+                         "adds runs 1 and 2 to an earlier --runs 1")
     ap.add_argument("--seeds", default="0", help="comma-separated training seeds of the claim "
                     "tests (IEQA_TEST_SEED), each a column of its own")
     ap.add_argument("--tests", nargs="*", default=["tests"], help="test paths (default: tests)")
@@ -118,7 +121,7 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     seeds = [int(s) for s in args.seeds.split(",")]
     jobs = [(p, t, s, r) for p in profiles for t in threads for s in seeds
-            for r in range(args.runs)]
+            for r in range(args.first_run, args.first_run + args.runs)]
     t0 = time.perf_counter()
     with ThreadPoolExecutor(args.workers) as pool:
         done = dict(zip(jobs, pool.map(lambda j: run_one(*j, args, out), jobs), strict=True))
@@ -132,7 +135,8 @@ def main() -> int:
     for name in tests:
         cells = []
         for p, t, s in columns:
-            runs = [done[(p, t, s, r)].get(name) for r in range(args.runs)]
+            runs = [done[(p, t, s, r)].get(name)
+                    for r in range(args.first_run, args.first_run + args.runs)]
             ran = [x for x in runs if x is not None and x["outcome"] != "skipped"]
             passed = sum(x["outcome"] == "passed" for x in ran)
             all_passed &= passed == len(ran) == args.runs
