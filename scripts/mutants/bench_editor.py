@@ -58,21 +58,32 @@ MUTATIONS: tuple[Mutation, ...] = (
     # ---- gedit.py
     Mutation("editor-gedit-no-intersection-filter", "GEdit's -I numbers over every item (the "
              "Intersection_exist filter dropped)", _E + "gedit.py",
-             'inter = [r for r in ok if r["intersection"]]', "inter = list(ok)", _GEDIT),
-    Mutation("editor-gedit-intersection-per-task", "GEdit's per-task -I numbers are the "
-             "full set's", _E + "gedit.py",
-             'out["intersection"]["per_task"].setdefault(t, {})[name] = per_i[t]',
-             'out["intersection"]["per_task"].setdefault(t, {})[name] = per[t]', _GEDIT),
-    Mutation("editor-gedit-item-mean-of-types", "GEdit's ieqa item mean is the mean of the "
-             "type means (a macro mean)", _E + "gedit.py",
-             'out["item_mean"][name] = item_mean([r[key] for r in ok])',
-             'out["item_mean"][name] = item_mean(list(per.values()))', _GEDIT),
+             'inter = [r for r in rows if r["intersection"]]', "inter = list(rows)", _GEDIT),
+    Mutation("editor-gedit-per-task-is-overall", "GEdit's per-task numbers are the mean of "
+             "types", _E + "gedit.py",
+             'table["per_task"].setdefault(t, {})[name] = per[t]',
+             'table["per_task"].setdefault(t, {})[name] = g', _GEDIT),
+    Mutation("editor-gedit-item-mean-official", "GEdit's ieqa item mean over the released "
+             "readings instead of ieqa's", _E + "gedit.py",
+             'out["item_mean"][name] = item_mean([r[f"ieqa_{key}"] for r in ok])',
+             'out["item_mean"][name] = item_mean([r[key] for r in read])', _GEDIT),
+    Mutation("editor-gedit-official-is-ieqa-reading", "GEdit's official numbers over the "
+             "items ieqa's reading scored", _E + "gedit.py",
+             'read = [r for r in entries if r["sc"] is not None]',
+             'read = [r for r in entries if r["error"] is None and r["sc"] is not None]',
+             _GEDIT),
     Mutation("editor-gedit-standin-o-arithmetic", "a stand-in's GEdit O is (SC + PQ) / 2, "
              "not sqrt(SC * PQ)", _E + "gedit.py",
              "o = math.sqrt(sc * pq) if sc >= 0 and pq >= 0 else math.nan",
              "o = (sc + pq) / 2 if sc >= 0 and pq >= 0 else math.nan", _GEDIT),
     Mutation("editor-gedit-ci-point", "GEdit's CI reported as (point, point)", _E + "gedit.py",
-             "out[\"ci\"][name] = [low, high]", "out[\"ci\"][name] = [g, g]", _GEDIT),
+             "out[\"ci\"][name] = [low, high]",
+             "out[\"ci\"][name] = [out[\"official\"][name]] * 2", _GEDIT),
+    Mutation("editor-gedit-coverage-random-unread-swapped", "GEdit's coverage counts the "
+             "randomised items as unread", _E + "gedit.py",
+             'ids[r["official_status"]].add((r["task_type"], r["key"]))',
+             'ids["unread" if r["official_status"] == "random" else r["official_status"]]'
+             '.add((r["task_type"], r["key"]))', _GEDIT),
     # ---- imgedit.py
     Mutation("editor-imgedit-type-rounding", "ImgEdit's type scores rounded to 1 decimal, not 2",
              _E + "imgedit.py",

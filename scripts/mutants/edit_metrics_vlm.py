@@ -128,6 +128,25 @@ MUTATIONS: tuple[Mutation, ...] = (
              "(the released code asks once more)", "src/ieqa/scorers/vlm/gedit_judge.py",
              "reask_unparsable: int = 1,", "reask_unparsable: int = 0,",
              ("tests/scorers/test_published_judges.py",)),
+    Mutation("judge-gedit-released-first-not-min", "GEdit's released reading: the first "
+             "score instead of the minimum", "src/ieqa/prompts/answers/vie.py",
+             "        low = min(scores)", "        low = scores[0]",
+             ("tests/prompts/test_released_vie_reading.py", "tests/bench/test_editor_gedit.py")),
+    Mutation("judge-gedit-released-bare-number-10-refused", "GEdit's released reading: a "
+             "bare 10 refused (< instead of <=)", "src/ieqa/prompts/answers/vie.py",
+             "return 0 <= int(text) <= 10", "return 0 <= int(text) < 10",
+             ("tests/prompts/test_released_vie_reading.py",)),
+    Mutation("judge-gedit-no-give-up-pass", "GEdit: the re-asked answers read without the "
+             "released give-up rule (no random draw)", "src/ieqa/scorers/vlm/gedit_judge.py",
+             "give_up = asked > 1 ", "give_up = False ", ("tests/bench/test_editor_gedit.py",)),
+    Mutation("judge-gedit-reask-on-fails", "GEdit: both prompts asked again for an answer "
+             "the released loop keeps (and fails on later)", "src/ieqa/scorers/vlm/gedit_judge.py",
+             '!= "ask_again" for gen in gens)', '== "read" for gen in gens)',
+             ("tests/bench/test_editor_gedit.py",)),
+    Mutation("judge-gedit-negative-product-kept", "GEdit: a negative SC * PQ not left out "
+             "(sqrt fails on it)", "src/ieqa/scorers/vlm/gedit_judge.py",
+             "            if product < 0:", "            if product < -1e300:",
+             ("tests/bench/test_editor_gedit.py",)),
     # ---- ImgEdit-Bench, KRIS-Bench, RISEBench
     Mutation("judge-imgedit-ia-last", "ImgEdit: instruction alignment from the last "
              "criterion instead of the first", "src/ieqa/scorers/vlm/imgedit_judge.py",

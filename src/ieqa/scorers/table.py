@@ -192,9 +192,11 @@ PUBLISHED_TABLE: tuple[ScorerInfo, ...] = (
                         "paper": "VIEScore (Ku et al., ACL 2024)"}),
     ScorerInfo("gedit-judge", "GEdit-Bench's official judge as released: VIEScore's tie "
                "prompts from the benchmark's file, the edit resized to the source's size, "
-               "text then JPEG images, max_tokens 1400, gpt-4.1 by default; an unparsable "
-               "answer is asked once more, then a row error (on_malformed=random: the "
-               "released random integer, flagged); SC = min, PQ = min, O = sqrt(SC*PQ) on 0-10",
+               "text then JPEG images, max_tokens 1400, gpt-4.1 by default; both prompts asked "
+               "once more as released; scores: two numbers 0-10 per answer or a row error, "
+               "the released reading beside them in raw (lists' minimum, the random draw "
+               "only with on_malformed=random, flagged); SC = min, PQ = min, "
+               "O = sqrt(SC*PQ) on 0-10",
                "vlm",
                ("instruction_alignment", "content_preservation", "visual_quality", "sc_min",
                 "overall"), higher_better=True, needs_source=True, needs_instruction=True,

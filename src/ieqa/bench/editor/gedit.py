@@ -1,15 +1,23 @@
 """GEdit-Bench as ``bench-editor`` runs it (:class:`GEditProtocol`).
 
-Each item gets SC, PQ and O: from GEdit's judge (``gedit-judge``) its ``sc_min``,
-``visual_quality`` and ``overall``; from a **stand-in** judge (any other scorer of the
-catalog) its ``sc_min`` or else ``instruction_alignment``, its ``visual_quality`` and its
-``overall`` (or ``sqrt(SC * PQ)`` when it has none), on its own scale, and every table says
-so. Per language the numbers are:
+Each item gets SC, PQ and O twice. From GEdit's judge (``gedit-judge``): ``sc``, ``pq``,
+``o`` are the released code's reading of its answers (``raw["released"]``: the minimum of
+whatever list it finds, out-of-range values kept, its re-ask and give-up rules; see
+:mod:`ieqa.scorers.vlm.gedit_judge`), with ``official_status`` ``read``, ``drawn``
+(``on_malformed="random"``), ``random`` (the released code would draw a random score: left
+out) or ``unread`` (it would ask again or fail: left out); ``ieqa_sc``, ``ieqa_pq``,
+``ieqa_o`` are ieqa's strict reading (``sc_min``, ``visual_quality``, ``overall``; the
+row's ``error`` when it has none). From a **stand-in** judge (any other scorer of the
+catalog) both are its ``sc_min`` or else ``instruction_alignment``, its ``visual_quality``
+and its ``overall`` (or ``sqrt(SC * PQ)`` when it has none), on its own scale, and every
+table says so. Per language the numbers are:
 
 * ``official`` — G_SC, G_PQ, G_O as GEdit's ``calculate_statistics.py``: the unweighted mean
-  of the 11 task types' means, with ``per_task``;
+  of the 11 task types' means of the released readings, with ``per_task`` and ``counts``
+  (items read, drawn, left out as random, left out as unread);
 * ``intersection`` — the same over the items with ``Intersection_exist`` ("-I");
-* ``item_mean`` — ieqa's default beside them: the mean over items;
+* ``ieqa`` — the same two (G_SC ... G_O-I, ``per_task``) over ieqa's strict readings;
+* ``item_mean`` — ieqa's default beside them: the mean over items of ieqa's readings;
 * ``ci`` — a 95 % stratified bootstrap interval of each official number over items.
 """
 
@@ -48,12 +56,12 @@ class GEditProtocol(EditorProtocol):
     layout = "fullset/{task_type}/{language}/{key}.png"
     task_types = TASK_TYPES
     languages = LANGUAGES
-    parts = ("official", "intersection", "item_mean")
+    parts = ("official", "intersection", "ieqa", "item_mean")
     metrics = tuple(name for name, _ in _METRICS)
     main_metric = "G_O"
     main_field = "o"
     columns = ("editor", "language", "G_SC", "G_PQ", "G_O", "G_SC-I", "G_PQ-I", "G_O-I",
-               "G_O 95% CI", "G_O item mean (ieqa)", "coverage")
+               "G_O 95% CI", "G_O (ieqa)", "G_O-I (ieqa)", "G_O item mean (ieqa)", "coverage")
 
     def read_items(self, data: str | os.PathLike[str] | None, languages: Sequence[str],
                    work_dir: Path) -> list[GEditItem]:
@@ -64,10 +72,21 @@ class GEditProtocol(EditorProtocol):
 
     def item_values(self, row: Mapping[str, Any], judge: Scorer, item: Any) -> dict[str, Any]:
         values = None if row.get("error") else self._scores(row, judge)
-        return {"sc": values[0] if values else None, "pq": values[1] if values else None,
-                "o": values[2] if values else None,
-                "error": row.get("error") or (None if values else
-                                              "the judge gave no usable SC/PQ")}
+        error = row.get("error") or (None if values else "the judge gave no usable SC/PQ")
+        mine = {"ieqa_sc": values[0] if values else None, "ieqa_pq": values[1] if values else None,
+                "ieqa_o": values[2] if values else None, "error": error}
+        if judge.name != self.official_judge:  # a stand-in: one reading, its own
+            return {"sc": mine["ieqa_sc"], "pq": mine["ieqa_pq"], "o": mine["ieqa_o"],
+                    "official_status": "read" if values else "failed",
+                    "official_reason": error, **mine}
+        released = (row.get("raw") or {}).get("released")
+        if not released:
+            released = {"status": "unread", "reason": "the score file has no released reading "
+                        "(scored by an ieqa before 0.1: run again with --overwrite)"}
+        status = released["status"]
+        return {"sc": released.get("sc"), "pq": released.get("pq"), "o": released.get("o"),
+                "official_status": status, "official_reason": released.get("reason"),
+                "substituted": status == "drawn", **mine}
 
     @staticmethod
     def _scores(row: Mapping[str, Any], judge: Scorer) -> tuple[float, float, float] | None:
@@ -83,37 +102,76 @@ class GEditProtocol(EditorProtocol):
         return values if all(math.isfinite(v) for v in values) else None
 
     def aggregate(self, entries: Sequence[Mapping[str, Any]], n_boot: int) -> dict[str, Any]:
+        read = [r for r in entries if r["sc"] is not None]
         ok = [r for r in entries if r["error"] is None]
-        types = [r["task_type"] for r in ok]
-        inter = [r for r in ok if r["intersection"]]
-        out: dict[str, Any] = {"official": {"per_task": {}}, "intersection": {"per_task": {}},
+        out: dict[str, Any] = {"official": {}, "intersection": {}, "ieqa": {},
                                "item_mean": {}, "ci": {}}
+        out["official"], out["intersection"] = self._macro(read, "")
+        mine, mine_i = self._macro(ok, "ieqa_")
+        out["ieqa"] = {**mine, **{f"{k}-I": mine_i[k] for k in self.metrics},
+                       "per_task_intersection": mine_i["per_task"]}
+        counts = {s: sum(1 for r in entries if r["official_status"] == s)
+                  for s in ("read", "drawn", "random", "unread")}
+        out["official"]["counts"] = counts
+        types = [r["task_type"] for r in read]
         for name, key in _METRICS:
-            g, per = macro_mean([r[key] for r in ok], types, TASK_TYPES)
-            out["official"][name] = g
-            gi, per_i = macro_mean([r[key] for r in inter], [r["task_type"] for r in inter],
-                                   TASK_TYPES)
-            out["intersection"][name] = gi
-            for t in TASK_TYPES:
-                out["official"]["per_task"].setdefault(t, {})[name] = per[t]
-                out["intersection"]["per_task"].setdefault(t, {})[name] = per_i[t]
-            out["item_mean"][name] = item_mean([r[key] for r in ok])
-            if ok:
-                low, high = stratified_bootstrap([r[key] for r in ok], types, TASK_TYPES,
+            out["item_mean"][name] = item_mean([r[f"ieqa_{key}"] for r in ok])
+            if read:
+                low, high = stratified_bootstrap([r[key] for r in read], types, TASK_TYPES,
                                                  n_boot=n_boot)
                 out["ci"][name] = [low, high]
         return out
 
+    @staticmethod
+    def _macro(rows: Sequence[Mapping[str, Any]], prefix: str) -> tuple[dict[str, Any],
+                                                                         dict[str, Any]]:
+        """G_SC, G_PQ, G_O (mean of the task types' means) of ``rows``' ``{prefix}sc`` ...,
+        over all of them and over their intersection items, each with ``per_task``."""
+        inter = [r for r in rows if r["intersection"]]
+        full: dict[str, Any] = {"per_task": {}}
+        part: dict[str, Any] = {"per_task": {}}
+        for name, key in _METRICS:
+            for table, subset in ((full, rows), (part, inter)):
+                g, per = macro_mean([r[prefix + key] for r in subset],
+                                    [r["task_type"] for r in subset], TASK_TYPES)
+                table[name] = g
+                for t in TASK_TYPES:
+                    table["per_task"].setdefault(t, {})[name] = per[t]
+        return full, part
+
+    def coverage(self, entries: Sequence[Mapping[str, Any]]) -> tuple[dict[str, int], str]:
+        """How many items the official numbers read, drew and left out (items with that
+        status in any repeat), and the words the coverage text adds."""
+        ids: dict[str, set[tuple[str, str]]] = {s: set() for s in ("random", "unread", "drawn")}
+        for r in entries:
+            if r["official_status"] in ids:
+                ids[r["official_status"]].add((r["task_type"], r["key"]))
+        counts = {f"official_{s}": len(v) for s, v in ids.items()}
+        words = []
+        if counts["official_random"]:
+            words.append(f"{counts['official_random']} left out where the released code draws "
+                         "a random score")
+        if counts["official_drawn"]:
+            words.append(f"{counts['official_drawn']} drawn at random as the released code "
+                         "does (on_malformed=random)")
+        if counts["official_unread"]:
+            words.append(f"{counts['official_unread']} left out that the released code would "
+                         "ask about again or fail on")
+        return counts, ("official numbers: " + ", ".join(words)) if words else ""
+
     def aggregation(self) -> dict[str, str]:
         return {"official": "mean of the 11 task types' means (GEdit-Bench's "
-                            "calculate_statistics.py)",
+                            "calculate_statistics.py) of the released code's readings",
                 "intersection": "the same over Intersection_exist items",
-                "item_mean": "ieqa: the mean over items"}
+                "ieqa": "the same two over ieqa's strict readings (two numbers 0-10 per "
+                        "answer)",
+                "item_mean": "ieqa: the mean over items of ieqa's readings"}
 
     def table_row(self, result: Mapping[str, Any]) -> dict[str, Any]:
         return {**{k: result["official"][k] for k in self.metrics},
                 **{f"{k}-I": result["intersection"][k] for k in self.metrics},
                 "G_O 95% CI": ci_text(result["ci"].get("G_O")),
+                "G_O (ieqa)": result["ieqa"]["G_O"], "G_O-I (ieqa)": result["ieqa"]["G_O-I"],
                 "G_O item mean (ieqa)": result["item_mean"]["G_O"]}
 
     def per_type_rows(self, result: Mapping[str, Any]) -> tuple[list[dict[str, Any]],

@@ -113,6 +113,11 @@ class EditorProtocol(ABC):
     def card_line(self, entry: Mapping[str, Any]) -> str:
         """One judged item's numbers, as the report's gallery shows them."""
 
+    def coverage(self, entries: Sequence[Mapping[str, Any]]) -> tuple[dict[str, int], str]:
+        """What the coverage of one editor and language adds for these entries (all
+        repeats): counts, and words for the coverage text (empty: nothing to add)."""
+        return {}, ""
+
     def item_title(self, entry: Mapping[str, Any]) -> str:
         """How the report names an item."""
         return f"{entry['task_type']}/{entry['key']}"

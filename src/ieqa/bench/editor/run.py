@@ -241,6 +241,7 @@ def bench_editor(
         per_lang_repeats: dict[str, list[dict[str, Any]]] = {lang: [] for lang in langs}
         substituted = {lang: 0 for lang in langs}
         failed_ids: dict[str, set[str]] = {lang: set() for lang in langs}
+        lang_entries: dict[str, list[dict[str, Any]]] = {lang: [] for lang in langs}
         for r in range(1, repeats + 1):
             path = out / "scores" / editor / f"repeat-{r}.jsonl"
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -260,11 +261,12 @@ def bench_editor(
                 entry = {"editor": editor, "repeat": r, "task_type": item.task_type,
                          "language": item.language, "key": item.key,
                          "intersection": item.intersection,
-                         **protocol.item_values(row, judge, item),
                          "substituted": "substituted" in (row.get("flags") or []),
+                         **protocol.item_values(row, judge, item),
                          "source": str(item.source), "edited": row.get("edited"),
                          "instruction": item.instruction}
                 table[item.language].append(entry)
+                lang_entries[item.language].append(entry)
                 all_items.append(entry)
                 if entry["substituted"]:
                     substituted[item.language] += 1
@@ -279,6 +281,7 @@ def bench_editor(
             n_failed = len(failed_ids[lang])
             scored = n_present - n_failed
             result = _mean_over_repeats(per_lang_repeats[lang], protocol.parts)
+            extra, words = protocol.coverage(lang_entries[lang])
             result["coverage"] = {
                 "items": n_lang, "with_output": n_present, "missing": n_lang - n_present,
                 "scored": scored, "failed": n_failed,
@@ -287,7 +290,8 @@ def bench_editor(
                                 and i.id not in by_id],
                 "text": f"{scored} of {n_lang} items" + (
                     f" ({n_lang - n_present} without an output)" if n_lang > n_present else "")
-                + (f" ({n_failed} failed to score)" if n_failed else "")}
+                + (f" ({n_failed} failed to score)" if n_failed else "")
+                + (f"; {words}" if words else ""), **extra}
             editors[editor][lang] = result
     results: dict[str, Any] = {
         "benchmark": benchmark, "dataset": protocol.dataset, "languages": langs,

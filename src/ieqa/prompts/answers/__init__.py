@@ -14,8 +14,8 @@ EPAIQA stage 3         :func:`epaiqa_answer`              :func:`parse_epaiqa`
 pairwise verdict       :func:`write_verdict`              :func:`parse_verdict`
 JSON scores            (judges only)                      :func:`parse_json_scores`,
                                                           :func:`parse_viescore`
-VIEScore/EditScore     :func:`write_vie_answer`           :func:`parse_vie_answer`
-(as published)
+VIEScore/EditScore     :func:`write_vie_answer`           :func:`parse_vie_answer`,
+(as published)                                            :func:`released_vie_reading`
 ImgEdit rubric lines   :func:`write_criteria_answer`      :func:`parse_criteria_answer`,
                                                           :func:`released_criteria_scores`
 RISEBench final score  :func:`write_final_score_answer`   :func:`parse_final_score`,
@@ -84,7 +84,13 @@ from ieqa.prompts.answers.scores import (
     parse_viescore,
 )
 from ieqa.prompts.answers.verdict import VERDICTS, parse_verdict, write_verdict
-from ieqa.prompts.answers.vie import VieAnswer, parse_vie_answer, write_vie_answer
+from ieqa.prompts.answers.vie import (
+    ReleasedVie,
+    VieAnswer,
+    parse_vie_answer,
+    released_vie_reading,
+    write_vie_answer,
+)
 
 __all__ = [
     "COMPLETION_WORDS", "EXPLANATION_KEY", "FORMATS", "FORMAT_TEMPLATES", "LEVEL_WORDS",
@@ -93,7 +99,7 @@ __all__ = [
     "epaiqa_answer", "extract_json", "format_digits", "format_dimensions", "format_stability",
     "level_index", "level_target", "parse_critique", "parse_epaiqa", "parse_explanation",
     "parse_json_scores", "parse_level", "parse_output", "parse_reasonedit", "parse_region",
-    "parse_text_score", "parse_verdict", "parse_vie_answer", "parse_viescore", "rescale",
+    "parse_text_score", "parse_verdict", "parse_vie_answer", "parse_viescore", "ReleasedVie", "released_vie_reading", "rescale",
     "write_verdict", "write_vie_answer", "parse_criteria_answer", "released_criteria_mean",
     "released_criteria_scores", "write_criteria_answer", "parse_final_score",
     "released_final_scores", "write_final_score_answer", "parse_kris_scores",

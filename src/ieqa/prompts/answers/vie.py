@@ -11,6 +11,16 @@ midpoint) is not done: an answer that is not valid JSON, a score that is not a n
 list of the wrong length, a negative or out-of-range score, a refusal or an empty answer
 raise :class:`~ieqa.prompts.answers.JudgeParseError` with the reason, so the scorer records
 and counts it.
+
+:func:`released_vie_reading` is the other reading: VIEScore's ``mllm_output_to_dict`` as
+GEdit-Bench's released code runs it (``GEdit-Bench/viescore/utils.py`` at the pinned
+commit), rule for rule and with its quirks, for the numbers a benchmark publishes
+(``official``). It keeps what that code keeps — a list of any length (the caller takes its
+minimum), a single number wrapped in a list, values outside 0-10, JSON its repair rule
+mends — and says what the released code does with the rest: ask both prompts again
+(``"ask_again"``), draw a random integer (``"random"``, on the give-up pass, whenever the
+answer holds no ``{``) or fail later and start the item over (``"fails"``: no ``score``,
+an empty list, a score that is not a number).
 """
 
 from __future__ import annotations
@@ -24,7 +34,8 @@ from dataclasses import dataclass
 from ieqa.errors import TrainDataError
 from ieqa.prompts.answers._text import JudgeParseError, require_text
 
-__all__ = ["DELIMITER", "VieAnswer", "parse_vie_answer", "write_vie_answer"]
+__all__ = ["DELIMITER", "VieAnswer", "ReleasedVie", "parse_vie_answer", "released_vie_reading",
+           "write_vie_answer"]
 
 #: the delimiter VIEScore's prompts with a delimiter ask the answer to be wrapped in
 DELIMITER = "||V^=^V||"
@@ -122,3 +133,113 @@ def write_vie_answer(scores: Sequence[float], reasoning: str = "", *,
         values.append(int(value) if float(value).is_integer() else float(value))
     body = json.dumps({"reasoning": reasoning, "score": values})
     return f"{DELIMITER}{body}{DELIMITER}" if delimit else body
+
+
+@dataclass(frozen=True)
+class ReleasedVie:
+    """One answer as GEdit-Bench's released code reads it (:func:`released_vie_reading`).
+
+    Attributes:
+        status: ``"read"`` (``score`` holds the minimum of the answer's scores, as the
+            released code takes it), ``"ask_again"`` (the released reader returns False and
+            the released loop asks both prompts again), ``"random"`` (on the give-up pass
+            the released reader draws a random integer 0-10 for it) or ``"fails"`` (the
+            reader returns an object the released code then fails on, and the item is
+            started over).
+        score: the minimum of the scores (``status == "read"``), else ``None``.
+        reason: why it was not read (empty when read).
+    """
+
+    status: str
+    score: float | None = None
+    reason: str = ""
+
+
+#: the released reader's repair of a JSON-like object: bare keys quoted, numbers wrapped in
+#: a list, other bare values quoted (true/false/null left alone)
+_KEY = re.compile(r"(\w+):")
+_PAIR = re.compile(r'(".*?"):(.*?)(,|})')
+_NUMBER = re.compile(r"^-?\d+(\.\d+)?$")
+_LITERAL = re.compile(r"^(true|false|null)$", re.IGNORECASE)
+
+
+def _released_repair(text: str) -> str:
+    def pair(match: re.Match[str]) -> str:
+        key, value, end = match.group(1), match.group(2).strip(), match.group(3)
+        if _NUMBER.match(value):
+            value = f"[{value}]"
+        elif not _LITERAL.match(value):
+            value = f'"{value}"'
+        return f"{key}: {value}{end}"
+
+    return _PAIR.sub(pair, _KEY.sub(r'"\1":', text))
+
+
+def _small_int(text: str) -> bool:
+    try:
+        return 0 <= int(text) <= 10
+    except ValueError:
+        return False
+
+
+def _released_minimum(obj: object) -> ReleasedVie:
+    """What the released code does with the object its reader returned: ``min(score)``,
+    then ``sqrt(SC * PQ)`` (which needs a number)."""
+    try:
+        scores = obj["score"]  # type: ignore[index]
+        low = min(scores)
+    except (KeyError, TypeError, ValueError, IndexError) as exc:
+        return ReleasedVie("fails", reason=f"min(answer['score']) fails ({type(exc).__name__}: "
+                                           f"{exc}); the released code starts the item over")
+    if isinstance(low, bool) or not isinstance(low, (int, float)):
+        return ReleasedVie("fails", reason=f"the minimum score {low!r} is not a number; the "
+                                           "released code fails on it")
+    return ReleasedVie("read", float(low))
+
+
+def released_vie_reading(text: str | None, *, give_up: bool) -> ReleasedVie:
+    """An answer read as GEdit-Bench's released ``mllm_output_to_dict`` reads it, then
+    reduced as its ``evaluate`` does (the minimum of ``score``); see the module docstring.
+
+    Args:
+        text: the answer (``None`` or ``""`` for a failed request: the released client
+            returns ``""`` for an API error).
+        give_up: the released loop's give-up pass (every try after the first): an answer
+            without ``{`` (and without two delimiters) becomes a random draw.
+    """
+    text = text or ""
+    if text == "rate_limit_exceeded":
+        return ReleasedVie("fails", reason="the released code raises on 'rate_limit_exceeded' "
+                                           "and starts the item over")
+    if text.count(DELIMITER) == 2:
+        start, end = text.find(DELIMITER) + len(DELIMITER), text.rfind(DELIMITER)
+        body = text[start:end]
+    else:
+        start, end = text.find("{"), text.rfind("}") + 1
+        if start == -1 or end == 0:
+            if give_up:
+                return ReleasedVie("random", reason="no JSON object on the give-up pass: the "
+                                                    "released code draws a random integer 0-10")
+            listed = text[text.find("["):text.rfind("]") + 1]
+            if _BARE_LIST.match(listed):
+                return _released_minimum({"score": json.loads(listed)})
+            if _small_int(text):
+                return _released_minimum({"score": [int(text)]})
+            return ReleasedVie("ask_again", reason="no JSON object, list of two numbers or "
+                                                   "number 0-10: the released code asks again")
+        body = text[start:end]
+    if start == end:
+        return ReleasedVie("ask_again", reason="an empty answer object: the released code "
+                                               "asks again")
+    body = body.strip().replace("\n", "")
+    try:
+        obj = json.loads(body)
+        if not isinstance(obj["score"], list):
+            obj["score"] = [obj["score"]]
+    except Exception:  # noqa: BLE001 - the released reader catches everything here
+        try:
+            obj = json.loads(_released_repair(body))
+        except Exception:  # noqa: BLE001
+            return ReleasedVie("ask_again", reason="not JSON, even after the released repair: "
+                                                   "the released code asks again")
+    return _released_minimum(obj)

@@ -25,25 +25,40 @@ pixels, Pillow's bicubic), greedy decoding (``do_sample=False``) and at most 512
 ieqa runs it on a local model (default ``Qwen/Qwen2.5-VL-72B-Instruct-AWQ``) or, with
 ``base_url``, on a server of that model (PNG, temperature 0).
 
-Where ieqa differs: after that second try the released code substitutes a uniformly random
-integer for an unparsable answer, and an API error (a content filter, say) becomes an empty
-answer and so a random score. ieqa records both as row errors, counted in every table
-(``on_malformed="error"``); ``on_malformed="random"`` reproduces the substitution, seeded
-and labelled (flag ``substituted``). The prompt texts are read at run time from the
-benchmark's ``GEdit-Bench/viescore/vie_prompts.py`` at a pinned commit with a SHA-256 check
-(the same bytes as VIEScore's file), or from ``prompts=DIR``.
+Two readings of the same answers. ``raw["released"]`` holds the released code's
+(:func:`~ieqa.prompts.answers.released_vie_reading`, checked against the released
+``mllm_output_to_dict`` on 40,078 answers): the minimum of whatever list or number it finds
+(``[12, 11]`` gives 11, ``{"score": 7}`` gives 7, ``{"score": [6, 4, 9]}`` gives 4), its JSON
+repair, and its re-ask rule, which decides when both prompts are asked again (an answer its
+reader returns nothing for, an API error included: the released client turns it into an
+empty answer). On the give-up pass the released code draws a random integer for an answer
+without ``{`` (a valid ``[6, 4]`` or ``7`` included); ieqa leaves such an item out of the
+official numbers and counts it (``status: "random"``), unless ``on_malformed="random"``:
+then it draws too, seeded by the sample id and labelled (``status: "drawn"``, flag
+``substituted``). An answer the released code would go on asking about, or fail on (no
+``score``, an empty list, a score that is not a number, ``sqrt`` of a negative product),
+is ``status: "unread"``, left out and counted. ``bench-editor``'s ``official`` numbers are
+this reading; the row's scores are ieqa's strict reading
+(:func:`~ieqa.prompts.answers.parse_vie_answer`: two numbers 0-10 or the row is an error),
+its ``ieqa`` block. The prompt texts are read at run time from the benchmark's
+``GEdit-Bench/viescore/vie_prompts.py`` at a pinned commit with a SHA-256 check (the same
+bytes as VIEScore's file), or from ``prompts=DIR``.
 """
 
 from __future__ import annotations
 
+import math
+import random
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from PIL import Image
 
 from ieqa.backends import Prompt
+from ieqa.prompts.answers import released_vie_reading
 from ieqa.prompts.published import PublishedText, SourceFile
-from ieqa.scorers.base import ScorerError
+from ieqa.scorers.base import ScorerError, ScoreResult
 from ieqa.scorers.vlm.base import DEFAULT_MAX_INSTRUCTION_CHARS, LoadedSample, VLMScorer
 from ieqa.scorers.vlm.vie_judge import VIE_DIMENSIONS
 from ieqa.scorers.vlm.viescore import DEFAULT_BASE_URL, VIEScoreScorer
@@ -99,8 +114,9 @@ class GEditJudge(VIEScoreScorer):
     Args:
         model: the judge's model name (default ``gpt-4.1``, as released; a dated snapshot
             such as ``gpt-4.1-2025-04-14`` pins it).
-        on_malformed: ``"error"`` (default: the row is an error, counted) or ``"random"``
-            (the released rule: a random integer 0-10, seeded and flagged).
+        on_malformed: where the released code draws a random score: ``"error"`` (default:
+            the item is left out of the official numbers, counted) or ``"random"`` (drawn
+            too: a random integer 0-10, seeded and flagged). ieqa's own reading never draws.
         reask_unparsable: how many times both prompts are asked again when an answer does
             not parse (1 as released; 0 never).
         protocol: ``"gpt"`` (default) or ``"qwen25vl"``, the released local judge (then
@@ -113,6 +129,7 @@ class GEditJudge(VIEScoreScorer):
     prompt_sources = PROMPT_SOURCES
     malformed_rules = ("error", "random")
     default_model = DEFAULT_MODEL
+    random_in_released_reading = True
 
     def __init__(self, *, reask_unparsable: int = 1, protocol: str = "gpt",
                  **kwargs: Any) -> None:
@@ -172,3 +189,51 @@ class GEditJudge(VIEScoreScorer):
             text = self.sc_text.replace("<instruction>", item.sample.instruction)
             return Prompt(parts=(source, edited, text)), Prompt(parts=(edited, self.pq_text))
         return super().prompts(LoadedSample(item.sample, item.source, edited))
+
+    # ------------------------------------------------------------ the released reading
+    def _readable(self, gens: Sequence[Any]) -> bool:
+        """Whether the released loop goes on without asking again: its reader returned
+        something for every answer (an API error is an empty answer to it)."""
+        return all(released_vie_reading("" if gen.error else gen.text, give_up=False).status
+                   != "ask_again" for gen in gens)
+
+    def released_reading(self, result: ScoreResult, item: LoadedSample, sc_gens: Sequence[Any],
+                         pq_gens: Sequence[Any], *, asked: int) -> None:
+        """``raw["released"]``: SC, PQ and O as the released code reads the final answers
+        (see the module docstring), with ``status`` (``read``, ``drawn``, ``random``,
+        ``unread``) and, when not read, ``reason``."""
+        give_up = asked > 1  # every try after the first is the released give-up pass
+        out: dict[str, Any] = {"sc": None, "pq": None, "o": None, "asked": asked}
+        values: dict[str, float] = {}
+        reasons, status = [], "read"
+        for name, gen in (("SC", sc_gens[0]), ("PQ", pq_gens[0])):
+            reading = released_vie_reading("" if gen.error else gen.text, give_up=give_up)
+            out[f"{name.lower()}_status"] = reading.status
+            if reading.status == "read":
+                assert reading.score is not None
+                values[name] = reading.score
+            elif reading.status == "random" and self.on_malformed == "random":
+                values[name] = float(random.Random(f"{result.id}|0|{name}|released").randint(0, 10))
+                out[f"{name.lower()}_drawn"] = values[name]
+                status = "drawn" if status == "read" else status
+            else:
+                status = "random" if reading.status == "random" and status != "unread" else "unread"
+                if reading.status == "ask_again":
+                    reasons.append(f"{name}: {reading.reason} (ieqa asked {asked} time"
+                                   f"{'s' if asked > 1 else ''})")
+                else:
+                    reasons.append(f"{name}: {reading.reason}")
+        if len(values) == 2 and status in ("read", "drawn"):
+            product = values["SC"] * values["PQ"]
+            if product < 0:
+                status = "unread"
+                reasons.append(f"sqrt(SC * PQ) of {values['SC']:g} * {values['PQ']:g} fails in "
+                               "the released code")
+            else:
+                out.update(sc=values["SC"], pq=values["PQ"], o=math.sqrt(product))
+        out["status"] = status
+        if reasons:
+            out["reason"] = "; ".join(reasons)
+        result.raw["released"] = out
+        if status == "drawn" and "substituted" not in result.flags:
+            result.flags.append("substituted")

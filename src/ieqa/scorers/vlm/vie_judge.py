@@ -94,6 +94,9 @@ class VieJudge(PublishedPrompts, VLMScorer):
     #: how many times both prompts of an edit are asked again when an answer did not parse
     #: (0: never; GEdit-Bench's released code asks once more)
     reask_unparsable: int = 0
+    #: ``on_malformed="random"`` draws in the released reading (:meth:`released_reading`)
+    #: only, never in ieqa's (GEdit-Bench's judge)
+    random_in_released_reading: bool = False
 
     def init_server_judge(self, *, model: str | None, base_url: str | None, backend: Any,
                           backend_options: Mapping[str, Any] | None, default_model: str,
@@ -197,7 +200,15 @@ class VieJudge(PublishedPrompts, VLMScorer):
                    for k, item in enumerate(items)]
         for k, earlier in first.items():
             results[k].raw["reasked"] = earlier
+        for k, item in enumerate(items):
+            self.released_reading(results[k], item, answers[2 * k], answers[2 * k + 1],
+                                  asked=1 + len(first.get(k, [])))
         return results
+
+    def released_reading(self, result: ScoreResult, item: LoadedSample, sc_gens: Sequence[Any],
+                         pq_gens: Sequence[Any], *, asked: int) -> None:
+        """Record in ``result.raw["released"]`` how the judge's released code reads the
+        final answers (``asked``: how many times they were asked); nothing by default."""
 
     def _ask(self, prompts: Sequence[Prompt]) -> list[Any]:
         return list(self.backend.generate(prompts, max_new_tokens=self.max_new_tokens,
@@ -238,7 +249,7 @@ class VieJudge(PublishedPrompts, VLMScorer):
                     if self.on_malformed == "midpoint" and not gen.error:
                         read[name] = (self.score_range_asked / 2,) * 2
                         substituted += 1
-                    elif self.on_malformed == "random":
+                    elif self.on_malformed == "random" and not self.random_in_released_reading:
                         guess = random.Random(f"{item.sample.id}|{p}|{name}").randint(
                             0, self.score_range_asked)
                         read[name] = (float(guess),) * 2
