@@ -11,6 +11,12 @@ class IeqaError(Exception):
     """Base class of every error ieqa raises deliberately."""
 
 
+class RunStopped(IeqaError):
+    """A run stopped on purpose before its end (a judge that failed too many requests in a
+    row, or never answered one): never recorded as one row's error, always raised to the
+    caller, whose message says what happened and how to resume."""
+
+
 class UnknownDimensionError(IeqaError, ValueError):
     """A dimension name is neither canonical nor a registered alias."""
 

@@ -20,8 +20,9 @@ from PIL import Image
 
 from chat_server import Reply
 from ieqa.backends.base import Prompt, VLMBackend, fit_pixel_budget
-from ieqa.backends.openai_compat import OpenAICompatBackend
+from ieqa.backends.openai_compat import OpenAICompatBackend, _RequestFailed
 from ieqa.backends.processor import BackendError
+from ieqa.errors import RunStopped
 from ieqa.retry import retry_after_s as _retry_after_s
 
 
@@ -293,15 +294,16 @@ def test_persistent_5xx_gives_a_per_prompt_error(server, make) -> None:
 
 
 def test_timeout_is_retried_then_recorded(server, make) -> None:
-    server.plan = [Reply(sleep_s=0.5), Reply(sleep_s=0.5)]
+    server.plan = [None, Reply(sleep_s=0.5), Reply(sleep_s=0.5)]  # answered once before
     backend = make(server.url, timeout_s=0.2, max_retries=1, max_concurrency=1)
     start = time.monotonic()
-    out = backend.generate([Prompt(parts=("slow",)), Prompt(parts=("fast",))])
+    out = backend.generate([Prompt(parts=("first",)), Prompt(parts=("slow",)),
+                            Prompt(parts=("fast",))])
     assert time.monotonic() - start < 2.0
-    assert not out[0][0].ok and "timeout_s=0.2" in out[0][0].error
-    assert "after 2 attempts" in out[0][0].error
-    assert _answer(out[1][0])["text"] == "fast"
-    assert len(server.requests) == 3
+    assert not out[1][0].ok and "timeout=0.2" in out[1][0].error
+    assert "after 2 attempts" in out[1][0].error and out[1][0].error_kind == "timeout"
+    assert _answer(out[2][0])["text"] == "fast"
+    assert len(server.requests) == 4
 
     server.plan = [Reply(sleep_s=0.5)]  # one timeout, then an answer
     assert backend.generate([Prompt(parts=("x",))])[0][0].ok
@@ -369,10 +371,76 @@ def test_connection_refused_is_retried_then_actionable(make) -> None:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     backend = make(f"http://127.0.0.1:{port}/v1", max_retries=1, max_concurrency=1)
-    out = backend.generate([Prompt(parts=("x",)), Prompt(parts=("y",))])
-    assert "cannot connect" in out[0][0].error and "(after 2 attempts)" in out[0][0].error
-    assert "is the server running" in out[0][0].error
-    assert "not sent" in out[1][0].error
+    # nothing ever answered: the run stops at once, naming the server and the error
+    with pytest.raises(RunStopped) as info:
+        backend.generate([Prompt(parts=("x",)), Prompt(parts=("y",))])
+    message = str(info.value)
+    assert f"127.0.0.1:{port}" in message and "has not answered any request" in message
+    assert "cannot connect" in message and "(after 2 attempts)" in message
+    assert "is the server running" in message and "run the same command again" in message
+    with pytest.raises(_RequestFailed) as failed:  # the kind of the failure
+        backend._post({"model": "m", "messages": []})
+    assert failed.value.kind == "connection"
+    with pytest.raises(RunStopped):  # a stopped backend sends nothing more
+        backend.generate([Prompt(parts=("z",))])
+
+
+@pytest.mark.parametrize(("reply", "kind", "words"), [
+    (Reply(500, {"error": {"message": "boom"}}), "http", "HTTP 500"),
+    (Reply(400, {"error": {"message": "filtered"}}), "http", "HTTP 400"),
+    (Reply(raw=b"<html>oops</html>"), "unreadable", "not JSON"),
+    (Reply(body={"choices": [{"index": 0, "finish_reason": "stop"}]}), "unreadable",
+     "no message"),
+    (Reply(sleep_s=0.6), "timeout", "timeout=0.3"),
+])
+def test_each_failure_has_its_kind(server, make, reply, kind, words) -> None:
+    server.plan = [None, reply]  # one answer first: no stop for a first timeout
+    out = make(server.url, max_retries=0, max_concurrency=1, timeout_s=0.3).generate(
+        [Prompt(parts=("ok",)), Prompt(parts=("bad",))])
+    gen = out[1][0]
+    assert not gen.ok and gen.error_kind == kind and words in gen.error, gen.error
+    assert "malformed" not in gen.error
+
+
+def test_consecutive_failures_stop_the_run_with_the_server_and_the_last_error(server,
+                                                                                make) -> None:
+    server.plan = [Reply(500, {"error": {"message": "down for maintenance"}})] * 10
+    backend = make(server.url, max_retries=0, max_concurrency=1, max_consecutive_failures=3)
+    with pytest.raises(RunStopped) as info:
+        backend.generate([Prompt(parts=(f"p{i}",)) for i in range(6)])
+    message = str(info.value)
+    assert len(server.requests) == 3  # the rest is not sent
+    assert "3 requests in a row" in message and server.url in message
+    assert "HTTP 500" in message and "down for maintenance" in message
+    assert "run the same command again" in message and "max_consecutive_failures" in message
+
+
+def test_an_answer_resets_the_count_and_zero_never_stops(server, make) -> None:
+    bad = Reply(500, {"error": {"message": "flaky"}})
+    server.plan = [bad, bad, None, bad, bad, None, bad, bad]
+    backend = make(server.url, max_retries=0, max_concurrency=1, max_consecutive_failures=3)
+    out = backend.generate([Prompt(parts=(f"p{i}",)) for i in range(8)])
+    assert [g[0].ok for g in out] == [False, False, True, False, False, True, False, False]
+    server.plan = [bad] * 5
+    never = make(server.url, max_retries=0, max_concurrency=1, max_consecutive_failures=0)
+    assert not any(g[0].ok for g in never.generate([Prompt(parts=("x",))] * 5))
+
+
+def test_a_judge_that_never_answers_ends_the_run_within_one_requests_attempts(server,
+                                                                               make) -> None:
+    server.delay = lambda body: 30.0  # accepts the connection, never answers in time
+    backend = make(server.url, timeout_s=0.3, max_retries=1, backoff_s=0.01,
+                   max_backoff_s=0.05, max_concurrency=4)
+    start = time.monotonic()
+    with pytest.raises(RunStopped) as info:
+        backend.generate([Prompt(parts=(f"p{i}",)) for i in range(12)])
+    elapsed = time.monotonic() - start
+    # the bound: (max_retries + 1) * timeout_s + max_retries * max_backoff_s = 0.65 s, for
+    # the requests in flight together; 3 s of margin for a loaded machine
+    assert elapsed < 0.65 + 3.0, elapsed
+    assert "has not answered any request" in str(info.value)
+    assert "timeout=0.3" in str(info.value)
+    assert len(server.requests) <= 4 * 2  # the first wave and its retries, nothing more
 
 
 # -- concurrency and order -------------------------------------------------------------

@@ -490,22 +490,79 @@ def _cli(args):
 def test_a_judge_that_answers_http_500_scores_nothing_exits_3_and_prints_no_table(
         tmp_path, prompts):
     """Issue 40: with a judge that fails every request, `bench-editor` used to exit 0 and
-    print a table of empty numbers."""
+    print a table of empty numbers, the errors labelled "malformed answer"."""
     items = gedit_fixture_items(per_type=1)
     data, outputs = _setup(tmp_path, items)
+    args = ["--data", str(data), "--outputs", f"mine={outputs}", "--language", "en",
+            "--prompts", str(prompts), "-O", _NO_RETRIES, "--n-boot", "20"]
+    # the stop rule off: every item fails, each error says HTTP 500, and no table
     with serve(ScriptedJudge()) as judge:  # nothing scripted: HTTP 500 to every request
-        res, text = _cli(["--data", str(data), "--outputs", f"mine={outputs}", "--language",
-                          "en", "--prompts", str(prompts), "-O", f"base_url={judge.url}",
-                          "-O", _NO_RETRIES, "--n-boot", "20", "-o", str(tmp_path / "r")])
+        res, text = _cli([*args, "-O", f"base_url={judge.url}", "-O",
+                          "max_consecutive_failures=0", "-o", str(tmp_path / "r")])
         asked = len(judge.requests)
-    assert asked >= len(items)
+    assert asked == 4 * len(items)  # each item's two prompts, then the released re-ask
     assert res.exit_code == 3, text
     assert f"Nothing scored: all {len(items)} items with an output failed to score" in text
-    assert "HTTP 500" in text and "run the same command again" in text
+    assert f"({len(items)} HTTP error: " in text and "HTTP 500" in text
+    assert "malformed" not in text and "run the same command again" in text
     assert "gedit-bench, judge:" not in text  # no table
-    # what was written says the same
     results = json.loads((tmp_path / "r" / "results.json").read_text())
-    assert results["coverage"]["scored"] == 0 and results["coverage"]["failed"] == len(items)
+    cov = results["coverage"]
+    assert (cov["scored"], cov["failed"]) == (0, len(items))
+    assert cov["failed_by_kind"] == {"http": len(items)}
+    rows = [json.loads(line) for line in (tmp_path / "r" / "items.jsonl").read_text().splitlines()]
+    assert all(r["error_kinds"] == ["http"] and r["error"].startswith("HTTP error (2 of 2)")
+               for r in rows)
+    # by default the run stops after 20 failed requests in a row, with the resume hint
+    with serve(ScriptedJudge()) as judge:
+        res, text = _cli([*args, "-O", f"base_url={judge.url}", "-o", str(tmp_path / "s")])
+        asked = len(judge.requests)
+    assert 20 <= asked < 20 + 8, asked  # the 20, and at most what was in flight then
+    assert res.exit_code == 3, text
+    assert "stopped: 20 requests in a row to" in text and judge.url in text
+    assert "HTTP 500" in text and "run the same command again" in text
+    assert "max_consecutive_failures" in text and "gedit-bench, judge:" not in text
+
+
+def test_a_judge_that_never_answers_ends_the_run_within_the_stated_bound(tmp_path, prompts):
+    """Issue 40: a judge that accepted connections and never answered kept a 3-item run
+    going past 400 s. The bound (docs/howto/benchmark-editor.md, "When the judge fails"): (max_retries + 1)
+    * timeout + max_retries * max_backoff_s for the requests in flight together."""
+    import time
+
+    items = gedit_fixture_items(per_type=1)[:3]
+    data, outputs = _setup(tmp_path, items)
+    hung = FakeServer()
+    hung.delay = lambda body: 60.0
+    with serve(hung) as judge:
+        start = time.monotonic()
+        res, text = _cli(["--data", str(data), "--outputs", f"mine={outputs}", "--language",
+                          "en", "--prompts", str(prompts), "-O", f"base_url={judge.url}",
+                          "-O", "timeout=0.5", "-O",
+                          'backend_options={"max_retries": 1, "max_backoff_s": 0.1}',
+                          "--missing", "skip", "-o", str(tmp_path / "r")])
+        elapsed = time.monotonic() - start
+    assert res.exit_code == 3, text
+    assert "has not answered any request" in text and "timed out" in text
+    assert "timeout=0.5" in text and "run the same command again" in text
+    assert elapsed < 2 * 0.5 + 0.1 + 10.0, elapsed  # 10 s: reading the data, a loaded CI
+
+
+def test_timeout_and_the_stop_rule_are_options_of_server_judges_only(prompts):
+    from ieqa.scorers.base import ScorerError
+    from ieqa.scorers.build import _server_options
+
+    judge = create_scorer("gedit-judge", base_url="http://127.0.0.1:9/v1", prompts=str(prompts),
+                          timeout=7.5, max_consecutive_failures=3,
+                          backend_options={"max_retries": 0})
+    assert (judge.backend.timeout_s, judge.backend.max_consecutive_failures,
+            judge.backend.max_retries) == (7.5, 3, 0)
+    with pytest.raises(ScorerError, match="sends no requests to a server"):
+        create_scorer("classic", timeout=5)
+    with pytest.raises(ScorerError, match="number of seconds > 0"):
+        _server_options("x", {"timeout": 0}, {"backend_options"})
+    with pytest.raises(ScorerError, match="whole number >= 0"):
+        _server_options("x", {"max_consecutive_failures": -1}, {"backend_options"})
 
 
 def test_items_that_failed_to_score_exit_3_after_the_table_unless_allowed(tmp_path, prompts):
@@ -521,7 +578,8 @@ def test_items_that_failed_to_score_exit_3_after_the_table_unless_allowed(tmp_pa
                     {n: ([_scores(7, 8)], [_scores(6, 9)]) for n in range(ok)})
         args = ["--data", str(data), "--outputs", f"mine={outputs}", "--language", "en",
                 "--prompts", str(prompts), "-O", f"base_url={judge.url}", "-O",
-                _NO_RETRIES, "--n-boot", "20", "-o", str(out)]
+                _NO_RETRIES, "-O", "max_consecutive_failures=0", "--n-boot", "20",
+                "-o", str(out)]
         res, text = _cli(args)
         assert res.exit_code == 3, text
         assert "gedit-bench, judge:" in text  # the table of what scored

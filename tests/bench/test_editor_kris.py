@@ -173,13 +173,15 @@ def test_kris_requests_released_and_ieqa_numbers(tmp_path, prompts):
     assert official["unread"] == 2
     # ieqa: the abstract item failed; the anomaly item's consistency is 4 (75), not 1
     assert res["ieqa"]["overall"] == pytest.approx(1225 / 19)
-    assert res["coverage"]["text"] == "6 of 7 items (1 failed to score)"
+    assert res["coverage"]["text"] == ("6 of 7 items (1 failed to score); official numbers: 2 "
+                                       "judgements of 1 item left out where the released "
+                                       "reading finds no score")
     low, high = res["editors"]["mine"]["en"]["ci"]["overall"]
     assert low <= res["ieqa"]["overall"] <= high
     assert res["judge"]["official"] and res["judge"]["served_models"] == ["gpt-4o"]
     row = editor_table(res)[0]
     assert row["Overall"] == pytest.approx(1250 / 21)
-    assert row["coverage"] == "6 of 7 items (1 failed to score)"
+    assert row["coverage"] == res["coverage"]["text"]
     paths = write_editor_outputs(result, tmp_path / "out", plots=False)
     assert "6 of 7 items" in paths["report"].read_text()
 
@@ -198,7 +200,10 @@ def test_missing_outputs_fail_with_the_list_or_are_skipped(tmp_path, prompts):
                           data=tmp_path / "kris", languages=["en"], progress=False,
                           missing="skip", n_boot=50)
     res = result.results
-    assert res["coverage"]["text"] == "5 of 7 items (2 without an output)"
+    # classic gives neither instruction following nor knowledge: left out, and said
+    assert res["coverage"]["text"] == ("5 of 7 items (2 without an output); official numbers: "
+                                       "6 judgements of 5 items left out that the stand-in "
+                                       "judge does not give")
     assert not res["judge"]["official"]  # a stand-in, labelled
     lo, hi = scorer.score_range
     first = result.items[0]  # a stand-in's scores mapped to 0-100 from its own range

@@ -148,7 +148,9 @@ def test_risebench_requests_solved_items_and_both_completion_rules(tmp_path, pro
     assert official["overall_before_2026_04"] == 37.5
     assert (official["unreadable"], official["would_stop"]) == (2, 1)
     assert res["ieqa"]["overall"] == 80.0  # 4 of the 5 scored items
-    assert res["coverage"]["text"] == "5 of 8 items (3 failed to score)"
+    assert res["coverage"]["text"] == ("5 of 8 items (3 failed to score); official numbers: 2 "
+                                       "unreadable, counted as unsolved as released, 1 the "
+                                       "released script would stop on, counted as unsolved")
     assert res["judge"]["official"] and res["judge"]["served_models"] == ["gpt-4.1-2025-04-14"]
     paths = write_editor_outputs(result, tmp_path / "out", plots=False)
     assert "RISEBench&#x27;s official judge" in paths["report"].read_text() or \

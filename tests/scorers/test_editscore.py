@@ -231,7 +231,7 @@ def test_malformed_answers_are_recorded_and_counted(replica, tmp_path):
                    "refusal": "no answer object", "empty": "the answer is empty"}
         for i, label in enumerate(MALFORMED):
             row = by_id[f"e{i}"]
-            assert row["error"].startswith("malformed answer (1 of 2): pass 0 SC: "), row["error"]
+            assert row["error"].startswith("unreadable answer (1 of 2): pass 0 SC: "), row["error"]
             assert reasons[label] in row["error"], (label, row["error"])
             assert row.get("overall") is None
         assert by_id[f"e{len(MALFORMED)}"]["error"] is None

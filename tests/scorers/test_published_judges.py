@@ -172,7 +172,7 @@ def test_a_malformed_viescore_answer_is_an_error_never_a_guess(tmp_path, edit):
     with serve(FakeServer()) as judge:  # its echo answers are JSON without a score list
         scorer = create_scorer("viescore", base_url=judge.url, prompts=str(prompts))
         result = scorer.score([edit])[0]
-    assert result.error.startswith("malformed answer (2 of 2): pass 0 SC: ")
+    assert result.error.startswith("unreadable answer (2 of 2): pass 0 SC: ")
     assert "no 'score'" in result.error and not result.scores
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ieqa.backends.base import (
+    ERROR_KINDS,
     OPENAI_BASE_URL,
     EncodedImage,
     Generation,
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
     from ieqa.backends.openai_compat import OpenAICompatBackend
     from ieqa.backends.transformers_vlm import TransformersVLM
 
-__all__ = ["OPENAI_BASE_URL", "BackendError", "EncodedImage", "Generation", "OpenAICompatBackend", "Prompt", "PromptTooLongError",
+__all__ = ["ERROR_KINDS", "OPENAI_BASE_URL", "BackendError", "EncodedImage", "Generation", "OpenAICompatBackend", "Prompt", "PromptTooLongError",
            "TransformersVLM", "VLMBackend", "fit_pixel_budget", "make_backend"]
 
 
@@ -68,6 +69,11 @@ def make_backend(*, model: str | Path | None = None, base_url: str | None = None
                            "(CLI: --model), or base_url=<OpenAI-compatible server> with "
                            "model=<served name>; a tiny offline model for smoke tests: "
                            "`ieqa tiny-vlm DIR`")
+    server_only = sorted(k for k in ("timeout_s", "max_consecutive_failures", "max_retries")
+                         if k in options)
+    if server_only:
+        raise BackendError(f"{', '.join(server_only)} applies to a judge on an OpenAI-compatible "
+                           f"server (base_url=URL); {model} runs here, with transformers")
     from ieqa.backends.transformers_vlm import TransformersVLM
 
     return TransformersVLM(model, **options)

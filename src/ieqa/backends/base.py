@@ -23,7 +23,8 @@ from PIL import Image
 #: OpenAI's own endpoint, the default of the judges whose authors call GPT
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 
-__all__ = ["OPENAI_BASE_URL", "EncodedImage", "Prompt", "Generation", "VLMBackend", "fit_pixel_budget",
+__all__ = ["ERROR_KINDS", "OPENAI_BASE_URL", "EncodedImage", "Prompt", "Generation", "VLMBackend",
+           "fit_pixel_budget",
            "fit_qwen_grid"]
 
 
@@ -117,6 +118,16 @@ class Prompt:
         return out
 
 
+#: what a failed request can be, in words (:attr:`Generation.error_kind`; a judge's answer
+#: that its reader cannot read is ``"unreadable"`` too)
+ERROR_KINDS: dict[str, str] = {
+    "http": "HTTP error",
+    "timeout": "timed out",
+    "connection": "connection failed",
+    "unreadable": "unreadable answer",
+}
+
+
 @dataclass
 class Generation:
     """One generated answer.
@@ -129,6 +140,10 @@ class Generation:
         finish_reason: ``"stop"``, ``"length"``, ... as the backend reports it.
         error: set (and ``text`` empty) when this prompt could not be answered, e.g. an
             HTTP request that failed after its retries; readouts record it per sample.
+        error_kind: with ``error``, what failed (:data:`ERROR_KINDS`): ``"http"`` (the
+            server answered with an error status), ``"timeout"`` (no answer in time),
+            ``"connection"`` (refused or broken), ``"unreadable"`` (an answer that is not a
+            chat completion); ``None`` for anything else (an image that cannot be encoded).
         raw: JSON-serialisable backend extras (usage, request id, ...).
     """
 
@@ -137,6 +152,7 @@ class Generation:
     finish_reason: str | None = None
     error: str | None = None
     raw: dict[str, Any] = field(default_factory=dict)
+    error_kind: str | None = None
 
     @property
     def ok(self) -> bool:

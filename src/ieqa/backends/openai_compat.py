@@ -9,8 +9,18 @@ budget with :func:`~ieqa.backends.base.fit_pixel_budget`.
 Prompts run concurrently on a thread pool (at most ``max_concurrency`` requests in flight).
 Transient failures (connection errors, timeouts, HTTP 408/409/429/5xx) are retried with
 exponential backoff and jitter, honouring ``Retry-After``. A prompt that still fails, or
-whose answer is malformed, yields :class:`~ieqa.backends.base.Generation` objects with
-``error`` set; one bad prompt never aborts the batch.
+whose answer is not a readable chat completion, yields
+:class:`~ieqa.backends.base.Generation` objects with ``error`` and ``error_kind`` (``http``,
+``timeout``, ``connection``, ``unreadable``) set; one bad prompt never aborts the batch.
+
+**The stop rule.** A judge that is down must not turn a run into hours of failed requests
+recorded one by one. After ``max_consecutive_failures`` requests in a row failed for good
+(default 20), or when a request times out or cannot connect after all its attempts before
+any request of this backend was answered, :meth:`OpenAICompatBackend.generate` sends
+nothing more and raises :class:`~ieqa.errors.RunStopped`, naming the server and the last
+error. A judge that never answers so ends a run after one request's attempts:
+``(max_retries + 1) * timeout_s`` plus the backoff between them (at most ``max_retries *
+max_backoff_s``) and the time the requests already in flight take to time out too.
 
 An ``answer_prefix`` is sent as a final assistant message with vLLM's
 ``continue_final_message`` extension, so the model continues the prefix. Servers without
@@ -36,6 +46,7 @@ from PIL import Image
 
 from ieqa.backends.base import EncodedImage, Generation, Prompt, fit_pixel_budget
 from ieqa.backends.processor import BackendError
+from ieqa.errors import RunStopped
 from ieqa.retry import Backoff, retry_after_s
 
 if TYPE_CHECKING:
@@ -58,8 +69,9 @@ _ERROR_BODY_CHARS = 500
 class _RequestFailed(Exception):
     """A request failed for good (after its retries, or at once when not retryable)."""
 
-    def __init__(self, message: str, *, fatal: bool = False) -> None:
+    def __init__(self, message: str, *, kind: str, fatal: bool = False) -> None:
         super().__init__(message)
+        self.kind = kind
         self.fatal = fatal
 
 
@@ -117,6 +129,9 @@ class OpenAICompatBackend:
         max_backoff_s: upper bound of any delay between attempts, in seconds, a server's
             ``Retry-After`` included.
         max_concurrency: most requests in flight at once (one worker thread each).
+        max_consecutive_failures: after this many requests in a row failed for good,
+            :meth:`generate` stops and raises :class:`~ieqa.errors.RunStopped` (see the
+            module docstring; 0: never).
         max_pixels, min_pixels: pixel budget (width x height, in pixels) images are resized
             to before encoding (aspect ratio kept); ``None`` leaves that side unbounded.
         image_format: ``"png"`` (lossless) or ``"jpeg"`` (smaller requests).
@@ -137,7 +152,8 @@ class OpenAICompatBackend:
     def __init__(self, base_url: str, model: str, *, api_key: str | None = None,
                  api_key_env: str = "OPENAI_API_KEY", timeout_s: float = 60.0,
                  max_retries: int = 3, backoff_s: float = 1.0, max_backoff_s: float = 30.0,
-                 max_concurrency: int = 8, max_pixels: int | None = 1024 * 1024,
+                 max_concurrency: int = 8, max_consecutive_failures: int = 20,
+                 max_pixels: int | None = 1024 * 1024,
                  min_pixels: int | None = None, image_format: Literal["png", "jpeg"] = "png",
                  jpeg_quality: int = 90, extra_body: dict[str, Any] | None = None,
                  answer_prefix_mode: Literal["continue", "error"] = "continue") -> None:
@@ -160,6 +176,9 @@ class OpenAICompatBackend:
             raise ValueError("backoff_s and max_backoff_s must be >= 0")
         if max_concurrency < 1:
             raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
+        if max_consecutive_failures < 0:
+            raise ValueError("max_consecutive_failures must be >= 0 (0: never stop), got "
+                             f"{max_consecutive_failures}")
         for label, value in (("max_pixels", max_pixels), ("min_pixels", min_pixels)):
             if value is not None and value < 1:
                 raise ValueError(f"{label} must be >= 1 or None, got {value}")
@@ -192,6 +211,11 @@ class OpenAICompatBackend:
         self.backoff_s = float(backoff_s)
         self.max_backoff_s = float(max_backoff_s)
         self.max_concurrency = int(max_concurrency)
+        self.max_consecutive_failures = int(max_consecutive_failures)
+        self._streak = 0  # requests failed in a row (for good)
+        self._answered = False  # any request answered yet
+        self._stop: str | None = None
+        self._streak_lock = threading.Lock()
         self.max_pixels = max_pixels
         self.min_pixels = min_pixels
         self.image_format: Literal["png", "jpeg"] = image_format  # type: ignore[assignment]
@@ -217,7 +241,9 @@ class OpenAICompatBackend:
                 "api_key_env": self.api_key_env, "api_key_set": self._api_key is not None,
                 "timeout_s": self.timeout_s, "max_retries": self.max_retries,
                 "backoff_s": self.backoff_s, "max_backoff_s": self.max_backoff_s,
-                "max_concurrency": self.max_concurrency, "max_pixels": self.max_pixels,
+                "max_concurrency": self.max_concurrency,
+                "max_consecutive_failures": self.max_consecutive_failures,
+                "max_pixels": self.max_pixels,
                 "min_pixels": self.min_pixels, "image_format": self.image_format,
                 "jpeg_quality": self.jpeg_quality, "extra_body": dict(self.extra_body),
                 "answer_prefix_mode": self.answer_prefix_mode}
@@ -252,14 +278,15 @@ class OpenAICompatBackend:
 
         Returns:
             One list of ``num_samples`` generations per prompt. A prompt that failed after
-            its retries, or got a malformed answer, has generations with ``text=""`` and
-            ``error`` set.
+            its retries, or got an unreadable answer, has generations with ``text=""``,
+            ``error`` and ``error_kind`` set.
 
         Raises:
             BackendError: a prompt has an ``answer_prefix`` and ``answer_prefix_mode`` is
                 ``"error"`` (nothing is sent then).
             ValueError: ``num_samples``, ``max_new_tokens`` or ``top_logprobs`` is out of
                 range.
+            RunStopped: the stop rule (module docstring) ended the run.
         """
         if num_samples < 1:
             raise ValueError(f"num_samples must be >= 1, got {num_samples}")
@@ -305,10 +332,17 @@ class OpenAICompatBackend:
                                 one_per_request=seed_per_sample)
 
         workers = min(self.max_concurrency, len(prompts))
+        if self._stop is not None:
+            raise RunStopped(self._stop)
         if workers == 1:
-            return [run(p) for p in prompts]
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ieqa-openai") as pool:
-            return list(pool.map(run, prompts))
+            out = [run(p) for p in prompts]
+        else:
+            with ThreadPoolExecutor(max_workers=workers,
+                                    thread_name_prefix="ieqa-openai") as pool:
+                out = list(pool.map(run, prompts))
+        if self._stop is not None:
+            raise RunStopped(self._stop)
+        return out
 
     # -- housekeeping --------------------------------------------------------------------
 
@@ -333,7 +367,8 @@ class OpenAICompatBackend:
         """All ``num_samples`` answers of one prompt (never raises for server trouble);
         ``one_per_request``: one request per answer (``n`` never sent)."""
         if abort.message is not None:
-            return [Generation(text="", error=abort.message) for _ in range(num_samples)]
+            return [Generation(text="", error=abort.message, error_kind=abort.kind)
+                    for _ in range(num_samples)]
         try:
             messages = self._messages(prompt, images)
         except Exception as exc:  # an image that cannot be encoded fails this prompt only
@@ -357,16 +392,38 @@ class OpenAICompatBackend:
                 new = self._parse(answer, need)
             except _RequestFailed as exc:
                 message = str(exc)
-                if exc.fatal:
-                    abort.set(message)
-                gens.extend(Generation(text="", error=message)
+                stop = self._failed(exc)
+                if exc.fatal or stop:
+                    abort.set(message, exc.kind)
+                gens.extend(Generation(text="", error=message, error_kind=exc.kind)
                             for _ in range(num_samples - len(gens)))
                 break
+            with self._streak_lock:
+                self._streak, self._answered = 0, True
             if len(new) < need:
                 log.debug("%s returned %d of %d choices; asking for the rest",
                           self.url, len(new), need)
             gens.extend(new)
         return gens
+
+    def _failed(self, exc: _RequestFailed) -> bool:
+        """Count a request that failed for good; True when the run must stop (the stop
+        rule of the module docstring), with the message :meth:`generate` raises."""
+        with self._streak_lock:
+            self._streak += 1
+            never = not self._answered and exc.kind in ("timeout", "connection")
+            if self._stop is None and (never or 0 < self.max_consecutive_failures
+                                       <= self._streak):
+                what = (f"{self.url} has not answered any request" if never else
+                        f"{self._streak} requests in a row to {self.url} failed")
+                self._stop = (
+                    f"stopped: {what} (the last: {exc}). Nothing more is sent. Check the "
+                    "server (is it running, is base_url right, does it answer within "
+                    f"-O timeout={self.timeout_s:g} s?), then run the same command again: "
+                    "it resumes, judging only the items without a score "
+                    f"(-O max_consecutive_failures=K sets this limit, now "
+                    f"{self.max_consecutive_failures}; 0 never stops)")
+            return self._stop is not None
 
     def _messages(self, prompt: Prompt, images: _SharedImages) -> list[dict[str, Any]]:
         """The chat-completions ``messages`` of ``prompt`` with inline images."""
@@ -419,18 +476,18 @@ class OpenAICompatBackend:
             try:
                 resp = self._client.post(self.url, content=payload)
             except httpx.TimeoutException as exc:
-                problem = (f"no answer from {self.url} within timeout_s={self.timeout_s:g} s "
-                           f"({type(exc).__name__})")
-                hint = "; raise timeout_s or lower the load on the server"
-                fatal = False
+                problem = (f"timed out: no answer from {self.url} within "
+                           f"timeout={self.timeout_s:g} s ({type(exc).__name__})")
+                hint = "; raise it (-O timeout=S) or lower the load on the server"
+                fatal, kind = False, "timeout"
             except httpx.ConnectError as exc:
                 problem = f"cannot connect to {self.url} ({exc})"
                 hint = "; is the server running and base_url right?"
-                fatal = True
+                fatal, kind = True, "connection"
             except httpx.TransportError as exc:
                 problem = f"request to {self.url} failed: {type(exc).__name__}: {exc}"
                 hint = ""
-                fatal = False
+                fatal, kind = False, "connection"
             else:
                 status = resp.status_code
                 if 200 <= status < 300:
@@ -438,25 +495,26 @@ class OpenAICompatBackend:
                         answer = resp.json()
                     except ValueError as exc:
                         raise _RequestFailed(
-                            f"malformed answer from {self.url}: not JSON "
-                            f"({_snippet(resp.text)!r})") from exc
+                            f"unreadable answer from {self.url}: not JSON "
+                            f"({_snippet(resp.text)!r})", kind="unreadable") from exc
                     if not isinstance(answer, dict):
-                        raise _RequestFailed(f"malformed answer from {self.url}: a JSON "
-                                             f"{type(answer).__name__}, not an object")
+                        raise _RequestFailed(f"unreadable answer from {self.url}: a JSON "
+                                             f"{type(answer).__name__}, not an object",
+                                             kind="unreadable")
                     return answer
                 server_message = _server_message(resp)
                 problem = f"HTTP {status} {resp.reason_phrase} from {self.url}: {server_message}"
                 if status not in _RETRY_STATUSES and status < 500:
                     hint = self._hint(status, continues=bool(body.get("continue_final_message")),
                                       message=server_message)
-                    raise _RequestFailed(problem + hint,
+                    raise _RequestFailed(problem + hint, kind="http",
                                          fatal=status in _FATAL_STATUSES)
                 retry_after = retry_after_s(resp.headers)
                 hint = ""
-                fatal = False
+                fatal, kind = False, "http"
             if attempt + 1 >= attempts:
                 tries = f" (after {attempts} attempts)" if attempts > 1 else ""
-                raise _RequestFailed(problem + tries + hint, fatal=fatal)
+                raise _RequestFailed(problem + tries + hint, kind=kind, fatal=fatal)
             delay = self._delay(attempt, retry_after)
             log.warning("%s; retry %d of %d in %.2f s", problem, attempt + 1,
                         self.max_retries, delay)
@@ -501,18 +559,19 @@ class OpenAICompatBackend:
         choices = answer.get("choices")
         if not isinstance(choices, list) or not choices:
             what = "an empty 'choices'" if isinstance(choices, list) else "no 'choices'"
-            raise _RequestFailed(f"malformed answer from {self.url}: {what} "
-                                 f"({_snippet(json.dumps(answer))!r})")
+            raise _RequestFailed(f"unreadable answer from {self.url}: {what} "
+                                 f"({_snippet(json.dumps(answer))!r})", kind="unreadable")
         raw = {k: answer[k] for k in ("id", "model", "usage", "system_fingerprint")
                if answer.get(k) is not None}
         ordered = sorted(choices, key=lambda c: c.get("index", 0) if isinstance(c, dict) else 0)
         return [self._generation(choice, raw) for choice in ordered[:need]]
 
     def _generation(self, choice: Any, raw: dict[str, Any]) -> Generation:
-        """One choice as a :class:`Generation` (``error`` set when it is malformed)."""
+        """One choice as a :class:`Generation` (``error`` set when it is unreadable)."""
         if not isinstance(choice, dict):
-            return Generation(text="", error=f"malformed answer from {self.url}: a choice "
-                              f"is a {type(choice).__name__}, not an object", raw=dict(raw))
+            return Generation(text="", error=f"unreadable answer from {self.url}: a choice "
+                              f"is a {type(choice).__name__}, not an object", raw=dict(raw),
+                              error_kind="unreadable")
         finish = choice.get("finish_reason")
         finish = _FINISH_REASONS.get(finish, finish) if isinstance(finish, str) else None
         message = choice.get("message")
@@ -524,8 +583,8 @@ class OpenAICompatBackend:
             if isinstance(message, dict) and message.get("reasoning_content"):
                 detail += " (only reasoning_content; raise max_new_tokens or turn thinking off)"
             return Generation(text="", finish_reason=finish, raw=dict(raw),
-                              error=f"malformed answer from {self.url}: the choice has "
-                                    f"{detail}")
+                              error=f"unreadable answer from {self.url}: the choice has "
+                                    f"{detail}", error_kind="unreadable")
         return Generation(text=text, top_logprobs=_top_logprobs(choice.get("logprobs")),
                           finish_reason=finish, raw=dict(raw))
 
@@ -535,12 +594,14 @@ class _Abort:
 
     def __init__(self) -> None:
         self.message: str | None = None
+        self.kind: str | None = None
         self._lock = threading.Lock()
 
-    def set(self, message: str) -> None:
+    def set(self, message: str, kind: str | None = None) -> None:
         with self._lock:
             if self.message is None:
                 self.message = f"not sent: an earlier request failed: {message}"
+                self.kind = kind
 
 
 def _top_logprobs(logprobs: Any) -> list[dict[str, float]] | None:

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ieqa.backends import ERROR_KINDS
 from ieqa.bench.editor.report import editor_table, table_columns, write_editor_outputs
 from ieqa.bench.editor.run import BENCHMARKS, MISSING_RULES, PROTOCOLS, bench_editor, get_protocol
 from ieqa.bench.errors import BenchError
@@ -22,8 +23,10 @@ from ieqa.commands.options import (
     OPTION_OPT,
     PROMPTS_OPT,
     REVISION_OPT,
+    exit_stopped,
     make_scorer,
 )
+from ieqa.errors import RunStopped
 
 NAME = "bench-editor"
 #: exit status when items failed to score (as `ieqa score`'s rows with errors)
@@ -140,10 +143,13 @@ def command(
     scorer = make_scorer(judge or protocol.official_judge, options or None, model, None,
                          prompts=prompts, base_model=base_model, revision=revision,
                          adapter=adapter)
-    result = bench_editor(benchmark, _outputs(outputs), scorer, out, data=data,
-                          languages=language or ["en", "cn"], missing=missing, repeats=repeats,
-                          batch_size=batch_size, n_boot=n_boot, prices=_prices(price),
-                          overwrite=overwrite)
+    try:
+        result = bench_editor(benchmark, _outputs(outputs), scorer, out, data=data,
+                              languages=language or ["en", "cn"], missing=missing,
+                              repeats=repeats, batch_size=batch_size, n_boot=n_boot,
+                              prices=_prices(price), overwrite=overwrite)
+    except RunStopped as exc:
+        raise exit_stopped(exc) from None
     paths = write_editor_outputs(result, out)
     res = result.results
     failed, scored, judged = _failure_counts(res)
@@ -176,11 +182,17 @@ def _failure_counts(results: dict[str, Any]) -> tuple[int, int, int]:
 
 
 def _first_errors(items: list[dict[str, Any]], k: int = 3) -> str:
-    """The first ``k`` distinct errors of ``items``, each with how many items had it."""
+    """How many items failed by kind, then the first ``k`` distinct errors of ``items``,
+    each with how many items had it."""
     counts: dict[str, int] = {}
+    kinds: dict[str, int] = {}
     for item in items:
         if item.get("error") is not None:
             counts[str(item["error"])] = counts.get(str(item["error"]), 0) + 1
+            kind = (item.get("error_kinds") or ["other"])[0]
+            kinds[kind] = kinds.get(kind, 0) + 1
+    by_kind = ", ".join(f"{n} {ERROR_KINDS.get(kind, 'other error')}" for kind, n in kinds.items())
     shown = [f"{n} x {error}" if n > 1 else error for error, n in list(counts.items())[:k]]
     more = len(counts) - len(shown)
-    return "; ".join(shown) + (f"; {more} other errors" if more > 0 else "")
+    return (f"{by_kind}: " if by_kind else "") + "; ".join(shown) \
+        + (f"; {more} other errors" if more > 0 else "")

@@ -137,6 +137,20 @@ def make_scorer(name: str | None, options: list[str] | None, model: str | None =
     return create_scorer(name or DEFAULT_SCORER, **kwargs)
 
 
+#: the exit status of a run with rows or items that failed to score, or one stopped early
+EXIT_FAILED = 3
+
+
+def exit_stopped(exc: Exception) -> typer.Exit:
+    """Print why a run stopped early (:class:`~ieqa.errors.RunStopped`: what was scored is
+    kept, a re-run resumes) and return the exit to raise (:data:`EXIT_FAILED`)."""
+    from rich.console import Console
+    from rich.markup import escape
+
+    Console(stderr=False).print(f"[red]{escape(str(exc))}[/red]")
+    return typer.Exit(EXIT_FAILED)
+
+
 def benchmark_input_id(bench: BenchmarkData, benchmark: str, root: Path | None) -> str:
     """Identifies a benchmark's sample list for resumable scoring (name, location, ids)."""
     ids = hashlib.sha1("\n".join(s.id for s in bench.samples).encode()).hexdigest()

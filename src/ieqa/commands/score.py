@@ -51,10 +51,12 @@ from ieqa.commands.options import (
     SCORER_HELP,
     STRICT_OPT,
     WORKERS_OPT,
+    exit_stopped,
     make_scorer,
     resolve_input,
 )
 from ieqa.data.resolve import is_manifest_file, strict_check
+from ieqa.errors import RunStopped
 from ieqa.registry import BENCHMARKS
 from ieqa.scorers.base import Scorer, ScoreResult
 from ieqa.scorers.run import ScoreRunSummary, score_to_file
@@ -227,9 +229,12 @@ def command(
     items, total, description = resolve_input(inputs[0], root)
     if strict:
         items = strict_check(items)
-    summary = score_to_file(scorer, items, out, input_id=description, total=total,
-                            batch_size=batch_size, workers=workers, overwrite=overwrite,
-                            retry_errors=not no_retry, fail_fast=fail_fast)
+    try:
+        summary = score_to_file(scorer, items, out, input_id=description, total=total,
+                                batch_size=batch_size, workers=workers, overwrite=overwrite,
+                                retry_errors=not no_retry, fail_fast=fail_fast)
+    except RunStopped as exc:
+        raise exit_stopped(exc) from None
     print_run(summary)
     exit_for(summary, allow_errors)
 

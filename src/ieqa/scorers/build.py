@@ -12,7 +12,7 @@ from typing import Any
 from ieqa.scorers.base import Scorer, ScorerError, ScorerInfo
 from ieqa.scorers.table import scorer_info
 
-__all__ = ["build_scorer", "wraps_checkpoint"]
+__all__ = ["SERVER_OPTIONS", "build_scorer", "wraps_checkpoint"]
 
 
 def _import_factory(info: ScorerInfo) -> Any:
@@ -34,8 +34,9 @@ def build_scorer(name: str, **overrides: Any) -> Scorer:
         overrides.pop("checkpoint", None)
     info = scorer_info(name)
     factory = _import_factory(info)
-    kwargs = {**info.defaults, **overrides}
     params = _accepted_params(factory)
+    overrides = _server_options(name, overrides, params)
+    kwargs = {**info.defaults, **overrides}
     if params is not None:
         unknown = sorted(set(kwargs) - params)
         if unknown:
@@ -51,6 +52,36 @@ def build_scorer(name: str, **overrides: Any) -> Scorer:
         scorer = factory(**kwargs)
         scorer.info = info
     return scorer
+
+
+#: options every judge on an OpenAI-compatible server takes (``-O timeout=S``), as the
+#: backend's arguments they become (a ``backend_options`` entry of the same name wins)
+SERVER_OPTIONS: dict[str, str] = {"timeout": "timeout_s",
+                                  "max_consecutive_failures": "max_consecutive_failures"}
+
+
+def _server_options(name: str, overrides: dict[str, Any],
+                    params: set[str] | None) -> dict[str, Any]:
+    """``overrides`` with :data:`SERVER_OPTIONS` moved into ``backend_options``."""
+    given = {k: overrides[k] for k in SERVER_OPTIONS if k in overrides}
+    if not given:
+        return overrides
+    if params is not None and "backend_options" not in params:
+        raise ScorerError(f"scorer {name!r} sends no requests to a server; "
+                          f"{', '.join(sorted(given))} applies to judges on an OpenAI-compatible "
+                          "server (-O base_url=URL)")
+    for key, value in given.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 \
+                or (key == "timeout" and value == 0):
+            raise ScorerError(f"scorer {name!r}: -O {key} takes a "
+                              + ("number of seconds > 0" if key == "timeout"
+                                 else "whole number >= 0 (0: never stop)") + f", got {value!r}")
+    rest = {k: v for k, v in overrides.items() if k not in SERVER_OPTIONS}
+    options = dict(rest.get("backend_options") or {})
+    for key, value in given.items():
+        options.setdefault(SERVER_OPTIONS[key], value)
+    rest["backend_options"] = options
+    return rest
 
 
 def wraps_checkpoint(name: str) -> bool:

@@ -433,14 +433,24 @@ def scorer_state(scorer: Scorer) -> dict[str, Any]:
     return json.loads(json.dumps(state, default=str))
 
 
+#: server-backend settings that change how long a request is waited for, not its answer
+_PATIENCE = frozenset({"timeout_s", "max_retries", "backoff_s", "max_backoff_s",
+                       "max_concurrency", "max_consecutive_failures"})
+
+
 def _same_scorer(a: dict[str, Any], b: dict[str, Any]) -> bool:
     """Whether two run records come from the same scorer configuration. A config's
     ``provenance`` entry (where identical, hash-checked files were read from: the cache or a
-    ``--prompts`` copy) is recorded but does not tell configurations apart."""
+    ``--prompts`` copy) and how its server backend waits and retries (:data:`_PATIENCE`:
+    ``-O timeout=S`` raised to resume a run) are recorded but do not tell configurations
+    apart: they change no answer."""
     def identity(state: dict[str, Any]) -> dict[str, Any]:
         config = state.get("config")
         if isinstance(config, dict):
             config = {k: v for k, v in config.items() if k != "provenance"}
+            backend = config.get("backend")
+            if isinstance(backend, dict):
+                config["backend"] = {k: v for k, v in backend.items() if k not in _PATIENCE}
         return {**state, "config": config}
 
     a, b = identity(a), identity(b)

@@ -122,6 +122,13 @@ class ImgEditProtocol(EditorProtocol):
             out["ci"]["overall_mean_of_types"] = [low, high]
         return out
 
+    def coverage(self, entries: Sequence[Mapping[str, Any]]) -> tuple[dict[str, int], str]:
+        """Items the official numbers leave out: no released score (in any repeat)."""
+        dropped = len({e["key"] for e in entries if e["released_score"] is None})
+        return ({"official_dropped": dropped},
+                f"official numbers: {dropped} left out where the released scripts find no "
+                "score line" if dropped else "")
+
     def aggregation(self) -> dict[str, str]:
         return {"official": "per type: the mean of the items' released scores (the mean of "
                             "the score lines found, rounded to 2 decimals), rounded to 2 "

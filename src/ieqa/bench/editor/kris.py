@@ -169,6 +169,7 @@ class KrisProtocol(EditorProtocol):
         present = [v for v in values if v is not None]
         return {"error": row.get("error"), "scale": list(scale),
                 "released": released, **mine,
+                "official_judge": judge.name == self.official_judge,
                 "score": sum(present) / len(present) if present else None}
 
     def _values(self, e: Mapping[str, Any], released: bool) -> dict[str, float | None]:
@@ -194,6 +195,19 @@ class KrisProtocol(EditorProtocol):
                 out["ci"]["overall"] = list(flat_bootstrap(
                     sums, counts, [e["task_type"] for e in ok], n_boot=n_boot))
         return out
+
+    def coverage(self, entries: Sequence[Mapping[str, Any]]) -> tuple[dict[str, int], str]:
+        """Judgements the official numbers leave out (the released reading found no score),
+        and the items they belong to (in any repeat)."""
+        unread = {(e["key"], e.get("repeat"), j) for e in entries for j in _required(e["task_type"])
+                  if self._values(e, True)[j] is None}
+        items = len({key for key, _, _ in unread})
+        why = ("where the released reading finds no score"
+               if all(e.get("official_judge", True) for e in entries)
+               else "that the stand-in judge does not give")
+        return ({"official_unread_judgements": len(unread), "official_unread_items": items},
+                f"official numbers: {len(unread)} judgement{'s' if len(unread) != 1 else ''} "
+                f"of {items} item{'s' if items != 1 else ''} left out {why}" if unread else "")
 
     def aggregation(self) -> dict[str, str]:
         return {"official": "each 1-5 score mapped to 0-100 by 25 * (s - 1); per group the "

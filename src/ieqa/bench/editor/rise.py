@@ -165,6 +165,17 @@ class RiseProtocol(EditorProtocol):
                                                              n_boot=n_boot))
         return out
 
+    def coverage(self, entries: Sequence[Mapping[str, Any]]) -> tuple[dict[str, int], str]:
+        """Items whose answers the released code cannot read (counted as unsolved there
+        and here) or would stop on (in any repeat)."""
+        failed = len({e["key"] for e in entries if e["released"] == "failed"})
+        stops = len({e["key"] for e in entries if e["released"] == "stops"})
+        words = ([f"{failed} unreadable, counted as unsolved as released"] if failed else []) \
+            + ([f"{stops} the released script would stop on, counted as unsolved"]
+               if stops else [])
+        return ({"official_unreadable": failed, "official_would_stop": stops},
+                "official numbers: " + ", ".join(words) if words else "")
+
     def aggregation(self) -> dict[str, str]:
         return {"official": "percent of items solved (every required judgement 5; logical "
                             "0/1 read as 1/5), per category and pooled over all items, an "

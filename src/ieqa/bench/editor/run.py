@@ -14,7 +14,8 @@ parts, and
 
 * ``coverage`` — items in the benchmark, with an output, scored, failed (judge errors,
   never replaced by a guess unless the judge's ``on_malformed="random"`` was asked for:
-  then ``substituted`` counts them) and missing;
+  then ``substituted`` counts them; ``failed_by_kind``: ``http``, ``timeout``,
+  ``connection``, ``unreadable`` or ``other``, each item by its first error) and missing;
 * with ``repeats > 1``: each number is the mean over the repeats, ``std`` (in each part)
   their standard deviation (judge drift).
 
@@ -27,6 +28,7 @@ model ids and fingerprints the server reported, tokens and cost (:func:`judge_re
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -242,6 +244,7 @@ def bench_editor(
         substituted = {lang: 0 for lang in langs}
         failed_ids: dict[str, set[str]] = {lang: set() for lang in langs}
         lang_entries: dict[str, list[dict[str, Any]]] = {lang: [] for lang in langs}
+        failed_kind: dict[str, dict[str, str]] = {lang: {} for lang in langs}
         for r in range(1, repeats + 1):
             path = out / "scores" / editor / f"repeat-{r}.jsonl"
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -263,6 +266,7 @@ def bench_editor(
                          "intersection": item.intersection,
                          "substituted": "substituted" in (row.get("flags") or []),
                          **protocol.item_values(row, judge, item),
+                         "error_kinds": (row.get("raw") or {}).get("error_kinds"),
                          "source": str(item.source), "edited": row.get("edited"),
                          "instruction": item.instruction}
                 table[item.language].append(entry)
@@ -272,6 +276,7 @@ def bench_editor(
                     substituted[item.language] += 1
                 if entry["error"] is not None:
                     failed_ids[item.language].add(item.id)
+                    failed_kind[item.language][item.id] = (entry["error_kinds"] or ["other"])[0]
             for lang in langs:
                 per_lang_repeats[lang].append(protocol.aggregate(table[lang], n_boot))
         editors[editor] = {}
@@ -285,6 +290,7 @@ def bench_editor(
             result["coverage"] = {
                 "items": n_lang, "with_output": n_present, "missing": n_lang - n_present,
                 "scored": scored, "failed": n_failed,
+                "failed_by_kind": dict(Counter(failed_kind[lang].values())),
                 "substituted": substituted[lang],
                 "missing_ids": [i.id for i in items if i.language == lang
                                 and i.id not in by_id],

@@ -27,15 +27,15 @@ from typing import Any, TypeVar
 
 from PIL import Image
 
-from ieqa.backends import Prompt, VLMBackend, make_backend
+from ieqa.backends import ERROR_KINDS, Prompt, VLMBackend, make_backend
 from ieqa.data.dimensions import canonical_dimension
 from ieqa.data.images import crop_to_box, load_image
 from ieqa.data.schema import EditSample
 from ieqa.scorers.base import Scorer, ScorerError, ScoreResult
 from ieqa.scorers.vlm.isolation import run_isolated
 
-__all__ = ["VLMScorer", "LoadedSample", "share_key", "resolve_template",
-           "CORE_DIMENSIONS", "DEFAULT_MAX_INSTRUCTION_CHARS"]
+__all__ = ["VLMScorer", "LoadedSample", "share_key", "resolve_template", "failure",
+           "request_kind", "CORE_DIMENSIONS", "DEFAULT_MAX_INSTRUCTION_CHARS"]
 
 log = logging.getLogger(__name__)
 
@@ -364,3 +364,25 @@ class VLMScorer(Scorer):
             raise ScorerError(f"template {template.name!r} needs the {', '.join(missing)} "
                               f"image(s) and sample {item.sample.id!r} has none")
         return {slot: img for slot, img in item.images.items() if slot in template.images}
+
+
+def failure(item_id: str, raw: dict[str, Any], problems: Sequence[tuple[str, str]], *,
+            asked: int | None = None) -> ScoreResult:
+    """The failed row of a judge whose answers could not all be read: ``problems`` are
+    ``(kind, what)`` pairs, ``kind`` one of :data:`~ieqa.backends.ERROR_KINDS` (a request
+    that failed: its :attr:`~ieqa.backends.Generation.error_kind`; an answer the reader
+    refused: ``"unreadable"``). The error names the kinds first ("HTTP error (2 of 2): ...",
+    with ``asked`` the answers asked for), so a failed request never reads as a bad
+    answer; ``raw["error_kinds"]`` keeps them."""
+    kinds = list(dict.fromkeys(kind for kind, _ in problems))
+    words = ", ".join(ERROR_KINDS.get(k, k) for k in kinds)
+    count = f" ({len(problems)} of {asked})" if asked is not None else ""
+    raw["error_kinds"] = kinds
+    return ScoreResult(id=item_id, raw=raw,
+                       error=f"{words}{count}: " + "; ".join(what for _, what in problems[:4]))
+
+
+def request_kind(gen: Any) -> str:
+    """The kind of a failed request's generation (``"http"``, ``"timeout"``,
+    ``"connection"``, ``"unreadable"``; ``"request"`` when the backend gave none)."""
+    return getattr(gen, "error_kind", None) or "request"

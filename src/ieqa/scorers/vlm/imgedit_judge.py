@@ -49,7 +49,13 @@ from ieqa.prompts.answers import (
 )
 from ieqa.prompts.published import PublishedText, SourceFile
 from ieqa.scorers.base import ScorerError, ScoreResult
-from ieqa.scorers.vlm.base import DEFAULT_MAX_INSTRUCTION_CHARS, LoadedSample, VLMScorer
+from ieqa.scorers.vlm.base import (
+    DEFAULT_MAX_INSTRUCTION_CHARS,
+    LoadedSample,
+    VLMScorer,
+    failure,
+    request_kind,
+)
 from ieqa.scorers.vlm.published_prompts import PublishedPrompts
 
 __all__ = ["ImgEditJudge", "PROMPT_SOURCES", "DEFAULT_MODEL", "REVISION", "IMAGE_MIME"]
@@ -179,13 +185,13 @@ class ImgEditJudge(PublishedPrompts, VLMScorer):
             raw["server"] = gen.server
         if gen.error:
             raw["released"] = {"scores": [], "item_score": None, "stopped": True}
-            return ScoreResult(id=item.sample.id, raw=raw, error=f"no answer: {gen.error}")
+            return failure(item.sample.id, raw, [(request_kind(gen), gen.error)])
         raw["released"] = {"scores": released_criteria_scores(gen.text),
                            "item_score": released_criteria_mean(gen.text)}
         try:
             criteria = parse_criteria_answer(gen.text)
         except JudgeParseError as exc:
-            return ScoreResult(id=item.sample.id, raw=raw, error=f"malformed answer: {exc.reason}")
+            return failure(item.sample.id, raw, [("unreadable", exc.reason)])
         raw["criteria"] = [[name, score] for name, score in criteria]
         scores = {"instruction_alignment": float(criteria[0][1]),
                   "overall": sum(s for _, s in criteria) / 3}

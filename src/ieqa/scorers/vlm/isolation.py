@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from ieqa.backends.processor import PromptTooLongError
-from ieqa.errors import IeqaError
+from ieqa.errors import IeqaError, RunStopped
 
 __all__ = ["run_isolated", "resource_failure", "resource_message", "release_memory",
            "MEMORY", "LENGTH", "RECORDED"]
@@ -120,7 +120,7 @@ def run_isolated(rows: Sequence[T], run: Callable[[Sequence[T]], list[R]],
     except Exception as exc:  # noqa: BLE001 - classified below; the rest is re-raised
         kind = resource_failure(exc)
         if kind is None:
-            if not isinstance(exc, recorded):
+            if not isinstance(exc, recorded) or isinstance(exc, RunStopped):
                 raise
             log.warning("%s: a batch of %d failed: %s", label, len(rows), exc)
             message = f"{type(exc).__name__}: {exc}"

@@ -63,7 +63,13 @@ from ieqa.prompts.answers import JudgeParseError, parse_kris_scores, released_kr
 from ieqa.prompts.answers import released_kris_score as released_score
 from ieqa.prompts.published import PublishedText, SourceFile
 from ieqa.scorers.base import ScorerError, ScoreResult
-from ieqa.scorers.vlm.base import DEFAULT_MAX_INSTRUCTION_CHARS, LoadedSample, VLMScorer
+from ieqa.scorers.vlm.base import (
+    DEFAULT_MAX_INSTRUCTION_CHARS,
+    LoadedSample,
+    VLMScorer,
+    failure,
+    request_kind,
+)
 from ieqa.scorers.vlm.published_prompts import PublishedPrompts
 
 __all__ = ["KrisJudge", "PROMPT_SOURCES", "DEFAULT_MODEL", "REVISION", "JUDGES", "released_reader"]
@@ -273,16 +279,16 @@ class KrisJudge(PublishedPrompts, VLMScorer):
             else:
                 raw["released"][key] = released_score(text, key, reader)
             if gen.error:
-                problems.append(f"{key}: no answer: {gen.error}")
+                problems.append((request_kind(gen), f"{key}: {gen.error}"))
                 continue
             try:
                 parsed = parse_kris_scores(gen.text, wanted)
             except JudgeParseError as exc:
-                problems.append(f"{key}: {exc.reason}")
+                problems.append(("unreadable", f"{key}: {exc.reason}"))
                 continue
             scores.update({JUDGES[k]: float(v) for k, v in parsed.items()})
         if problems:
-            return ScoreResult(id=item.sample.id, raw=raw, error="; ".join(problems))
+            return failure(item.sample.id, raw, problems, asked=len(answers))
         unavailable = {} if knowledge else {
             "knowledge_plausibility": "KRIS-Bench judges knowledge plausibility only for its "
                                       "Social Science, Natural Science and Logical Reasoning "

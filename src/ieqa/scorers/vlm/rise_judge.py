@@ -57,7 +57,13 @@ from ieqa.data.images import file_of
 from ieqa.prompts.answers import JudgeParseError, parse_final_score, released_final_scores
 from ieqa.prompts.published import PublishedText, SourceFile
 from ieqa.scorers.base import ScorerError, ScoreResult
-from ieqa.scorers.vlm.base import DEFAULT_MAX_INSTRUCTION_CHARS, LoadedSample, VLMScorer
+from ieqa.scorers.vlm.base import (
+    DEFAULT_MAX_INSTRUCTION_CHARS,
+    LoadedSample,
+    VLMScorer,
+    failure,
+    request_kind,
+)
 from ieqa.scorers.vlm.published_prompts import PublishedPrompts
 
 __all__ = ["RiseJudge", "PROMPT_SOURCES", "DEFAULT_MODEL", "REVISION", "JUDGES"]
@@ -232,18 +238,18 @@ class RiseJudge(PublishedPrompts, VLMScorer):
             raw["servers"].append(gen.server or None)
             if gen.error:
                 raw["released"][judge] = None  # the released "Failed to obtain answer"
-                problems.append(f"{judge}: no answer: {gen.error}")
+                problems.append((request_kind(gen), f"{judge}: {gen.error}"))
                 continue
             raw["released"][judge] = released_final_scores(gen.text)
             try:
                 value = parse_final_score(gen.text, low=0 if logical else 1,
                                           high=1 if logical else 5)
             except JudgeParseError as exc:
-                problems.append(f"{judge}: {exc.reason}")
+                problems.append(("unreadable", f"{judge}: {exc.reason}"))
                 continue
             scores[JUDGES[judge]] = float(4 * min(value, 1) + 1) if logical else float(value)
         if problems:
-            return ScoreResult(id=item.sample.id, raw=raw, error="; ".join(problems))
+            return failure(item.sample.id, raw, problems, asked=len(answers))
         scores["overall"] = min(scores.values())
         return ScoreResult(id=item.sample.id, scores=scores, raw=raw)
 

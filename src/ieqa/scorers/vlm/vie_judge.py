@@ -43,7 +43,13 @@ from typing import Any
 from ieqa.backends import Prompt
 from ieqa.prompts.answers import JudgeParseError, parse_vie_answer
 from ieqa.scorers.base import ScorerError, ScoreResult
-from ieqa.scorers.vlm.base import DEFAULT_MAX_INSTRUCTION_CHARS, LoadedSample, VLMScorer
+from ieqa.scorers.vlm.base import (
+    DEFAULT_MAX_INSTRUCTION_CHARS,
+    LoadedSample,
+    VLMScorer,
+    failure,
+    request_kind,
+)
 from ieqa.scorers.vlm.published_prompts import PublishedPrompts
 
 __all__ = ["VieJudge", "REDUCTIONS", "VIE_DIMENSIONS", "vie_overall"]
@@ -241,11 +247,13 @@ class VieJudge(PublishedPrompts, VLMScorer):
                     record[f"{name.lower()}_server"] = gen.server
                 try:
                     if gen.error:
-                        raise JudgeParseError(f"no answer: {gen.error}")
+                        raise JudgeParseError(gen.error)
                     answer = parse_vie_answer(gen.text, n_scores=2, high=self.score_range_asked)
                 except JudgeParseError as exc:
-                    problems.append(f"pass {p} {name}: {exc.reason}")
+                    kind = request_kind(gen) if gen.error else "unreadable"
+                    problems.append((kind, f"pass {p} {name}: {exc.reason}"))
                     record[f"{name.lower()}_error"] = exc.reason
+                    record[f"{name.lower()}_error_kind"] = kind
                     if self.on_malformed == "midpoint" and not gen.error:
                         read[name] = (self.score_range_asked / 2,) * 2
                         substituted += 1
@@ -269,9 +277,7 @@ class VieJudge(PublishedPrompts, VLMScorer):
                            "pq": min(pq)})
         raw: dict[str, Any] = {"passes": records}
         if problems and (self.on_malformed == "error" or len(passes) < self.num_pass):
-            return ScoreResult(id=item.sample.id, raw=raw,
-                               error=f"malformed answer ({len(problems)} of {2 * self.num_pass}): "
-                                     + "; ".join(problems[:4]))
+            return failure(item.sample.id, raw, problems, asked=2 * self.num_pass)
 
         def mean(key: str) -> float:
             return sum(r[key] for r in passes) / len(passes)
