@@ -158,9 +158,14 @@ def test_server_down_then_up_then_one_line_fixed(tmp_path: Path) -> None:
     cmd = ["score", str(manifest), "-o", str(out), "--scorer", "vlm-levels", "-m", "judge",
            "-O", f"base_url=http://127.0.0.1:{port}/v1",
            "-O", "backend_options={max_retries: 0, timeout_s: 5}"]
-    res = runner.invoke(app, cmd)  # nothing listens on the port: every row errors
+    res = runner.invoke(app, cmd)  # nothing listens on the port: the run stops at once
     assert res.exit_code == 3, res.output
-    assert all(r["error"] for r in read_scores(out))
+    assert "has not answered any request" in _flat(res.output) and not out.exists()
+    # with the stop rule off every row is an error, recorded
+    res = runner.invoke(app, [*cmd, "-O", "max_consecutive_failures=0"])
+    assert res.exit_code == 3, res.output
+    errors = [r["error"] for r in read_scores(out)]
+    assert all(e and "cannot connect" in e for e in errors), errors
     with serve(_LevelServer(), port) as fake:  # the server comes up on the same port
         res = runner.invoke(app, cmd)  # the same command retries every row
         assert res.exit_code == 0, res.output

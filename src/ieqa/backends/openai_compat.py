@@ -131,7 +131,7 @@ class OpenAICompatBackend:
         max_concurrency: most requests in flight at once (one worker thread each).
         max_consecutive_failures: after this many requests in a row failed for good,
             :meth:`generate` stops and raises :class:`~ieqa.errors.RunStopped` (see the
-            module docstring; 0: never).
+            module docstring; 0: never, not even for a judge that never answered).
         max_pixels, min_pixels: pixel budget (width x height, in pixels) images are resized
             to before encoding (aspect ratio kept); ``None`` leaves that side unbounded.
         image_format: ``"png"`` (lossless) or ``"jpeg"`` (smaller requests).
@@ -412,8 +412,8 @@ class OpenAICompatBackend:
         with self._streak_lock:
             self._streak += 1
             never = not self._answered and exc.kind in ("timeout", "connection")
-            if self._stop is None and (never or 0 < self.max_consecutive_failures
-                                       <= self._streak):
+            if self._stop is None and self.max_consecutive_failures > 0 \
+                    and (never or self._streak >= self.max_consecutive_failures):
                 what = (f"{self.url} has not answered any request" if never else
                         f"{self._streak} requests in a row to {self.url} failed")
                 self._stop = (

@@ -46,9 +46,11 @@ class ChatOptimizer:
                  ) -> None:
         from ieqa.backends.openai_compat import OpenAICompatBackend
 
+        options = {"max_consecutive_failures": 0,  # the optimiser's failure budget rules
+                   **dict(backend_options or {})}
         self.backend = OpenAICompatBackend(base_url, model, timeout_s=timeout_s,
                                            max_retries=max_retries, max_concurrency=1,
-                                           **dict(backend_options or {}))
+                                           **options)
         self.max_new_tokens = int(max_new_tokens)
         self.temperature = float(temperature)
         self.seed = seed
@@ -67,7 +69,7 @@ class ChatOptimizer:
                                     temperature=self.temperature, seed=self.seed)[0][0]
         usage = _usage(gen.raw.get("usage"))
         if gen.error is not None:
-            kind = "timeout" if "timeout" in gen.error.lower() else "http"
+            kind = "timeout" if gen.error_kind == "timeout" else "http"
             raise OptimizerError(gen.error, kind, usage)
         return OptimizerReply(gen.text, usage)
 
