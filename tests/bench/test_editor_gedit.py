@@ -775,3 +775,122 @@ def test_official_numbers_are_the_released_reading_and_ieqa_reads_beside_them(tm
         assert (f"{n_unread} left out that the released code would ask about again or fail on"
                 in cov["text"])
     assert min(statuses.values()) >= 2  # the fixture exercises every outcome
+
+
+# ------------------------------------------------------------------ the judge log, replay, resume
+class _Killable(ScriptedJudge):
+    """A scripted judge that can be taken down: while ``down``, every request gets HTTP
+    500 (and is counted apart)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.down = False
+        self.refused = 0
+        self.down_after: int | None = None
+
+    def next_reply(self, body):
+        if self.down_after is not None and len(self.requests) > self.down_after:
+            self.down = True
+        if self.down:
+            with self._lock:
+                self.refused += 1
+            return Reply(status=500, body={"error": {"message": "the judge is down"}})
+        return super().next_reply(body)
+
+
+def _released_plan_items(tmp_path, prompts, *, judge_failures=True):
+    """Items with plans of every answer shape; without ``judge_failures`` no answer is an
+    HTTP error (a resumed run asks failed requests again, so a judge whose errors come
+    and go per request would answer the resumed run differently)."""
+    items = [it for n, it in enumerate(gedit_fixture_items(per_type=2)) if n % 4 != 3]
+    data, outputs = _setup(tmp_path, items)
+    usable = [p for p in _PLANS if judge_failures or "http-500" not in (*p[0], *p[1])]
+    plans = [usable[n % len(usable)] for n in range(len(items))]
+    script = {n: ([_reply(s) for s in plans[n][0]], [_reply(s) for s in plans[n][1]])
+              for n in range(len(items))}
+    return items, data, outputs, script
+
+
+def _comparable(results: dict) -> dict:
+    """results.json without what names this run's folder."""
+    return json.loads(json.dumps(results).replace(str(results.get("_out", "")), "OUT"))
+
+
+def test_a_finished_run_replays_from_its_judge_log_with_the_server_stopped(tmp_path, prompts):
+    items, data, outputs, script = _released_plan_items(tmp_path, prompts)
+    from ieqa.data.loaders.gedit_bench import read_gedit
+
+    first = tmp_path / "first"
+    read_gedit(data, ["en"], first / "sources")
+    args = ["--data", str(data), "--outputs", f"mine={outputs}", "--language", "en",
+            "--prompts", str(prompts), "-O", _NO_RETRIES, "--n-boot", "50", "--allow-errors"]
+    with serve(ScriptedJudge()) as judge:
+        _script_all(judge, prompts, first, items, outputs, script)
+        res, text = _cli([*args, "-O", f"base_url={judge.url}", "-o", str(first)])
+        url = judge.url
+        sent = len(judge.requests)
+    assert res.exit_code == 0, text
+    log = [json.loads(line) for line in (first / "judge_log.jsonl").read_text().splitlines()]
+    assert len(log) == sent and all(e["source"] == "live" for e in log)
+    assert {e["context"]["editor"] for e in log} == {"mine"}
+    answered = [e for e in log if e["response"] is not None]
+    assert answered and all(e["response"]["model"] == "gpt-4.1-2025-04-14" for e in answered)
+    assert all(len(e["images"]) in (1, 2) and len(e["request"]) == 64 for e in log)
+    assert "data:image" not in (first / "judge_log.jsonl").read_text()  # images by hash only
+    failed = [e for e in log if e["response"] is None]
+    assert failed and all(e["error_kind"] == "http" and e["status"] == 500 for e in failed)
+    # the server is stopped now (its port refuses): the replay needs nothing of it
+    again = tmp_path / "again"
+    res, text = _cli([*args, "-O", f"base_url={url}", "--replay", str(first), "-o", str(again)])
+    assert res.exit_code == 0, text
+    a = json.loads((first / "results.json").read_text())
+    b = json.loads((again / "results.json").read_text())
+    assert json.dumps(a, sort_keys=True).replace(str(first), "OUT") == \
+        json.dumps(b, sort_keys=True).replace(str(again), "OUT")
+    replayed = [json.loads(line) for line in (again / "judge_log.jsonl").read_text().splitlines()]
+    assert len(replayed) == len(log) and all(e["source"] == "log" for e in replayed)
+    # a replay into the same folder, or of a run with other inputs, is refused
+    res, text = _cli([*args, "-O", f"base_url={url}", "--replay", str(first), "-o", str(again)])
+    assert res.exit_code != 0 and "pass another -o" in str(res.exception), text
+
+
+def test_resume_after_the_judge_died_sends_only_the_missing_requests(tmp_path, prompts):
+    items, data, outputs, script = _released_plan_items(tmp_path, prompts, judge_failures=False)
+    from ieqa.data.loaders.gedit_bench import read_gedit
+
+    args = ["--data", str(data), "--outputs", f"mine={outputs}", "--language", "en",
+            "--prompts", str(prompts), "-O", _NO_RETRIES, "--n-boot", "50", "--allow-errors",
+            "--batch-size", "4"]
+    whole = tmp_path / "whole"
+    read_gedit(data, ["en"], whole / "sources")
+    with serve(ScriptedJudge()) as judge:  # the uninterrupted run
+        _script_all(judge, prompts, whole, items, outputs, script)
+        res, text = _cli([*args, "-O", f"base_url={judge.url}", "-o", str(whole)])
+        total, served_whole = len(judge.requests), dict(judge._served)
+    assert res.exit_code == 0, text
+    part = tmp_path / "part"
+    read_gedit(data, ["en"], part / "sources")
+    with serve(_Killable()) as judge:
+        _script_all(judge, prompts, part, items, outputs, script)
+        judge.down_after = total // 2  # the judge dies halfway
+        res, text = _cli([*args, "-O", f"base_url={judge.url}", "-O",
+                          "max_consecutive_failures=6", "-o", str(part)])
+        assert res.exit_code == 3 and "stopped: 6 requests in a row" in text, text
+        assert "run the same command again" in text
+        first_run = len((part / "judge_log.jsonl").read_text().splitlines())
+        judge.down, judge.down_after = False, None  # back up
+        before = len(judge.requests)
+        res, text = _cli([*args, "-O", f"base_url={judge.url}", "-o", str(part)])
+        assert res.exit_code == 0, text
+        resent = len(judge.requests) - before
+        served_part = dict(judge._served)
+    # every request body was answered by the judge as many times over the two runs as in
+    # the uninterrupted run: nothing that had an answer was sent again, nothing is missing
+    assert served_part == served_whole
+    second = [json.loads(line) for line in
+              (part / "judge_log.jsonl").read_text().splitlines()[first_run:]]
+    reused = sum(e["source"] == "log" for e in second)
+    assert reused > 0 and resent == len(second) - reused and 0 < resent < total
+    a = json.loads((whole / "results.json").read_text())["editors"]["mine"]["en"]
+    b = json.loads((part / "results.json").read_text())["editors"]["mine"]["en"]
+    assert a == b  # every number, the intervals and the coverage

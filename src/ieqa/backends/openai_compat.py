@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from PIL import Image
 
 from ieqa.backends.base import EncodedImage, Generation, Prompt, fit_pixel_budget
+from ieqa.backends.judge_log import JudgeLog, request_key
 from ieqa.backends.processor import BackendError
 from ieqa.errors import RunStopped
 from ieqa.retry import Backoff, retry_after_s
@@ -69,10 +70,12 @@ _ERROR_BODY_CHARS = 500
 class _RequestFailed(Exception):
     """A request failed for good (after its retries, or at once when not retryable)."""
 
-    def __init__(self, message: str, *, kind: str, fatal: bool = False) -> None:
+    def __init__(self, message: str, *, kind: str, fatal: bool = False,
+                 status: int | None = None) -> None:
         super().__init__(message)
         self.kind = kind
         self.fatal = fatal
+        self.status = status
 
 
 class _SharedImages:
@@ -216,6 +219,8 @@ class OpenAICompatBackend:
         self._answered = False  # any request answered yet
         self._stop: str | None = None
         self._streak_lock = threading.Lock()
+        #: the judge log requests go to and may be served from (None: none)
+        self.judge_log: JudgeLog | None = None
         self.max_pixels = max_pixels
         self.min_pixels = min_pixels
         self.image_format: Literal["png", "jpeg"] = image_format  # type: ignore[assignment]
@@ -388,7 +393,7 @@ class OpenAICompatBackend:
                 body["add_generation_prompt"] = False
             body.update(self.extra_body)
             try:
-                answer = self._post(body)
+                answer = self._serve(body)
                 new = self._parse(answer, need)
             except _RequestFailed as exc:
                 message = str(exc)
@@ -405,6 +410,51 @@ class OpenAICompatBackend:
                           self.url, len(new), need)
             gens.extend(new)
         return gens
+
+    def _serve(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The JSON answer to ``body``: from the judge log where it serves one
+        (:mod:`ieqa.backends.judge_log`), else from the server; every request and its
+        outcome is appended to the log when one is attached.
+
+        Raises:
+            _RequestFailed: the request failed (or failed when it was recorded).
+        """
+        log = self.judge_log
+        if log is None:
+            return self._post(body)
+        payload = json.dumps(body).encode("utf-8")
+        key = request_key(payload)
+        recorded = log.take(key) if log.mode != "record" else None
+        if recorded is not None:
+            outcome = {k: recorded.get(k) for k in ("response", "error", "error_kind", "status")}
+            log.write(key, payload, self.model, outcome, attempts=int(recorded.get("attempts") or 1),
+                      latency_s=0.0, source="log")
+            if recorded.get("response") is not None:
+                return recorded["response"]
+            raise _RequestFailed(str(recorded.get("error")),
+                                 kind=recorded.get("error_kind") or "http",
+                                 status=recorded.get("status"))
+        if log.mode == "replay":
+            with self._streak_lock:
+                self._stop = self._stop or (
+                    f"stopped: a request is not in the judge log {log.source} (context "
+                    f"{log.context or 'none'}, request {key[:12]}): a replay needs the run's "
+                    "judge, options and inputs unchanged; nothing was sent to the server")
+            raise _RequestFailed("not in the judge log", kind="replay", fatal=True)
+        info: dict[str, Any] = {}
+        start = time.monotonic()
+        try:
+            answer = self._post(body, info)
+        except _RequestFailed as exc:
+            log.write(key, payload, self.model,
+                      {"response": None, "error": str(exc), "error_kind": exc.kind,
+                       "status": exc.status}, attempts=int(info.get("attempts") or 1),
+                      latency_s=time.monotonic() - start, source="live")
+            raise
+        log.write(key, payload, self.model, {"response": answer, "status": info.get("status")},
+                  attempts=int(info.get("attempts") or 1), latency_s=time.monotonic() - start,
+                  source="live")
+        return answer
 
     def _failed(self, exc: _RequestFailed) -> bool:
         """Count a request that failed for good; True when the run must stop (the stop
@@ -462,16 +512,20 @@ class OpenAICompatBackend:
 
     # -- HTTP ----------------------------------------------------------------------------
 
-    def _post(self, body: dict[str, Any]) -> dict[str, Any]:
-        """The JSON answer to ``body``, retrying transient failures.
+    def _post(self, body: dict[str, Any], info: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The JSON answer to ``body``, retrying transient failures (``info`` gets the
+        ``attempts`` made and the last HTTP ``status``).
 
         Raises:
             _RequestFailed: the request failed for good; the message says what to do.
         """
         httpx = self._httpx
+        info = {} if info is None else info
         payload = json.dumps(body).encode("utf-8")
         attempts = self.max_retries + 1
+        status: int | None = None
         for attempt in range(attempts):
+            info["attempts"] = attempt + 1
             retry_after: float | None = None
             try:
                 resp = self._client.post(self.url, content=payload)
@@ -489,32 +543,34 @@ class OpenAICompatBackend:
                 hint = ""
                 fatal, kind = False, "connection"
             else:
-                status = resp.status_code
+                status = info["status"] = resp.status_code
                 if 200 <= status < 300:
                     try:
                         answer = resp.json()
                     except ValueError as exc:
                         raise _RequestFailed(
                             f"unreadable answer from {self.url}: not JSON "
-                            f"({_snippet(resp.text)!r})", kind="unreadable") from exc
+                            f"({_snippet(resp.text)!r})", kind="unreadable",
+                            status=status) from exc
                     if not isinstance(answer, dict):
                         raise _RequestFailed(f"unreadable answer from {self.url}: a JSON "
                                              f"{type(answer).__name__}, not an object",
-                                             kind="unreadable")
+                                             kind="unreadable", status=status)
                     return answer
                 server_message = _server_message(resp)
                 problem = f"HTTP {status} {resp.reason_phrase} from {self.url}: {server_message}"
                 if status not in _RETRY_STATUSES and status < 500:
                     hint = self._hint(status, continues=bool(body.get("continue_final_message")),
                                       message=server_message)
-                    raise _RequestFailed(problem + hint, kind="http",
+                    raise _RequestFailed(problem + hint, kind="http", status=status,
                                          fatal=status in _FATAL_STATUSES)
                 retry_after = retry_after_s(resp.headers)
                 hint = ""
                 fatal, kind = False, "http"
             if attempt + 1 >= attempts:
                 tries = f" (after {attempts} attempts)" if attempts > 1 else ""
-                raise _RequestFailed(problem + tries + hint, kind=kind, fatal=fatal)
+                raise _RequestFailed(problem + tries + hint, kind=kind, fatal=fatal,
+                                     status=status if kind == "http" else None)
             delay = self._delay(attempt, retry_after)
             log.warning("%s; retry %d of %d in %.2f s", problem, attempt + 1,
                         self.max_retries, delay)

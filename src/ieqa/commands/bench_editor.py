@@ -119,13 +119,19 @@ def command(
     allow_errors: bool = typer.Option(False, "--allow-errors",
                                       help="exit with status 0 even when items failed to "
                                            "score (the coverage counts them either way)"),
+    replay: Path | None = typer.Option(None, "--replay",
+                                       help="a finished run's folder: every judge request is "
+                                            "answered from its judge_log.jsonl, as recorded, "
+                                            "and no server is contacted (-o: a new folder)"),
 ) -> None:
     """Judge editors' outputs on an editor benchmark (GEdit-Bench, ImgEdit-Bench, KRIS-Bench,
     RISEBench; the Emu Edit and MagicBrush test sets with their papers' metrics) and print
     its table.
 
-    Writes OUT/items.jsonl, results.json, results.csv, report.html and the resumable score
-    files OUT/scores/EDITOR/repeat-N.jsonl (a re-run scores only what is missing or failed).
+    Writes OUT/items.jsonl, results.json, results.csv, report.html, the resumable score
+    files OUT/scores/EDITOR/repeat-N.jsonl (a re-run scores only what is missing or failed)
+    and, with a server judge, OUT/judge_log.jsonl: every request and its answer (a re-run
+    takes the answers recorded there first; --replay recomputes a run from it).
     Exits with status 3 when items failed to score (unless --allow-errors), and prints no
     table when nothing scored.
     """
@@ -147,7 +153,7 @@ def command(
         result = bench_editor(benchmark, _outputs(outputs), scorer, out, data=data,
                               languages=language or ["en", "cn"], missing=missing,
                               repeats=repeats, batch_size=batch_size, n_boot=n_boot,
-                              prices=_prices(price), overwrite=overwrite)
+                              prices=_prices(price), overwrite=overwrite, replay=replay)
     except RunStopped as exc:
         raise exit_stopped(exc) from None
     paths = write_editor_outputs(result, out)

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ieqa.backends.judge_log import JUDGE_LOG, JudgeLog
 from ieqa.bench.editor.aggregate import repeat_summary
 from ieqa.bench.editor.emu import EmuEditProtocol
 from ieqa.bench.editor.gedit import GEditProtocol
@@ -174,6 +175,7 @@ def bench_editor(
     overwrite: bool = False,
     progress: bool = True,
     on_scored: Callable[[str, int], None] | None = None,
+    replay: str | os.PathLike[str] | None = None,
 ) -> EditorBenchResult:
     """Judge ``outputs`` (editor name -> output folder in the benchmark's layout) on
     ``benchmark`` and aggregate (see the module docstring).
@@ -199,6 +201,13 @@ def bench_editor(
         overwrite: discard earlier score files made with another judge configuration.
         progress: draw progress bars.
         on_scored: called with (editor, repeat) after each score file is complete.
+        replay: a finished run's folder (or its ``judge_log.jsonl``): every judge request is
+            answered from that log, as recorded, and no server is contacted
+            (:mod:`ieqa.backends.judge_log`); ``out_dir`` must be another folder.
+
+    A judge on an OpenAI-compatible server writes every request and its outcome to
+    ``out_dir/judge_log.jsonl``; a re-run in the same folder takes the answers recorded
+    there before asking the server (``overwrite`` starts a new log).
 
     Raises:
         BenchError: unknown benchmark or rule, no editor, missing outputs with
@@ -213,6 +222,53 @@ def bench_editor(
         raise BenchError(f"--repeats must be >= 1, got {repeats}")
     protocol.check_judge(judge)
     out = Path(out_dir)
+    log = _judge_log(judge, out, replay, overwrite)
+    try:
+        return _bench_editor(protocol, benchmark, outputs, judge, out, log, data=data,
+                             languages=languages, missing=missing, repeats=repeats,
+                             batch_size=batch_size, n_boot=n_boot, prices=prices,
+                             overwrite=overwrite, progress=progress, on_scored=on_scored)
+    finally:
+        if log is not None:
+            judge.backend.judge_log = None  # type: ignore[attr-defined]
+
+
+def _judge_log(judge: Scorer, out: Path, replay: str | os.PathLike[str] | None,
+               overwrite: bool) -> JudgeLog | None:
+    """The judge log of this run, attached to the judge's server backend (None: the
+    judge sends no requests to a server)."""
+    backend = getattr(judge, "backend", None)
+    if not hasattr(backend, "judge_log"):
+        if replay is not None:
+            raise BenchError(f"--replay needs a judge on an OpenAI-compatible server; "
+                             f"{judge.name} sends it no requests")
+        return None
+    path = out / JUDGE_LOG
+    if replay is not None:
+        source = Path(replay)
+        source = source / JUDGE_LOG if source.is_dir() else source
+        if not source.is_file():
+            raise BenchError(f"--replay {replay}: no {JUDGE_LOG} there (a run of ieqa "
+                             "bench-editor with a server judge writes one)")
+        if path.resolve() == source.resolve() or path.exists():
+            raise BenchError(f"--replay writes a new run: pass another -o than {out} (it "
+                             f"holds {JUDGE_LOG} already)")
+        log = JudgeLog(path, mode="replay", source=source)
+    else:
+        if overwrite:
+            path.unlink(missing_ok=True)
+        log = JudgeLog(path, mode="resume")
+    backend.judge_log = log
+    return log
+
+
+def _bench_editor(protocol: EditorProtocol, benchmark: str,
+                  outputs: Mapping[str, str | os.PathLike[str]], judge: Scorer, out: Path,
+                  log: JudgeLog | None, *, data: str | os.PathLike[str] | None,
+                  languages: Sequence[str], missing: str, repeats: int, batch_size: int,
+                  n_boot: int, prices: tuple[float, float] | None, overwrite: bool,
+                  progress: bool, on_scored: Callable[[str, int], None] | None,
+                  ) -> EditorBenchResult:
     items = protocol.read_items(data, languages, out)
     langs = [lang for lang in protocol.languages if any(i.language == lang for i in items)]
     present: dict[str, list[Any]] = {}
@@ -248,6 +304,8 @@ def bench_editor(
         for r in range(1, repeats + 1):
             path = out / "scores" / editor / f"repeat-{r}.jsonl"
             path.parent.mkdir(parents=True, exist_ok=True)
+            if log is not None:
+                log.context = {"editor": editor, "repeat": r}
             if samples:
                 score_to_file(judge, samples, path, total=len(samples), batch_size=batch_size,
                               overwrite=overwrite, progress=progress,
@@ -304,6 +362,7 @@ def bench_editor(
         "repeats": repeats, "missing_rule": missing,
         "aggregation": protocol.aggregation(),
         "judge": judge_record(judge, all_rows, prices, protocol),
+        "judge_log": JUDGE_LOG if log is not None else None,
         "editors": editors}
     if len(editors) == 1 and len(langs) == 1:
         only = next(iter(editors.values()))[langs[0]]

@@ -1,0 +1,140 @@
+"""The judge log: which answers a number came from (:class:`JudgeLog`).
+
+Every request an :class:`~ieqa.backends.openai_compat.OpenAICompatBackend` sends while a
+log is attached appends one JSON line to ``judge_log.jsonl``:
+
+* ``request`` — the SHA-256 of the request body as sent (its images included, as the
+  bytes they were sent as), ``images`` — the SHA-256 of each image's bytes (the images
+  themselves are not in the log), ``context`` — where in the run it was asked (editor,
+  repeat), ``model`` — the model asked for;
+* the outcome: ``response`` (the server's JSON answer: its choices, the ``model`` and
+  ``system_fingerprint`` it reported, ``usage``) or ``error``, ``error_kind`` (``http``,
+  ``timeout``, ``connection``, ``unreadable``) and ``status`` (the HTTP status, where one
+  came back);
+* ``attempts`` (retries included), ``latency_s``, ``time`` (UTC) and ``source``
+  (``live``, or ``log`` when the outcome was taken from an earlier log).
+
+A log read back serves outcomes instead of the server, per ``(context, request)`` in the
+order they were recorded (a re-asked request sends the same bytes again, and gets the
+answer recorded second): **replay** serves every recorded outcome, failures included, and
+never contacts the server (a request the log does not hold stops the run); **resume**
+serves the recorded *answers* and sends live only what has none.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+import threading
+from collections import defaultdict, deque
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+__all__ = ["JUDGE_LOG", "MODES", "JudgeLog", "image_hashes", "log_summary", "read_judge_log",
+           "request_key"]
+
+#: the log's file name in a run's output folder
+JUDGE_LOG = "judge_log.jsonl"
+#: the log modes: ``record`` (write only), ``resume`` and ``replay`` (see the module docstring)
+MODES = ("record", "resume", "replay")
+
+_DATA_URL = re.compile(rb'"data:[^;"]+;base64,([A-Za-z0-9+/=]+)"')
+
+
+def request_key(payload: bytes) -> str:
+    """The SHA-256 of a request body as sent."""
+    return hashlib.sha256(payload).hexdigest()
+
+
+def image_hashes(payload: bytes) -> list[str]:
+    """The SHA-256 of each inline image's bytes in a request body, in order."""
+    return [hashlib.sha256(base64.b64decode(m.group(1))).hexdigest()
+            for m in _DATA_URL.finditer(payload)]
+
+
+class JudgeLog:
+    """Appends a run's requests to ``path`` and, in ``resume`` or ``replay`` mode, serves
+    the outcomes recorded in ``source`` (see the module docstring).
+
+    Args:
+        path: the log this run writes (appended to; its folder is created).
+        mode: ``record``, ``resume`` or ``replay``.
+        source: the log read back (default ``path`` itself, read before this run appends).
+    """
+
+    def __init__(self, path: str | Path, *, mode: str = "record",
+                 source: str | Path | None = None) -> None:
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+        self.path = Path(path)
+        self.mode = mode
+        self.source = Path(source) if source is not None else self.path
+        self.context: dict[str, Any] = {}
+        self._lock = threading.Lock()
+        self._queues: dict[tuple[str, str], deque[dict[str, Any]]] = defaultdict(deque)
+        self.served = 0
+        if mode != "record" and self.source.is_file():
+            for line in self.source.read_text(encoding="utf-8").splitlines():
+                if not line.strip():
+                    continue
+                entry = json.loads(line)
+                if mode == "resume" and entry.get("response") is None:
+                    continue  # only answers are reused; failures are asked again
+                self._queues[(_context_key(entry.get("context")), entry["request"])].append(entry)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+
+    def take(self, key: str) -> dict[str, Any] | None:
+        """The next recorded outcome of request ``key`` in the current context (``None``:
+        none left)."""
+        with self._lock:
+            queue = self._queues.get((_context_key(self.context), key))
+            if not queue:
+                return None
+            self.served += 1
+            return queue.popleft()
+
+    def write(self, key: str, payload: bytes, model: str, outcome: dict[str, Any], *,
+              attempts: int, latency_s: float, source: str) -> None:
+        """Append one request and its outcome."""
+        line = {"request": key, "images": image_hashes(payload), "context": dict(self.context),
+                "model": model, **outcome, "attempts": attempts,
+                "latency_s": round(latency_s, 4),
+                "time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                "source": source}
+        text = json.dumps(line, ensure_ascii=False, default=str) + "\n"
+        with self._lock, self.path.open("a", encoding="utf-8") as fh:
+            fh.write(text)
+
+
+def _context_key(context: Any) -> str:
+    return json.dumps(context or {}, sort_keys=True)
+
+
+def read_judge_log(path: str | Path) -> list[dict[str, Any]]:
+    """The lines of a judge log."""
+    return [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines()
+            if line.strip()]
+
+
+def log_summary(entries: list[dict[str, Any]]) -> dict[str, Any]:
+    """Requests, answers, failures by kind, and the models and fingerprints the server
+    reported, of a judge log."""
+    kinds: dict[str, int] = defaultdict(int)
+    models, prints = set(), set()
+    answered = 0
+    for e in entries:
+        response = e.get("response")
+        if response is None:
+            kinds[e.get("error_kind") or "other"] += 1
+            continue
+        answered += 1
+        if response.get("model"):
+            models.add(str(response["model"]))
+        if response.get("system_fingerprint"):
+            prints.add(str(response["system_fingerprint"]))
+    return {"requests": len(entries), "answered": answered, "failed_by_kind": dict(kinds),
+            "served_models": sorted(models), "system_fingerprints": sorted(prints),
+            "from_log": sum(1 for e in entries if e.get("source") == "log")}
