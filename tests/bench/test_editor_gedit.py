@@ -894,3 +894,53 @@ def test_resume_after_the_judge_died_sends_only_the_missing_requests(tmp_path, p
     a = json.loads((whole / "results.json").read_text())["editors"]["mine"]["en"]
     b = json.loads((part / "results.json").read_text())["editors"]["mine"]["en"]
     assert a == b  # every number, the intervals and the coverage
+
+
+def test_judge_diff_names_the_changed_items_and_a_paired_interval(tmp_path, prompts):
+    items = gedit_fixture_items(per_type=4, shared_key=False)  # 44 items
+    data, outputs = _setup(tmp_path, items)
+    from ieqa.data.loaders.gedit_bench import read_gedit
+
+    rng = np.random.default_rng(3)
+    plan_a = {n: ([_scores(int(a), int(b))], [_scores(int(c), int(d))])
+              for n, (a, b, c, d) in enumerate(rng.integers(5, 11, (len(items), 4)))}
+    changed = [2, 11, 19, 30, 41]  # about 10 %, in five task types
+    plan_b = {**plan_a, **{n: ([_scores(2, 3)], [_scores(3, 4)]) for n in changed}}
+    runs = {}
+    for name, plan in (("a", plan_a), ("b", plan_b)):
+        out = tmp_path / name
+        read_gedit(data, ["en"], out / "sources")
+        with serve(ScriptedJudge()) as judge:
+            _script_all(judge, prompts, out, items, outputs, plan)
+            scorer = create_scorer("gedit-judge", base_url=judge.url, prompts=str(prompts))
+            result = bench_editor("gedit-bench", {"mine": outputs}, scorer, out, data=data,
+                                  languages=["en"], progress=False, n_boot=50)
+            write_editor_outputs(result, out, plots=False)
+        runs[name] = out
+    from typer.testing import CliRunner
+
+    from ieqa.bench.editor import judge_diff
+    from ieqa.cli import app
+
+    diff = judge_diff(runs["a"], runs["b"], n_boot=300)
+    assert diff["n_changed"] == 5 and diff["items"] == 44
+    assert sorted((c["task_type"], c["key"]) for c in diff["changed"]) == sorted(
+        (items[n]["task_type"], items[n]["key"]) for n in changed)
+    assert all(c["change"] < 0 for c in diff["changed"])
+    g_o = next(h for h in diff["headline"] if h["metric"] == "official G_O")
+    assert g_o["change"] == pytest.approx(g_o["b"] - g_o["a"]) and g_o["change"] < 0
+    low, high = g_o["ci"]
+    assert low <= g_o["change"] <= high and high < 0 and g_o["ci_excludes_0"]
+    assert 0 < diff["srcc"] < 1 and 0 < diff["kendall"] < 1
+    # the same judge, served model and fingerprint; the mock servers' ports differ
+    assert diff["judge"] == {"config_keys": ["backend.base_url"]}
+    res = CliRunner().invoke(app, ["judge-diff", str(runs["a"]), str(runs["b"]),
+                                   "--n-boot", "100"])
+    text = " ".join(res.output.split())
+    assert res.exit_code == 0, text
+    assert text.startswith("5 of 44 items changed")
+    # two identical runs: nothing changed, an interval of exactly 0
+    same = judge_diff(runs["a"], runs["a"], n_boot=50)
+    assert same["n_changed"] == 0 and same["srcc"] == pytest.approx(1.0)
+    assert all(h["change"] == 0 and h["ci"] == [0, 0] and not h["ci_excludes_0"]
+               for h in same["headline"])

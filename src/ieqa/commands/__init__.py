@@ -11,7 +11,8 @@ COMMANDS: dict[str, str] = {
     "best-of-n": "best_of_n", "dpo-pairs": "dpo_pairs",
     "bench-explanations": "bench_explanations", "baseline": "baseline", "explain": "explain",
     "studio": "studio", "optimize-prompt": "optimize_prompt",
-    "bench-editor": "bench_editor", "editor-table": "editor_table", "generate": "generate",
+    "bench-editor": "bench_editor", "editor-table": "editor_table", "judge-diff": "judge_diff",
+    "generate": "generate",
 }
 
 #: the command modules (kept for scripts that listed them)

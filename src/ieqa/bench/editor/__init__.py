@@ -27,6 +27,7 @@ from ieqa.bench.editor.aggregate import (
     repeat_summary,
     stratified_bootstrap,
 )
+from ieqa.bench.editor.diff import judge_diff
 from ieqa.bench.editor.emu import EmuEditProtocol
 from ieqa.bench.editor.gedit import GEditProtocol
 from ieqa.bench.editor.imgedit import ImgEditProtocol
@@ -58,7 +59,7 @@ from ieqa.data.loaders.gedit_bench import (
 
 __all__ = ["BENCHMARKS", "PROTOCOLS", "EditorBenchResult", "EditorProtocol", "GEDIT_DATASET",
            "EmuEditProtocol", "GEditItem", "GEditProtocol", "ImgEditProtocol", "KrisProtocol", "MagicBrushProtocol", "RiseProtocol", "flat_bootstrap", "kris_summary", "TASK_TYPES", "get_protocol",
-           "table_columns", "bench_editor", "editor_table", "merge_results",
+           "table_columns", "bench_editor", "editor_table", "merge_results", "judge_diff",
            "write_merged_table", "imgedit_overall", "item_mean", "macro_mean",
            "output_path", "pooled_accuracy", "read_gedit", "repeat_summary", "stratified_bootstrap",
            "write_editor_outputs"]
