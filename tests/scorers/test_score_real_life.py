@@ -183,6 +183,54 @@ def test_server_down_then_up_then_one_line_fixed(tmp_path: Path) -> None:
         assert len(fake.requests) - n_requests == n_requests // 3  # one row of three
 
 
+class _VaryingLevelServer(FakeServer):
+    """Answers a level word whose top log-probabilities depend on the request's bytes, so
+    different edits get different scores."""
+
+    def echo(self, body):
+        import hashlib
+
+        reply = super().echo(body)
+        digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).digest()
+        good = -0.05 - digest[0] / 100
+        for choice in reply.body["choices"]:
+            choice["message"]["content"] = "good"
+            choice["logprobs"] = {"content": [{"token": "good", "logprob": good, "top_logprobs": [
+                {"token": "good", "logprob": good},
+                {"token": "fair", "logprob": -0.5 - digest[1] / 100}]}]}
+        return reply
+
+
+def test_score_records_its_judge_log_and_replays_it_with_the_server_down(tmp_path: Path) -> None:
+    manifest = generate(tmp_path / "shapes", ShapesEditConfig(n=4, k=2, seed=5, size=64),
+                        progress=False)
+    first, again = tmp_path / "judge.parquet", tmp_path / "again.parquet"
+    with serve(_VaryingLevelServer()) as fake:
+        cmd = ["score", str(manifest), "--scorer", "vlm-levels", "-m", "judge",
+               "-O", f"base_url={fake.url}", "-O", "backend_options={max_retries: 0}"]
+        res = runner.invoke(app, [*cmd, "-o", str(first)])
+        assert res.exit_code == 0, res.output
+        sent = len(fake.requests)
+    log_file = tmp_path / "judge.parquet.judge_log.jsonl"
+    log = [json.loads(line) for line in log_file.read_text().splitlines()]
+    assert len(log) == sent > 0 and all(e["source"] == "live" and e["response"] for e in log)
+    # the server is gone: the replay answers every request from the log
+    res = runner.invoke(app, [*cmd, "-o", str(again), "--replay", str(first)])
+    assert res.exit_code == 0, res.output
+    a, b = read_scores(first), read_scores(again)
+    assert len({r["visual_quality"] for r in a}) > 1  # the scores differ between edits
+    assert [(r["id"], r["visual_quality"]) for r in a] == [(r["id"], r["visual_quality"])
+                                                           for r in b]
+    replayed = (tmp_path / "again.parquet.judge_log.jsonl").read_text().splitlines()
+    assert len(replayed) == sent and all(json.loads(x)["source"] == "log" for x in replayed)
+    # another input is not in the log: the replay stops, naming the log, and sends nothing
+    other = generate(tmp_path / "other", ShapesEditConfig(n=2, k=2, seed=9, size=64),
+                     progress=False)
+    res = runner.invoke(app, ["score", str(other), *cmd[2:], "-o", str(tmp_path / "x.parquet"),
+                              "--replay", str(first)])
+    assert res.exit_code == 3 and "is not in the judge log" in _flat(res.output), res.output
+
+
 def test_a_second_writer_is_stopped_with_the_holders_pid(tmp_path: Path) -> None:
     out = tmp_path / "scores.parquet"
     lock = _Lock(out)

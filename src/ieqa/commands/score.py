@@ -59,7 +59,14 @@ from ieqa.data.resolve import is_manifest_file, strict_check
 from ieqa.errors import RunStopped
 from ieqa.registry import BENCHMARKS
 from ieqa.scorers.base import Scorer, ScoreResult
-from ieqa.scorers.run import ScoreRunSummary, score_to_file
+from ieqa.scorers.run import (
+    OUTPUT_SUFFIXES,
+    ScoreRunSummary,
+    attach_judge_log,
+    detach_judge_log,
+    judge_log_path,
+    score_to_file,
+)
 
 NAME = "score"
 console = Console()
@@ -172,6 +179,11 @@ def command(
                                                   help="--engine ray: GPUs per actor (default 0)"),
     cpus_per_replica: float | None = typer.Option(None, "--cpus-per-replica",
                                                   help="--engine ray: CPUs per actor (default 1)"),
+    replay: Path | None = typer.Option(None, "--replay",
+                                       help="an earlier output of a server judge: every request "
+                                            "is answered from its OUT.judge_log.jsonl, as "
+                                            "recorded, and no server is contacted (-o: a new "
+                                            "output)"),
 ) -> None:
     """Score edits: a folder, manifest or benchmark into a file, or one triplet to the screen.
 
@@ -193,6 +205,10 @@ def command(
                                  "(or drop them)", param_hint="--engine")
     published = {"base_model": base_model, "revision": revision, "prompts": prompts,
                  "adapter": adapter}
+    if replay is not None and (engine == "ray" or out is None):
+        raise typer.BadParameter("--replay recomputes a scored file in this process: give -o "
+                                 "NEW.parquet (or .jsonl), without --engine ray",
+                                 param_hint="--replay")
     if engine == "ray":
         return _score_on_ray(inputs, out, root, strict=strict, allow_errors=allow_errors,
                              build=functools.partial(make_scorer, scorer_name, option, model,
@@ -229,12 +245,17 @@ def command(
     items, total, description = resolve_input(inputs[0], root)
     if strict:
         items = strict_check(items)
+    if replay is not None and (replay.suffix.lower() in OUTPUT_SUFFIXES or not replay.exists()):
+        replay = judge_log_path(replay)
+    attach_judge_log(scorer, judge_log_path(out), replay=replay, overwrite=overwrite)
     try:
         summary = score_to_file(scorer, items, out, input_id=description, total=total,
                                 batch_size=batch_size, workers=workers, overwrite=overwrite,
                                 retry_errors=not no_retry, fail_fast=fail_fast)
     except RunStopped as exc:
         raise exit_stopped(exc) from None
+    finally:
+        detach_judge_log(scorer)
     print_run(summary)
     exit_for(summary, allow_errors)
 

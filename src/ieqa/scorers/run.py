@@ -65,6 +65,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ieqa.backends.judge_log import JUDGE_LOG, JudgeLog
 from ieqa.data.images import iter_load_images
 from ieqa.data.inputs import BadRow, InputItem, input_key
 from ieqa.data.schema import EditSample
@@ -79,7 +80,7 @@ from ieqa.progress import progress_bar
 from ieqa.scorers.base import Scorer, ScorerError, ScoreResult
 from ieqa.version import __version__
 
-__all__ = ["INPUT_COLUMNS", "NON_SCORE_COLUMNS", "OUTPUT_SUFFIXES", "OutputLockedError", "ScoreRun",
+__all__ = ["attach_judge_log", "detach_judge_log", "judge_log_path", "INPUT_COLUMNS", "NON_SCORE_COLUMNS", "OUTPUT_SUFFIXES", "OutputLockedError", "ScoreRun",
            "ScoreRunSummary", "output_lock", "output_schema", "read_scores", "results_to_rows",
            "row_to_result", "score_items", "score_loaded", "score_to_file", "scorer_state"]
 
@@ -423,6 +424,57 @@ def _load(items: Iterator[tuple[int, InputItem]], workers: int | None
 
 def _item_key(item: InputItem) -> str:
     return item.key if isinstance(item, BadRow) else input_key(item)
+
+
+def judge_log_path(out: str | os.PathLike[str]) -> Path:
+    """Where ``ieqa score -o OUT`` writes its judge log: ``OUT.judge_log.jsonl``."""
+    out = Path(out)
+    return out.with_name(out.name + "." + JUDGE_LOG)
+
+
+def attach_judge_log(scorer: Scorer, path: str | os.PathLike[str], *,
+                     replay: str | os.PathLike[str] | None = None,
+                     overwrite: bool = False) -> JudgeLog | None:
+    """Attach a judge log (:mod:`ieqa.backends.judge_log`) at ``path`` to ``scorer``'s
+    server backend: ``resume`` mode (a re-run takes the answers recorded there first;
+    ``overwrite`` starts a new log), or ``replay`` from ``replay`` (a log file, or a folder
+    holding ``judge_log.jsonl``). None when the scorer sends no requests to a server.
+    :func:`detach_judge_log` takes it off.
+
+    Raises:
+        ScorerError: ``replay`` for a scorer without a server backend, a replay source
+            that holds no log, or a replay that would write over a log.
+    """
+    backend = getattr(scorer, "backend", None)
+    path = Path(path)
+    if not hasattr(backend, "judge_log"):
+        if replay is not None:
+            raise ScorerError(f"--replay needs a judge on an OpenAI-compatible server; "
+                              f"{scorer.name} sends it no requests")
+        return None
+    if replay is not None:
+        source = Path(replay)
+        source = source / JUDGE_LOG if source.is_dir() else source
+        if not source.is_file():
+            raise ScorerError(f"--replay {replay}: no judge log there (a run with a server "
+                              f"judge writes {JUDGE_LOG} in its output folder, or "
+                              f"OUT.{JUDGE_LOG} beside ieqa score's OUT)")
+        if path.exists():
+            raise ScorerError(f"--replay writes a new run: pass another -o ({path} exists)")
+        log = JudgeLog(path, mode="replay", source=source)
+    else:
+        if overwrite:
+            path.unlink(missing_ok=True)
+        log = JudgeLog(path, mode="resume")
+    backend.judge_log = log
+    return log
+
+
+def detach_judge_log(scorer: Scorer) -> None:
+    """Take the judge log off ``scorer``'s backend (see :func:`attach_judge_log`)."""
+    backend = getattr(scorer, "backend", None)
+    if hasattr(backend, "judge_log"):
+        backend.judge_log = None
 
 
 def scorer_state(scorer: Scorer) -> dict[str, Any]:

@@ -45,8 +45,8 @@ from ieqa.bench.editor.protocol import EditorProtocol
 from ieqa.bench.editor.rise import RiseProtocol
 from ieqa.bench.errors import BenchError
 from ieqa.data.schema import EditSample
-from ieqa.scorers.base import Scorer
-from ieqa.scorers.run import read_scores, score_to_file
+from ieqa.scorers.base import Scorer, ScorerError
+from ieqa.scorers.run import attach_judge_log, detach_judge_log, read_scores, score_to_file
 
 __all__ = ["BENCHMARKS", "MISSING_RULES", "PROTOCOLS", "EditorBenchResult", "bench_editor",
            "get_protocol", "judge_record"]
@@ -229,37 +229,17 @@ def bench_editor(
                              batch_size=batch_size, n_boot=n_boot, prices=prices,
                              overwrite=overwrite, progress=progress, on_scored=on_scored)
     finally:
-        if log is not None:
-            judge.backend.judge_log = None  # type: ignore[attr-defined]
+        detach_judge_log(judge)
 
 
 def _judge_log(judge: Scorer, out: Path, replay: str | os.PathLike[str] | None,
                overwrite: bool) -> JudgeLog | None:
-    """The judge log of this run, attached to the judge's server backend (None: the
-    judge sends no requests to a server)."""
-    backend = getattr(judge, "backend", None)
-    if not hasattr(backend, "judge_log"):
-        if replay is not None:
-            raise BenchError(f"--replay needs a judge on an OpenAI-compatible server; "
-                             f"{judge.name} sends it no requests")
-        return None
-    path = out / JUDGE_LOG
-    if replay is not None:
-        source = Path(replay)
-        source = source / JUDGE_LOG if source.is_dir() else source
-        if not source.is_file():
-            raise BenchError(f"--replay {replay}: no {JUDGE_LOG} there (a run of ieqa "
-                             "bench-editor with a server judge writes one)")
-        if path.resolve() == source.resolve() or path.exists():
-            raise BenchError(f"--replay writes a new run: pass another -o than {out} (it "
-                             f"holds {JUDGE_LOG} already)")
-        log = JudgeLog(path, mode="replay", source=source)
-    else:
-        if overwrite:
-            path.unlink(missing_ok=True)
-        log = JudgeLog(path, mode="resume")
-    backend.judge_log = log
-    return log
+    """The judge log of this run (``out/judge_log.jsonl``), attached to the judge's
+    server backend (None: the judge sends no requests to a server)."""
+    try:
+        return attach_judge_log(judge, out / JUDGE_LOG, replay=replay, overwrite=overwrite)
+    except ScorerError as exc:
+        raise BenchError(str(exc)) from None
 
 
 def _bench_editor(protocol: EditorProtocol, benchmark: str,
