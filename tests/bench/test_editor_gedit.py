@@ -944,3 +944,45 @@ def test_judge_diff_names_the_changed_items_and_a_paired_interval(tmp_path, prom
     assert same["n_changed"] == 0 and same["srcc"] == pytest.approx(1.0)
     assert all(h["change"] == 0 and h["ci"] == [0, 0] and not h["ci_excludes_0"]
                for h in same["headline"])
+
+
+def _run_folder(folder, entries, std):
+    """A bench-editor result folder written by hand: items.jsonl and results.json of one
+    editor and language, with ``std`` over repeats in the official part."""
+    from ieqa.bench.editor import get_protocol
+
+    protocol = get_protocol("gedit-bench")
+    rows = [{**e, "editor": "mine", "language": "en", "repeat": 1, "key": f"k{n}"}
+            for n, e in enumerate(entries)]
+    result = protocol.aggregate(rows, 50)
+    result["official"]["std"] = {m: std for m in protocol.metrics}
+    folder.mkdir(parents=True)
+    (folder / "items.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (folder / "results.json").write_text(json.dumps({
+        "benchmark": "gedit-bench", "judge": {"name": "gedit-judge", "model": "gpt-4.1"},
+        "editors": {"mine": {"en": result}}}))
+    return folder
+
+
+def test_judge_diff_sets_each_change_against_the_judges_own_noise(tmp_path):
+    from ieqa.bench.editor import judge_diff
+
+    entries, _, _ = _gedit_entries()
+
+    def shifted(by):
+        return [{**e, **({"o": e["o"] + by, "sc": e["sc"] + by} if e["o"] is not None else {})}
+                for e in entries]
+
+    a = _run_folder(tmp_path / "a", entries, std=0.25)
+    small = _run_folder(tmp_path / "small", shifted(0.3), std=0.25)
+    large = _run_folder(tmp_path / "large", shifted(0.6), std=0.25)
+    for other, within in ((small, True), (large, False)):
+        diff = judge_diff(a, other, n_boot=100)
+        g_o = next(h for h in diff["headline"] if h["metric"] == "official G_O")
+        assert g_o["change"] == pytest.approx(0.3 if within else 0.6)
+        assert g_o["noise"] == pytest.approx(0.5) and g_o["within_noise"] is within
+        # every item moved by the same amount: the paired interval is that amount exactly
+        assert g_o["ci"] == pytest.approx([g_o["change"]] * 2)
+        assert diff["n_changed"] == sum(e["o"] is not None for e in entries)
+    with pytest.raises(BenchError, match="not a finished bench-editor run"):
+        judge_diff(a, tmp_path / "nowhere")
