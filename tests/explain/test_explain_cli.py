@@ -103,6 +103,10 @@ def test_cli_explain_manifest_to_file_with_parse_status_and_resume(critique_serv
     assert rows[1]["error"] is None and rows[1]["explanation"] == GOOD_RE[:60]
     assert b"ieqa.run" in table.schema.metadata
     assert format_stability(read_critiques(out)) == 0.5
+    log = (tmp_path / "crit.parquet.judge_log.jsonl").read_text().splitlines()
+    assert len(log) == len(critique_server.requests) == 4  # every request, in the judge log
+    assert [json.loads(x)["response"]["choices"][0]["message"]["content"][:20] for x in log] \
+        == [r["explanation"][:20] for r in rows]
     # a re-run keeps every row: nothing is asked again
     n = len(critique_server.requests)
     res = runner.invoke(app, args)

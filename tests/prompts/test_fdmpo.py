@@ -324,6 +324,9 @@ def test_cli_with_a_tiny_vlm_resumes_and_its_template_scores(server, tiny_models
     res = runner.invoke(app, [*args, "--iterations", "2", "--max-failures", "1"])
     assert res.exit_code == 3, res.output
     assert "failure budget" in res.output and len(server.requests) == 2
+    log = [json.loads(x) for x in (out / "judge_log.jsonl").read_text().splitlines()]
+    assert len(log) == 2 and [e["response"]["choices"][0]["message"]["content"]
+                              for e in log] == ["<definition>Clean.</definition>", ""]
     # the best definition's template scores with ieqa score --template
     res = runner.invoke(app, ["score", str(manifest), "--scorer", "vlm-digits", "--model", model,
                               "--template", str(out / fdmpo.BEST_TEMPLATE_FILE),

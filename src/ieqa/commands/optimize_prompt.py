@@ -32,8 +32,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ieqa.backends.judge_log import JUDGE_LOG
 from ieqa.commands.options import CHECKPOINT_OPT, MODEL_OPT, OPTION_OPT, make_scorer, parse_options
 from ieqa.errors import IeqaError
+from ieqa.scorers.run import attach_judge_log, detach_judge_log
 
 NAME = "optimize-prompt"
 console = Console()
@@ -189,6 +191,9 @@ def command(
                           f"{row['iteration']} attempt {row['attempt']}): "
                           f"{escape(row['message'][:200])}")
 
+    # every request of the optimiser and of a served feedback model, recorded
+    attach_judge_log(optimizer, out_dir / JUDGE_LOG, mode="record")
+    attach_judge_log(scorer, out_dir / JUDGE_LOG, mode="record")
     try:
         result = fdmpo.optimize(
             scorer, optimizer, train, dimension=dim, iterations=iterations, n_samples=samples,
@@ -200,6 +205,8 @@ def command(
         console.print(f"[red]error:[/red] {escape(str(exc))}")
         raise typer.Exit(1) from None
     finally:
+        detach_judge_log(optimizer)
+        detach_judge_log(scorer)
         if hasattr(optimizer, "close"):
             optimizer.close()
     _report(result)

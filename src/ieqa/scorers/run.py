@@ -432,13 +432,15 @@ def judge_log_path(out: str | os.PathLike[str]) -> Path:
     return out.with_name(out.name + "." + JUDGE_LOG)
 
 
-def attach_judge_log(scorer: Scorer, path: str | os.PathLike[str], *,
+def attach_judge_log(scorer: Any, path: str | os.PathLike[str], *,
                      replay: str | os.PathLike[str] | None = None,
-                     overwrite: bool = False) -> JudgeLog | None:
-    """Attach a judge log (:mod:`ieqa.backends.judge_log`) at ``path`` to ``scorer``'s
-    server backend: ``resume`` mode (a re-run takes the answers recorded there first;
-    ``overwrite`` starts a new log), or ``replay`` from ``replay`` (a log file, or a folder
-    holding ``judge_log.jsonl``). None when the scorer sends no requests to a server.
+                     overwrite: bool = False, mode: str = "resume") -> JudgeLog | None:
+    """Attach a judge log (:mod:`ieqa.backends.judge_log`) at ``path`` to the server
+    backend of ``scorer`` (a scorer, or anything with a ``backend``): ``resume`` mode (a
+    re-run takes the answers recorded there first; ``overwrite`` starts a new log),
+    ``record`` (every request is sent and written; FDMPO's optimiser, whose own
+    trajectory resumes), or ``replay`` from ``replay`` (a log file, or a folder holding
+    ``judge_log.jsonl``). None when it sends no requests to a server.
     :func:`detach_judge_log` takes it off.
 
     Raises:
@@ -450,7 +452,7 @@ def attach_judge_log(scorer: Scorer, path: str | os.PathLike[str], *,
     if not hasattr(backend, "judge_log"):
         if replay is not None:
             raise ScorerError(f"--replay needs a judge on an OpenAI-compatible server; "
-                              f"{scorer.name} sends it no requests")
+                              f"{getattr(scorer, 'name', scorer)} sends it no requests")
         return None
     if replay is not None:
         source = Path(replay)
@@ -465,12 +467,12 @@ def attach_judge_log(scorer: Scorer, path: str | os.PathLike[str], *,
     else:
         if overwrite:
             path.unlink(missing_ok=True)
-        log = JudgeLog(path, mode="resume")
+        log = JudgeLog(path, mode=mode)
     backend.judge_log = log
     return log
 
 
-def detach_judge_log(scorer: Scorer) -> None:
+def detach_judge_log(scorer: Any) -> None:
     """Take the judge log off ``scorer``'s backend (see :func:`attach_judge_log`)."""
     backend = getattr(scorer, "backend", None)
     if hasattr(backend, "judge_log"):
