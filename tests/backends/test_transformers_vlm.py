@@ -143,3 +143,31 @@ def test_a_server_refuses_prompts_without_chat_template():
     with OpenAICompatBackend("http://127.0.0.1:9/v1", "m") as backend, \
             pytest.raises(BackendError, match="chat=False"):
         backend.generate([Prompt(parts=("x",), chat=False)])
+
+
+def test_a_local_judge_records_its_answers_and_replays_them_without_the_model(vlm, tmp_path,
+                                                                             monkeypatch):
+    from ieqa.backends.judge_log import JudgeLog, read_judge_log
+    from ieqa.errors import RunStopped
+
+    prompts = _prompts()
+    settings = {"max_new_tokens": 6, "temperature": 0.0, "top_p": 1.0}
+    vlm.judge_log = JudgeLog(tmp_path / "judge_log.jsonl", mode="record")
+    try:
+        live = vlm.generate(prompts, **settings)
+    finally:
+        vlm.judge_log = None
+    log = read_judge_log(tmp_path / "judge_log.jsonl")
+    assert len(log) == len(prompts) and all(len(e["images"]) >= 1 for e in log)
+    assert [e["response"]["answers"][0]["text"] for e in log] == [g[0].text for g in live]
+    # the replay answers from the log; the model is not run
+    monkeypatch.setattr(vlm, "generate_batch", lambda *a, **k: pytest.fail("the model ran"))
+    vlm.judge_log = JudgeLog(tmp_path / "again.jsonl", mode="replay",
+                             source=tmp_path / "judge_log.jsonl")
+    try:
+        again = vlm.generate(prompts, **settings)
+        assert [g[0].text for g in again] == [g[0].text for g in live]
+        with pytest.raises(RunStopped, match="not in the judge log"):  # other settings
+            vlm.generate(prompts, **{**settings, "max_new_tokens": 7})
+    finally:
+        vlm.judge_log = None

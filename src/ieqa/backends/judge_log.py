@@ -33,8 +33,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-__all__ = ["JUDGE_LOG", "MODES", "JudgeLog", "image_hashes", "log_summary", "read_judge_log",
-           "request_key"]
+__all__ = ["JUDGE_LOG", "MODES", "JudgeLog", "image_hashes", "local_request", "log_summary",
+           "read_judge_log", "request_key"]
 
 #: the log's file name in a run's output folder
 JUDGE_LOG = "judge_log.jsonl"
@@ -97,9 +97,12 @@ class JudgeLog:
             return queue.popleft()
 
     def write(self, key: str, payload: bytes, model: str, outcome: dict[str, Any], *,
-              attempts: int, latency_s: float, source: str) -> None:
-        """Append one request and its outcome."""
-        line = {"request": key, "images": image_hashes(payload), "context": dict(self.context),
+              attempts: int, latency_s: float, source: str,
+              images: list[str] | None = None) -> None:
+        """Append one request and its outcome (``images``: the image hashes, when the
+        payload does not carry the images as data URLs)."""
+        line = {"request": key, "images": image_hashes(payload) if images is None else images,
+                "context": dict(self.context),
                 "model": model, **outcome, "attempts": attempts,
                 "latency_s": round(latency_s, 4),
                 "time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -138,3 +141,22 @@ def log_summary(entries: list[dict[str, Any]]) -> dict[str, Any]:
     return {"requests": len(entries), "answered": answered, "failed_by_kind": dict(kinds),
             "served_models": sorted(models), "system_fingerprints": sorted(prints),
             "from_log": sum(1 for e in entries if e.get("source") == "log")}
+
+
+def local_request(prompt: Any, settings: dict[str, Any]) -> tuple[str, list[str]]:
+    """The key and the image hashes of one prompt to a local model: the SHA-256 of its
+    texts, its images (each as the SHA-256 of its mode, size and pixels) and the
+    generation settings."""
+    images, parts = [], []
+    for part in prompt.parts:
+        if isinstance(part, str):
+            parts.append(part)
+            continue
+        image = getattr(part, "image", part)  # an EncodedImage's decoded image
+        digest = hashlib.sha256(f"{image.mode}{image.size}".encode() + image.tobytes())
+        images.append(digest.hexdigest())
+        parts.append({"image": images[-1]})
+    body = {"system": prompt.system, "parts": parts, "answer_prefix": prompt.answer_prefix,
+            "settings": settings}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest(), \
+        images

@@ -638,11 +638,58 @@ class TransformersVLM:
         return results
 
     # ------------------------------------------------------------------------ generate
-    def generate(self, prompts: Sequence[Prompt], *, max_new_tokens: int = 256,
-                 temperature: float | None = 0.0, top_p: float | None = 1.0,
-                 top_k: int | None = None, num_samples: int = 1, seed: int | None = None,
-                 seed_per_sample: bool = False, top_logprobs: int = 0,
-                 ) -> list[list[Generation]]:
+    #: the judge log prompts go to and may be served from (None: none;
+    #: :mod:`ieqa.backends.judge_log`)
+    judge_log: Any = None
+
+    def generate(self, prompts: Sequence[Prompt], **settings: Any) -> list[list[Generation]]:
+        """:meth:`generate_batch` (see it), through the judge log when one is attached:
+        each prompt's answers are taken from the log where it serves them (``resume``,
+        ``replay``), generated otherwise, and written to it."""
+        log = self.judge_log
+        if log is None:
+            return self.generate_batch(prompts, **settings)
+        import time
+
+        from ieqa.backends.judge_log import local_request
+
+        requests = [local_request(p, settings) for p in prompts]
+        out: list[list[Generation] | None] = [None] * len(prompts)
+        if log.mode != "record":
+            for i, (key, images) in enumerate(requests):
+                recorded = log.take(key)
+                if recorded is not None:
+                    out[i] = [Generation(text=g["text"], finish_reason=g.get("finish_reason"),
+                                         top_logprobs=g.get("top_logprobs"))
+                              for g in recorded["response"]["answers"]]
+                    log.write(key, b"", self.model_id, {"response": recorded["response"]},
+                              attempts=1, latency_s=0.0, source="log", images=images)
+                elif log.mode == "replay":
+                    from ieqa.errors import RunStopped
+
+                    raise RunStopped(f"stopped: a prompt is not in the judge log {log.source} "
+                                     f"(context {log.context or 'none'}, request {key[:12]}): "
+                                     "a replay needs the run's judge, options and inputs "
+                                     "unchanged")
+        todo = [i for i, gens in enumerate(out) if gens is None]
+        start = time.monotonic()
+        fresh = self.generate_batch([prompts[i] for i in todo], **settings) if todo else []
+        latency = (time.monotonic() - start) / max(len(todo), 1)
+        for i, gens in zip(todo, fresh, strict=True):
+            out[i] = gens
+            key, images = requests[i]
+            log.write(key, b"", self.model_id,
+                      {"response": {"model": self.model_id, "answers": [
+                          {"text": g.text, "finish_reason": g.finish_reason,
+                           "top_logprobs": g.top_logprobs} for g in gens]}},
+                      attempts=1, latency_s=latency, source="live", images=images)
+        return out  # type: ignore[return-value]
+
+    def generate_batch(self, prompts: Sequence[Prompt], *, max_new_tokens: int = 256,
+                       temperature: float | None = 0.0, top_p: float | None = 1.0,
+                       top_k: int | None = None, num_samples: int = 1, seed: int | None = None,
+                       seed_per_sample: bool = False, top_logprobs: int = 0,
+                       ) -> list[list[Generation]]:
         """``num_samples`` answers per prompt, generated as one left-padded batch.
 
         Args:
