@@ -205,4 +205,22 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("editor-run-repeat-first", "with repeats, the numbers are the first repeat's, "
              "not the mean", _E + "run.py",
              'return repeat_summary(values)["mean"]', "return first", _RUN),
+    # ---- the judge log and judge-diff
+    Mutation("judge-log-resume-serves-failures", "a re-run serves the failures recorded in "
+             "the judge log instead of asking again", "src/ieqa/backends/judge_log.py",
+             'if mode == "resume" and entry.get("response") is None:',
+             'if mode == "resume" and entry.get("response") is None and False:', _GEDIT),
+    Mutation("judge-log-context-ignored", "the judge log serves an answer recorded for "
+             "another editor or repeat", "src/ieqa/backends/judge_log.py",
+             "queue = self._queues.get((_context_key(self.context), key))",
+             "queue = next((q for (c, k), q in self._queues.items() if k == key and q), None)",
+             _GEDIT),
+    Mutation("judge-diff-unpaired", "judge-diff draws other items for run B than for run A "
+             "(an unpaired interval)", _E + "diff.py",
+             "xb = protocol.aggregate([first_b[keys[i]] for i in pick], 2)[part][metric]",
+             "xb = protocol.aggregate([first_b[keys[i]] for i in reversed(pick)][::-1]"
+             "[:len(pick) // 2] * 2, 2)[part][metric]", _GEDIT),
+    Mutation("judge-diff-noise-one-sd", "judge-diff's noise bar is one standard deviation, "
+             "not two", _E + "diff.py", "noise = 2 * max(std_a, std_b)",
+             "noise = max(std_a, std_b)", _GEDIT),
 )

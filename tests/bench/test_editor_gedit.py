@@ -986,3 +986,33 @@ def test_judge_diff_sets_each_change_against_the_judges_own_noise(tmp_path):
         assert diff["n_changed"] == sum(e["o"] is not None for e in entries)
     with pytest.raises(BenchError, match="not a finished bench-editor run"):
         judge_diff(a, tmp_path / "nowhere")
+
+
+def test_a_resumed_repeat_never_takes_another_repeats_answers(tmp_path, prompts):
+    """Repeats sample the judge again: a re-run of a repeat whose requests failed asks the
+    judge, even where the log holds the same request's answer from another repeat."""
+    items = gedit_fixture_items(per_type=1)
+    data, outputs = _setup(tmp_path, items)
+    from ieqa.data.loaders.gedit_bench import read_gedit
+
+    out = tmp_path / "r"
+    read_gedit(data, ["en"], out / "sources")
+    plan = {n: ([_scores(8, 9), _scores(4, 5)], [_scores(7, 8), _scores(3, 4)])
+            for n in range(len(items))}
+    args = ["--data", str(data), "--outputs", f"mine={outputs}", "--language", "en",
+            "--prompts", str(prompts), "-O", _NO_RETRIES, "-O", "max_consecutive_failures=0",
+            "--repeats", "2", "--n-boot", "20", "--allow-errors", "-o", str(out)]
+    with serve(_Killable()) as judge:
+        _script_all(judge, prompts, out, items, outputs, plan)
+        judge.down_after = 2 * len(items)  # repeat 1 is answered, repeat 2 is not
+        res, text = _cli([*args, "-O", f"base_url={judge.url}"])
+        assert res.exit_code == 0, text
+        judge.down, judge.down_after = False, None
+        before = len(judge.requests)
+        res, text = _cli([*args, "-O", f"base_url={judge.url}"])
+        assert res.exit_code == 0, text
+        assert len(judge.requests) - before == 2 * len(items)  # repeat 2, asked again
+        assert set(judge._served.values()) == {2}  # each body: once per repeat
+    rows = [json.loads(line) for line in (out / "items.jsonl").read_text().splitlines()]
+    assert {r["o"] for r in rows if r["repeat"] == 1} == {math.sqrt(8 * 7)}
+    assert {r["o"] for r in rows if r["repeat"] == 2} == {math.sqrt(4 * 3)}

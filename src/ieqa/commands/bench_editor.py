@@ -159,7 +159,7 @@ def command(
     paths = write_editor_outputs(result, out)
     res = result.results
     failed, scored, judged = _failure_counts(res)
-    if judged and not scored:
+    if judged and not any(item["error"] is None for item in result.items):
         console.print(f"[red]Nothing scored: all {judged} items with an output failed to "
                       f"score[/red] ({escape(_first_errors(result.items))}), so there is no "
                       "table. Check that the judge answers, fix the cause and run the same "
