@@ -25,7 +25,13 @@ from typing import Any
 from ieqa.prompts.answers import JudgeParseError, parse_output
 from ieqa.scorers.base import ScorerError, ScoreResult
 from ieqa.scorers.overall import OVERALL_RULES, overall_score
-from ieqa.scorers.vlm.base import LoadedSample, VLMScorer, resolve_template
+from ieqa.scorers.vlm.base import (
+    LoadedSample,
+    VLMScorer,
+    failure,
+    request_kind,
+    resolve_template,
+)
 
 __all__ = ["JudgeScorer"]
 
@@ -148,13 +154,13 @@ class JudgeScorer(VLMScorer):
                     record: dict[str, Any] = {"dimensions": list(dims), "text": gen.text}
                     if gen.error:
                         record["error"] = gen.error
-                        failures.append(gen.error)
+                        failures.append((request_kind(gen), gen.error))
                     else:
                         try:
                             parsed = self._parse(dims, gen.text)
                         except JudgeParseError as exc:
                             record["error"] = str(exc)
-                            failures.append(str(exc))
+                            failures.append(("unreadable", str(exc)))
                         else:
                             record.update(scores=parsed["scores"], sub_scores=parsed["sub_scores"])
                             for d, v in parsed["scores"].items():
@@ -164,9 +170,10 @@ class JudgeScorer(VLMScorer):
                 k += 1
             missing = [d for d in self.score_dimensions if d not in passes]
             if missing:
-                results.append(ScoreResult(
-                    id=item.sample.id, raw=raw,
-                    error=f"no parsable answer for {', '.join(missing)}: " + "; ".join(failures[:3])))
+                failed = failure(item.sample.id, raw, failures)
+                failed.error = (f"no parsable answer for {', '.join(missing)}: "
+                                f"{failed.error}")
+                results.append(failed)
                 continue
             scores = {d: sum(v) / len(v) for d, v in passes.items()}
             if self.overall:

@@ -20,10 +20,10 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from ieqa.backends import BackendError
+from ieqa.backends import ERROR_KINDS, BackendError
 from ieqa.prompts.answers import READOUT_LEVEL_WORDS
 from ieqa.scorers.base import ScoreResult
-from ieqa.scorers.vlm.base import LoadedSample, VLMScorer
+from ieqa.scorers.vlm.base import LoadedSample, VLMScorer, request_kind
 
 __all__ = ["LevelsScorer", "level_expectation"]
 
@@ -124,7 +124,7 @@ class LevelsScorer(VLMScorer):
         rows: list[Any] = []
         for (gen,) in answers:
             if gen.error:
-                rows.append(gen.error)
+                rows.append(f"{ERROR_KINDS.get(request_kind(gen), 'request failed')}: {gen.error}")
                 continue
             if not gen.top_logprobs:
                 rows.append("the server returned no logprobs; the level readout needs "
