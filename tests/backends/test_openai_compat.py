@@ -483,3 +483,45 @@ def test_bad_generate_arguments(server, make) -> None:
         with pytest.raises(ValueError):
             backend.generate([Prompt(parts=("x",))], **kw)
     assert server.requests == []
+
+
+def test_a_replay_serves_recorded_failures_without_the_stop_rule_or_the_server(server, make,
+                                                                               tmp_path):
+    from ieqa.backends.judge_log import JudgeLog, read_judge_log
+
+    # recorded: the first request timed out, the second was answered, then a 401 (fatal:
+    # the third prompt was not sent)
+    server.plan = [Reply(sleep_s=0.6), None, Reply(401, {"error": {"message": "bad key"}})]
+    backend = make(server.url, timeout_s=0.3, max_retries=0, max_concurrency=1,
+                   max_consecutive_failures=0)
+    backend.judge_log = JudgeLog(tmp_path / "a.jsonl", mode="record")
+    prompts = [Prompt(parts=(f"p{i}",)) for i in range(4)]
+    first = backend.generate(prompts)
+    assert [g[0].error_kind for g in first] == ["timeout", None, "http", "http"]
+    assert "not sent" in first[3][0].error
+    log = read_judge_log(tmp_path / "a.jsonl")
+    assert [bool(e.get("not_sent")) for e in log] == [False, False, False, True]
+    # the replay: no server, no stop although a timeout came before any answer
+    dead = make("http://127.0.0.1:9/v1", max_retries=0, max_concurrency=1)
+    dead.judge_log = JudgeLog(tmp_path / "b.jsonl", mode="replay", source=tmp_path / "a.jsonl")
+    again = dead.generate(prompts)
+    assert [(g[0].text, g[0].error, g[0].error_kind) for g in again] == \
+        [(g[0].text, g[0].error, g[0].error_kind) for g in first]
+    # a new run on the same backend starts the stop rule afresh
+    dead.judge_log = None
+    with pytest.raises(RunStopped):
+        dead.generate([Prompt(parts=("x",))])
+    dead.reset_stop()
+    assert dead._stop is None and dead._streak == 0
+
+
+def test_a_truncated_last_log_line_is_left_out_with_a_warning(tmp_path, caplog):
+    from ieqa.backends.judge_log import read_judge_log
+
+    path = tmp_path / "judge_log.jsonl"
+    path.write_text('{"request": "a", "response": null}\n{"request": "b", "resp')
+    assert [e["request"] for e in read_judge_log(path)] == ["a"]
+    assert "cut short" in caplog.text
+    path.write_text('{"request": "a", "resp\n{"request": "b", "response": null}\n')
+    with pytest.raises(ValueError, match="damaged"):
+        read_judge_log(path)

@@ -894,6 +894,12 @@ def test_resume_after_the_judge_died_sends_only_the_missing_requests(tmp_path, p
     a = json.loads((whole / "results.json").read_text())["editors"]["mine"]["en"]
     b = json.loads((part / "results.json").read_text())["editors"]["mine"]["en"]
     assert a == b  # every number, the intervals and the coverage
+    # the resumed run replays as it ended (the log keeps each request's last run whole)
+    res, text = _cli([*args, "-O", "base_url=http://127.0.0.1:9/v1", "--replay", str(part),
+                      "-o", str(tmp_path / "part-again")])
+    assert res.exit_code == 0, text
+    c = json.loads((tmp_path / "part-again" / "results.json").read_text())["editors"]["mine"]
+    assert c["en"] == b
 
 
 def test_judge_diff_names_the_changed_items_and_a_paired_interval(tmp_path, prompts):

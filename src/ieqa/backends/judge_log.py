@@ -11,12 +11,16 @@ log is attached appends one JSON line to ``judge_log.jsonl``:
   ``system_fingerprint`` it reported, ``usage``) or ``error``, ``error_kind`` (``http``,
   ``timeout``, ``connection``, ``unreadable``) and ``status`` (the HTTP status, where one
   came back);
-* ``attempts`` (retries included), ``latency_s``, ``time`` (UTC) and ``source``
-  (``live``, or ``log`` when the outcome was taken from an earlier log).
+* ``attempts`` (retries included), ``latency_s``, ``time`` (UTC), ``source`` (``live``,
+  or ``log`` when the outcome was taken from an earlier log) and ``session`` (the run that
+  wrote the line); a prompt the run did not send (the rest of a batch after an error every
+  later request would share) has ``not_sent: true``.
 
 A log read back serves outcomes instead of the server, per ``(context, request)`` in the
 order they were recorded (a re-asked request sends the same bytes again, and gets the
-answer recorded second): **replay** serves every recorded outcome, failures included, and
+answer recorded second), from the lines of the last run that asked it (a re-run copies the
+answers it took from the log under its own session, so its lines hold the whole sequence
+it saw): **replay** serves every recorded outcome, failures included, and
 never contacts the server (a request the log does not hold stops the run); **resume**
 serves the recorded *answers* and sends live only what has none.
 """
@@ -26,12 +30,16 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import logging
 import re
 import threading
+import uuid
 from collections import defaultdict, deque
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 __all__ = ["JUDGE_LOG", "MODES", "JudgeLog", "image_hashes", "local_request", "log_summary",
            "read_judge_log", "request_key"]
@@ -76,14 +84,22 @@ class JudgeLog:
         self._lock = threading.Lock()
         self._queues: dict[tuple[str, str], deque[dict[str, Any]]] = defaultdict(deque)
         self.served = 0
+        #: this run's id, on every line it writes
+        self.session = uuid.uuid4().hex[:12]
         if mode != "record" and self.source.is_file():
-            for line in self.source.read_text(encoding="utf-8").splitlines():
-                if not line.strip():
-                    continue
-                entry = json.loads(line)
-                if mode == "resume" and entry.get("response") is None:
-                    continue  # only answers are reused; failures are asked again
-                self._queues[(_context_key(entry.get("context")), entry["request"])].append(entry)
+            groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+            for entry in read_judge_log(self.source):
+                groups[(_context_key(entry.get("context")), entry["request"])].append(entry)
+            for key, entries in groups.items():
+                # the run that last asked a request saw its whole sequence (answers it took
+                # from the log included, copied under its own session): only its lines count
+                last = entries[-1].get("session")
+                for entry in entries:
+                    if entry.get("session") != last:
+                        continue
+                    if mode == "resume" and entry.get("response") is None:
+                        continue  # only answers are reused; failures are asked again
+                    self._queues[key].append(entry)
         self.path.parent.mkdir(parents=True, exist_ok=True)
 
     def take(self, key: str) -> dict[str, Any] | None:
@@ -102,7 +118,7 @@ class JudgeLog:
         """Append one request and its outcome (``images``: the image hashes, when the
         payload does not carry the images as data URLs)."""
         line = {"request": key, "images": image_hashes(payload) if images is None else images,
-                "context": dict(self.context),
+                "context": dict(self.context), "session": self.session,
                 "model": model, **outcome, "attempts": attempts,
                 "latency_s": round(latency_s, 4),
                 "time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -117,9 +133,21 @@ def _context_key(context: Any) -> str:
 
 
 def read_judge_log(path: str | Path) -> list[dict[str, Any]]:
-    """The lines of a judge log."""
-    return [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines()
-            if line.strip()]
+    """The lines of a judge log; a last line cut short (a run killed while writing it) is
+    left out with a warning."""
+    lines = [line for line in Path(path).read_text(encoding="utf-8").splitlines()
+             if line.strip()]
+    out = []
+    for n, line in enumerate(lines):
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            if n < len(lines) - 1:
+                raise ValueError(f"{path}: line {n + 1} is not JSON; the judge log is damaged "
+                                 "(start a new one with --overwrite)") from None
+            log.warning("%s: the last line is cut short (a run killed while writing it); "
+                        "left out", path)
+    return out
 
 
 def log_summary(entries: list[dict[str, Any]]) -> dict[str, Any]:

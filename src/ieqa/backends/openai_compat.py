@@ -71,11 +71,12 @@ class _RequestFailed(Exception):
     """A request failed for good (after its retries, or at once when not retryable)."""
 
     def __init__(self, message: str, *, kind: str, fatal: bool = False,
-                 status: int | None = None) -> None:
+                 status: int | None = None, replayed: bool = False) -> None:
         super().__init__(message)
         self.kind = kind
         self.fatal = fatal
         self.status = status
+        self.replayed = replayed
 
 
 class _SharedImages:
@@ -371,7 +372,20 @@ class OpenAICompatBackend:
                 one_per_request: bool = False) -> list[Generation]:
         """All ``num_samples`` answers of one prompt (never raises for server trouble);
         ``one_per_request``: one request per answer (``n`` never sent)."""
-        if abort.message is not None:
+        jlog = self.judge_log
+        replaying = jlog is not None and jlog.mode == "replay"
+        if abort.message is not None and not replaying:
+            if jlog is not None:  # the log says which prompts this run did not send
+                try:
+                    body = self._body(self._messages(prompt, images), sampling, prompt,
+                                      1 if one_per_request else num_samples, seed, 0)
+                    payload = json.dumps(body).encode("utf-8")
+                    jlog.write(request_key(payload), payload, self.model,
+                              {"response": None, "error": abort.message,
+                               "error_kind": abort.kind, "status": None, "not_sent": True},
+                              attempts=0, latency_s=0.0, source="live")
+                except Exception:  # noqa: BLE001 - an unencodable prompt fails below anyway
+                    pass
             return [Generation(text="", error=abort.message, error_kind=abort.kind)
                     for _ in range(num_samples)]
         try:
@@ -383,57 +397,74 @@ class OpenAICompatBackend:
         gens: list[Generation] = []
         while len(gens) < num_samples:
             need = 1 if one_per_request else num_samples - len(gens)
-            body: dict[str, Any] = {"model": self.model, "messages": messages, **sampling}
-            if need > 1:
-                body["n"] = need
-            if seed is not None:
-                body["seed"] = int(seed) + len(gens)
-            if prompt.answer_prefix:
-                body["continue_final_message"] = True
-                body["add_generation_prompt"] = False
-            body.update(self.extra_body)
+            body = self._body(messages, sampling, prompt, need, seed, len(gens))
             try:
-                answer = self._serve(body)
+                answer, live = self._serve(body)
                 new = self._parse(answer, need)
             except _RequestFailed as exc:
                 message = str(exc)
-                stop = self._failed(exc)
-                if exc.fatal or stop:
+                # an outcome taken from the judge log is not the server failing now
+                stop = False if exc.replayed else self._failed(exc)
+                if (exc.fatal and not replaying) or stop:
                     abort.set(message, exc.kind)
                 gens.extend(Generation(text="", error=message, error_kind=exc.kind)
                             for _ in range(num_samples - len(gens)))
                 break
-            with self._streak_lock:
-                self._streak, self._answered = 0, True
+            if live:
+                with self._streak_lock:
+                    self._streak, self._answered = 0, True
             if len(new) < need:
                 log.debug("%s returned %d of %d choices; asking for the rest",
                           self.url, len(new), need)
             gens.extend(new)
         return gens
 
-    def _serve(self, body: dict[str, Any]) -> dict[str, Any]:
-        """The JSON answer to ``body``: from the judge log where it serves one
-        (:mod:`ieqa.backends.judge_log`), else from the server; every request and its
-        outcome is appended to the log when one is attached.
+    def _body(self, messages: list[dict[str, Any]], sampling: dict[str, Any], prompt: Prompt,
+              need: int, seed: int | None, done: int) -> dict[str, Any]:
+        """The request body asking ``need`` answers (``done`` asked before)."""
+        body: dict[str, Any] = {"model": self.model, "messages": messages, **sampling}
+        if need > 1:
+            body["n"] = need
+        if seed is not None:
+            body["seed"] = int(seed) + done
+        if prompt.answer_prefix:
+            body["continue_final_message"] = True
+            body["add_generation_prompt"] = False
+        body.update(self.extra_body)
+        return body
+
+    def reset_stop(self) -> None:
+        """Forget the stop rule's state (a new run: the count of failures in a row, whether
+        any request was answered, a stop)."""
+        with self._streak_lock:
+            self._stop, self._streak, self._answered = None, 0, False
+
+    def _serve(self, body: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+        """The JSON answer to ``body`` and whether it came from the server now (``False``:
+        from the judge log, :mod:`ieqa.backends.judge_log`); every request and its outcome
+        is appended to the log when one is attached.
 
         Raises:
-            _RequestFailed: the request failed (or failed when it was recorded).
+            _RequestFailed: the request failed (or failed when it was recorded: then its
+                ``replayed`` is set).
         """
         log = self.judge_log
         if log is None:
-            return self._post(body)
+            return self._post(body), True
         payload = json.dumps(body).encode("utf-8")
         key = request_key(payload)
         recorded = log.take(key) if log.mode != "record" else None
         if recorded is not None:
-            outcome = {k: recorded.get(k) for k in ("response", "error", "error_kind", "status")}
+            outcome = {k: recorded.get(k) for k in ("response", "error", "error_kind", "status",
+                                                    "fatal", "not_sent") if k in recorded}
             log.write(key, payload, self.model, outcome, attempts=int(recorded.get("attempts") or 1),
                       latency_s=0.0, source="log")
             if recorded.get("response") is not None:
-                return recorded["response"]
+                return recorded["response"], False
             raise _RequestFailed(str(recorded.get("error")),
                                  kind=recorded.get("error_kind") or "http",
-                                 status=recorded.get("status"))
+                                 status=recorded.get("status"),
+                                 fatal=bool(recorded.get("fatal")), replayed=True)
         if log.mode == "replay":
             with self._streak_lock:
                 self._stop = self._stop or (
@@ -448,13 +479,14 @@ class OpenAICompatBackend:
         except _RequestFailed as exc:
             log.write(key, payload, self.model,
                       {"response": None, "error": str(exc), "error_kind": exc.kind,
-                       "status": exc.status}, attempts=int(info.get("attempts") or 1),
+                       "status": exc.status, "fatal": exc.fatal},
+                      attempts=int(info.get("attempts") or 1),
                       latency_s=time.monotonic() - start, source="live")
             raise
         log.write(key, payload, self.model, {"response": answer, "status": info.get("status")},
                   attempts=int(info.get("attempts") or 1), latency_s=time.monotonic() - start,
                   source="live")
-        return answer
+        return answer, True
 
     def _failed(self, exc: _RequestFailed) -> bool:
         """Count a request that failed for good; True when the run must stop (the stop
@@ -469,10 +501,10 @@ class OpenAICompatBackend:
                 self._stop = (
                     f"stopped: {what} (the last: {exc}). Nothing more is sent. Check the "
                     "server (is it running, is base_url right, does it answer within "
-                    f"-O timeout={self.timeout_s:g} s?), then run the same command again: "
-                    "it resumes, judging only the items without a score "
-                    f"(-O max_consecutive_failures=K sets this limit, now "
-                    f"{self.max_consecutive_failures}; 0 never stops)")
+                    f"{self.timeout_s:g} s?), then run the same command again: ieqa score, "
+                    "explain and bench-editor resume, judging only what has no answer yet "
+                    f"(the limit: max_consecutive_failures, now {self.max_consecutive_failures}"
+                    "; -O max_consecutive_failures=K on the command line, 0 never stops)")
             return self._stop is not None
 
     def _messages(self, prompt: Prompt, images: _SharedImages) -> list[dict[str, Any]]:
@@ -532,7 +564,8 @@ class OpenAICompatBackend:
             except httpx.TimeoutException as exc:
                 problem = (f"timed out: no answer from {self.url} within "
                            f"timeout={self.timeout_s:g} s ({type(exc).__name__})")
-                hint = "; raise it (-O timeout=S) or lower the load on the server"
+                hint = ("; raise it (timeout_s; -O timeout=S for ieqa score, explain and "
+                        "bench-editor) or lower the load on the server")
                 fatal, kind = False, "timeout"
             except httpx.ConnectError as exc:
                 problem = f"cannot connect to {self.url} ({exc})"

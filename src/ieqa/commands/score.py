@@ -36,6 +36,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ieqa.backends.judge_log import JUDGE_LOG
 from ieqa.commands.options import (
     ADAPTER_OPT,
     ALLOW_ERRORS_OPT,
@@ -245,8 +246,9 @@ def command(
     items, total, description = resolve_input(inputs[0], root)
     if strict:
         items = strict_check(items)
-    if replay is not None and (replay.suffix.lower() in OUTPUT_SUFFIXES or not replay.exists()):
-        replay = judge_log_path(replay)
+    if replay is not None and not replay.name.endswith(JUDGE_LOG) and (
+            replay.suffix.lower() in OUTPUT_SUFFIXES or not replay.exists()):
+        replay = judge_log_path(replay)  # an earlier output: the log beside it
     attach_judge_log(scorer, judge_log_path(out), replay=replay, overwrite=overwrite)
     try:
         summary = score_to_file(scorer, items, out, input_id=description, total=total,

@@ -449,6 +449,8 @@ def attach_judge_log(scorer: Any, path: str | os.PathLike[str], *,
     """
     backend = getattr(scorer, "backend", None)
     path = Path(path)
+    if hasattr(backend, "reset_stop"):
+        backend.reset_stop()  # a new run: the stop rule counts afresh
     if not hasattr(backend, "judge_log"):
         if replay is not None:
             raise ScorerError(f"--replay needs a judge on an OpenAI-compatible server; "

@@ -11,7 +11,7 @@ RISEBench's judged score; with repeats, the mean over them):
 * ``headline`` — each headline number of the benchmark's first part (GEdit-Bench's
   official G_SC, G_PQ, G_O; ...), in both runs, their difference B - A and a 95 % **paired**
   bootstrap interval of it: items resampled within their task types, the same draws for
-  both runs (repeat 1 when the runs have several);
+  both runs (with repeats: repeat 1's numbers and interval, labelled);
 * ``judge`` — the judge's model, the models and system fingerprints the server reported,
   and the configuration keys, where the runs differ;
 * ``noise`` — with ``--repeats`` in both runs: whether each headline change lies within
@@ -157,8 +157,14 @@ def _headline(protocol: Any, res_a: Mapping[str, Any], res_b: Mapping[str, Any],
             pick = [idx[j] for idx in by_type.values()
                     for j in rng.integers(0, len(idx), size=len(idx))]
             draws.append(pick)
+        several = int(res_a.get("repeats") or 1) > 1 or int(res_b.get("repeats") or 1) > 1
+        if several:  # the interval is over repeat 1: so are the numbers it is set against
+            whole_a = protocol.aggregate([first_a[k] for k in keys], 2)[part]
+            whole_b = protocol.aggregate([first_b[k] for k in keys], 2)[part]
         for metric in protocol.metrics:
             a, b = got_a[part].get(metric), got_b[part].get(metric)
+            if several:
+                a, b = whole_a.get(metric), whole_b.get(metric)
             if not isinstance(a, (int, float)) or not isinstance(b, (int, float)):
                 continue
             diffs = []
@@ -169,7 +175,8 @@ def _headline(protocol: Any, res_a: Mapping[str, Any], res_b: Mapping[str, Any],
             finite = [d for d in diffs if math.isfinite(d)]
             low, high = ((float(np.quantile(finite, 0.025)), float(np.quantile(finite, 0.975)))
                          if len(finite) >= 2 else (math.nan, math.nan))
-            entry = {"editor": editor, "language": language, "metric": f"{part} {metric}",
+            entry = {"editor": editor, "language": language,
+                     "metric": f"{part} {metric}" + (" (repeat 1)" if several else ""),
                      "a": a, "b": b, "change": b - a, "ci": [low, high],
                      "ci_excludes_0": bool(low > 0 or high < 0)}
             std_a = (got_a[part].get("std") or {}).get(metric)

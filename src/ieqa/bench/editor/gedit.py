@@ -81,8 +81,14 @@ class GEditProtocol(EditorProtocol):
                     "official_reason": error, **mine}
         released = (row.get("raw") or {}).get("released")
         if not released:
-            released = {"status": "unread", "reason": "the score file has no released reading "
-                        "(scored by an ieqa before 0.1: run again with --overwrite)"}
+            if row.get("error"):  # the judge was never asked (an image that did not load, ...)
+                return {"sc": None, "pq": None, "o": None, "official_status": "failed",
+                        "official_reason": row["error"], **mine}
+            from ieqa.bench.errors import BenchError
+
+            raise BenchError(f"item {row.get('id')}: its score file holds no released reading "
+                             "(written by an earlier ieqa); run bench-editor again with "
+                             "--overwrite to judge it anew")
         status = released["status"]
         return {"sc": released.get("sc"), "pq": released.get("pq"), "o": released.get("o"),
                 "official_status": status, "official_reason": released.get("reason"),

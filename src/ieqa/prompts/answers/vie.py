@@ -18,9 +18,10 @@ commit), rule for rule and with its quirks, for the numbers a benchmark publishe
 (``official``). It keeps what that code keeps — a list of any length (the caller takes its
 minimum), a single number wrapped in a list, values outside 0-10, JSON its repair rule
 mends — and says what the released code does with the rest: ask both prompts again
-(``"ask_again"``), draw a random integer (``"random"``, on the give-up pass, whenever the
-answer holds no ``{``) or fail later and start the item over (``"fails"``: no ``score``,
-an empty list, a score that is not a number).
+(``"ask_again"``: no answer found, or JSON its repair cannot mend, an object without
+``score`` included), draw a random integer (``"random"``, on the give-up pass, whenever
+the answer holds no ``{``) or fail later and start the item over (``"fails"``: an empty
+list, a score that is not a number).
 """
 
 from __future__ import annotations

@@ -36,7 +36,8 @@ without ``{`` (a valid ``[6, 4]`` or ``7`` included); ieqa leaves such an item o
 official numbers and counts it (``status: "random"``), unless ``on_malformed="random"``:
 then it draws too, seeded by the sample id and labelled (``status: "drawn"``, flag
 ``substituted``). An answer the released code would go on asking about, or fail on (no
-``score``, an empty list, a score that is not a number, ``sqrt`` of a negative product),
+``score``, JSON it cannot mend, an empty list, a score that is not a number, ``sqrt`` of
+a negative product),
 is ``status: "unread"``, left out and counted. ``bench-editor``'s ``official`` numbers are
 this reading; the row's scores are ieqa's strict reading
 (:func:`~ieqa.prompts.answers.parse_vie_answer`: two numbers 0-10 or the row is an error),
