@@ -18,7 +18,7 @@ import httpx
 import pytest
 from PIL import Image
 
-from chat_server import Reply
+from chat_server import FakeServer, Reply, serve
 from ieqa.backends.base import Prompt, VLMBackend, fit_pixel_budget
 from ieqa.backends.openai_compat import OpenAICompatBackend, _RequestFailed
 from ieqa.backends.processor import BackendError
@@ -513,6 +513,70 @@ def test_a_replay_serves_recorded_failures_without_the_stop_rule_or_the_server(s
         dead.generate([Prompt(parts=("x",))])
     dead.reset_stop()
     assert dead._stop is None and dead._streak == 0
+
+
+class _ArrivalAnswers(FakeServer):
+    """Answers ``answer K`` to the K-th request to arrive, the earlier ones more slowly, so
+    identical requests sent together come back in the reverse order."""
+
+    def next_reply(self, body):
+        with self.lock:
+            k = len(self.requests) - 1
+        return Reply(body={"id": "x", "object": "chat.completion", "model": body["model"],
+                           "choices": [{"index": 0, "finish_reason": "stop", "message": {
+                               "role": "assistant", "content": f"answer {k}"}}]},
+                     sleep_s=0.15 * (4 - k))
+
+
+@pytest.mark.parametrize("mode", ["replay", "resume"])
+def test_identical_requests_of_one_batch_replay_to_the_prompts_that_got_them(make, tmp_path,
+                                                                             mode):
+    """Four identical prompts sent at once get four different answers, recorded as they
+    come back (the last sent first); read back, each prompt gets its own answer again, not
+    the one recorded in its place (the occurrence is numbered in batch order)."""
+    from ieqa.backends.judge_log import JudgeLog, read_judge_log
+
+    prompts = [Prompt(parts=("same",)) for _ in range(4)]
+    with serve(_ArrivalAnswers()) as judge:
+        backend = make(judge.url, max_concurrency=4, max_retries=0)
+        backend.judge_log = JudgeLog(tmp_path / "a.jsonl", mode="record")
+        first = [g[0].text for g in backend.generate(prompts)]
+    assert sorted(first) == [f"answer {k}" for k in range(4)]
+    log = read_judge_log(tmp_path / "a.jsonl")
+    assert sorted(e["occurrence"] for e in log) == [0, 1, 2, 3]
+    written = [e["response"]["choices"][0]["message"]["content"] for e in log]
+    assert written != first  # answered out of batch order: the order written is no guide
+    dead = make("http://127.0.0.1:9/v1", max_retries=0, max_concurrency=4)
+    dead.judge_log = JudgeLog(tmp_path / "b.jsonl", mode=mode, source=tmp_path / "a.jsonl")
+    assert [g[0].text for g in dead.generate(prompts)] == first
+    assert dead.judge_log.served == 4
+
+
+def test_occurrences_are_numbered_in_batch_order_whichever_thread_asks_first(tmp_path):
+    import threading
+
+    from ieqa.backends.judge_log import JudgeLog
+    from ieqa.backends.openai_compat import _InOrder, _Occurrence
+
+    log = JudgeLog(tmp_path / "a.jsonl")
+    order = _InOrder()
+    got: dict[int, int | None] = {}
+    slots = [_Occurrence(log, order, i) for i in range(4)]
+
+    def ask(i: int) -> None:
+        if i == 1:
+            slots[i].done()  # a prompt that sent nothing passes its turn
+        else:
+            got[i] = slots[i].number("same")
+
+    threads = [threading.Thread(target=ask, args=(i,)) for i in (3, 2, 1, 0)]
+    for t in threads:
+        t.start()
+        time.sleep(0.05)  # the later prompts ask first
+    for t in threads:
+        t.join(timeout=10)
+    assert got == {0: 0, 2: 1, 3: 2}
+    assert slots[0].number("same") == 3  # a prompt's later requests: no turn to wait for
 
 
 def test_a_truncated_last_log_line_is_left_out_with_a_warning(tmp_path, caplog):

@@ -992,6 +992,14 @@ def test_judge_diff_sets_each_change_against_the_judges_own_noise(tmp_path):
         assert diff["n_changed"] == sum(e["o"] is not None for e in entries)
     with pytest.raises(BenchError, match="not a finished bench-editor run"):
         judge_diff(a, tmp_path / "nowhere")
+    # a run of an earlier ieqa (no official_status in items.jsonl): what to do, no KeyError
+    old = _run_folder(tmp_path / "old", entries, std=0.25)
+    rows = [json.loads(line) for line in (old / "items.jsonl").read_text().splitlines()]
+    (old / "items.jsonl").write_text("".join(
+        json.dumps({k: v for k, v in r.items() if k != "official_status"}) + "\n"
+        for r in rows))
+    with pytest.raises(BenchError, match="no 'official_status' field.*earlier ieqa.*--replay"):
+        judge_diff(a, old, n_boot=10)
 
 
 def test_a_resumed_repeat_never_takes_another_repeats_answers(tmp_path, prompts):

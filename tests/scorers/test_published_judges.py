@@ -326,3 +326,41 @@ def test_gedit_judge_asks_both_prompts_once_more_when_an_answer_does_not_parse(t
     assert result.raw["reasked"][0][0] == "I cannot rate this."
     assert result.scores["overall"] == pytest.approx(30 ** 0.5)
     assert result.scores["sc_min"] == 6.0 and result.scores["visual_quality"] == 5.0
+
+
+class SCAnswersInTurn(Answers):
+    """As :class:`Answers`, but the SC request gets ``texts`` in turn (the last one after)."""
+
+    def __init__(self, texts: list[str], pq: tuple[float, float]) -> None:
+        super().__init__((0, 0), pq)
+        self.texts, self.sc_asked = texts, 0
+
+    def next_reply(self, body):
+        texts = [p["text"] for p in body["messages"][-1]["content"] if p["type"] == "text"]
+        if not any("cube" in t for t in texts):
+            return super().next_reply(body)
+        with self.lock:
+            text = self.texts[min(self.sc_asked, len(self.texts) - 1)]
+            self.sc_asked += 1
+        return Reply(body={"id": "x", "object": "chat.completion", "model": body["model"],
+                           "choices": [{"index": 0, "finish_reason": "stop", "message": {
+                               "role": "assistant", "content": text}}]})
+
+
+@pytest.mark.parametrize(("reask", "asked", "status", "sc"), [
+    (1, 2, "random", None),  # as released: the give-up pass draws for a list without "{"
+    (2, 3, "read", 6.0),  # beyond it: asked again until the give-up reading reads it
+])
+def test_gedit_judge_asks_again_after_the_give_up_pass_only_by_its_reading(tmp_path, edit, reask,
+                                                                           asked, status, sc):
+    """The second answer ``[6, 8]`` reads on a first try (the minimum, 6) but not on the
+    released give-up pass, which draws a random score for an answer without ``{``; a third
+    try (``reask_unparsable=2``) is asked for by the give-up reading, not the first one."""
+    prompts = _standins(tmp_path, "gedit_judge")
+    answers = ["I cannot rate this.", "[6, 8]", write_vie_answer((6, 8), "ok")]
+    with serve(SCAnswersInTurn(answers, pq=(5, 7))) as judge:
+        result = create_scorer("gedit-judge", base_url=judge.url, prompts=str(prompts),
+                               reask_unparsable=reask).score([edit])[0]
+        assert len(judge.requests) == 2 * asked
+    released = result.raw["released"]
+    assert (released["status"], released["sc"], released["asked"]) == (status, sc, asked)

@@ -11,14 +11,18 @@ log is attached appends one JSON line to ``judge_log.jsonl``:
   ``system_fingerprint`` it reported, ``usage``) or ``error``, ``error_kind`` (``http``,
   ``timeout``, ``connection``, ``unreadable``) and ``status`` (the HTTP status, where one
   came back);
+* ``occurrence`` — how many times this run had asked the same request in the same context
+  before (0 the first time): identical requests of one concurrent batch are numbered in
+  the order they stand in the batch, not the order their answers came back;
 * ``attempts`` (retries included), ``latency_s``, ``time`` (UTC), ``source`` (``live``,
   or ``log`` when the outcome was taken from an earlier log) and ``session`` (the run that
   wrote the line); a prompt the run did not send (the rest of a batch after an error every
   later request would share) has ``not_sent: true``.
 
-A log read back serves outcomes instead of the server, per ``(context, request)`` in the
-order they were recorded (a re-asked request sends the same bytes again, and gets the
-answer recorded second), from the lines of the last run that asked it (a re-run copies the
+A log read back serves outcomes instead of the server, per ``(context, request)`` and
+occurrence (a re-asked request sends the same bytes again, and gets the answer recorded
+for its second occurrence; lines without one, from an earlier ieqa, in the order they were
+recorded), from the lines of the last run that asked it (a re-run copies the
 answers it took from the log under its own session, so its lines hold the whole sequence
 it saw): **replay** serves every recorded outcome, failures included, and
 never contacts the server (a request the log does not hold stops the run); **resume**
@@ -83,6 +87,7 @@ class JudgeLog:
         self.context: dict[str, Any] = {}
         self._lock = threading.Lock()
         self._queues: dict[tuple[str, str], deque[dict[str, Any]]] = defaultdict(deque)
+        self._asked: dict[tuple[str, str], int] = defaultdict(int)
         self.served = 0
         #: this run's id, on every line it writes
         self.session = uuid.uuid4().hex[:12]
@@ -102,23 +107,45 @@ class JudgeLog:
                     self._queues[key].append(entry)
         self.path.parent.mkdir(parents=True, exist_ok=True)
 
-    def take(self, key: str) -> dict[str, Any] | None:
-        """The next recorded outcome of request ``key`` in the current context (``None``:
-        none left)."""
+    def occurrence(self, key: str) -> int:
+        """The occurrence number of request ``key`` asked now in the current context (0,
+        1, ... in the order this is called; a caller asking several at once calls it in
+        their batch order)."""
+        with self._lock:
+            slot = (_context_key(self.context), key)
+            n = self._asked[slot]
+            self._asked[slot] = n + 1
+            return n
+
+    def take(self, key: str, occurrence: int | None = None) -> dict[str, Any] | None:
+        """The recorded outcome of request ``key`` in the current context: the one recorded
+        for ``occurrence`` where the log numbers them, else the next in recorded order
+        (``None``: none left; in ``replay`` mode also when the log numbers the request's
+        occurrences and has none for this one)."""
         with self._lock:
             queue = self._queues.get((_context_key(self.context), key))
             if not queue:
                 return None
+            if occurrence is not None:
+                for i, entry in enumerate(queue):
+                    if entry.get("occurrence") == occurrence:
+                        del queue[i]
+                        self.served += 1
+                        return entry
+                if self.mode == "replay" and all("occurrence" in e for e in queue):
+                    return None
             self.served += 1
             return queue.popleft()
 
     def write(self, key: str, payload: bytes, model: str, outcome: dict[str, Any], *,
               attempts: int, latency_s: float, source: str,
-              images: list[str] | None = None) -> None:
+              images: list[str] | None = None, occurrence: int | None = None) -> None:
         """Append one request and its outcome (``images``: the image hashes, when the
-        payload does not carry the images as data URLs)."""
+        payload does not carry the images as data URLs; ``occurrence``: see
+        :meth:`occurrence`)."""
         line = {"request": key, "images": image_hashes(payload) if images is None else images,
                 "context": dict(self.context), "session": self.session,
+                **({"occurrence": occurrence} if occurrence is not None else {}),
                 "model": model, **outcome, "attempts": attempts,
                 "latency_s": round(latency_s, 4),
                 "time": datetime.now(timezone.utc).isoformat(timespec="seconds"),

@@ -332,20 +332,28 @@ class OpenAICompatBackend:
             sampling.update(logprobs=True, top_logprobs=int(top_logprobs))
         images = _SharedImages(prompts, self._encode_image)
         abort = _Abort()
-
-        def run(prompt: Prompt) -> list[Generation]:
-            return self._answer(prompt, sampling, num_samples, seed, images, abort,
-                                one_per_request=seed_per_sample)
-
         workers = min(self.max_concurrency, len(prompts))
+        # identical requests of one batch take their judge-log occurrence numbers in batch
+        # order, whichever is answered first
+        order = _InOrder() if self.judge_log is not None and workers > 1 else None
+
+        def run(indexed: tuple[int, Prompt]) -> list[Generation]:
+            index, prompt = indexed
+            occurrence = _Occurrence(self.judge_log, order, index)
+            try:
+                return self._answer(prompt, sampling, num_samples, seed, images, abort,
+                                    occurrence, one_per_request=seed_per_sample)
+            finally:
+                occurrence.done()
+
         if self._stop is not None:
             raise RunStopped(self._stop)
         if workers == 1:
-            out = [run(p) for p in prompts]
+            out = [run(p) for p in enumerate(prompts)]
         else:
             with ThreadPoolExecutor(max_workers=workers,
                                     thread_name_prefix="ieqa-openai") as pool:
-                out = list(pool.map(run, prompts))
+                out = list(pool.map(run, enumerate(prompts)))
         if self._stop is not None:
             raise RunStopped(self._stop)
         return out
@@ -368,8 +376,8 @@ class OpenAICompatBackend:
     # -- one prompt ----------------------------------------------------------------------
 
     def _answer(self, prompt: Prompt, sampling: dict[str, Any], num_samples: int,
-                seed: int | None, images: _SharedImages, abort: _Abort, *,
-                one_per_request: bool = False) -> list[Generation]:
+                seed: int | None, images: _SharedImages, abort: _Abort,
+                occurrence: _Occurrence, *, one_per_request: bool = False) -> list[Generation]:
         """All ``num_samples`` answers of one prompt (never raises for server trouble);
         ``one_per_request``: one request per answer (``n`` never sent)."""
         jlog = self.judge_log
@@ -380,10 +388,12 @@ class OpenAICompatBackend:
                     body = self._body(self._messages(prompt, images), sampling, prompt,
                                       1 if one_per_request else num_samples, seed, 0)
                     payload = json.dumps(body).encode("utf-8")
-                    jlog.write(request_key(payload), payload, self.model,
+                    key = request_key(payload)
+                    jlog.write(key, payload, self.model,
                               {"response": None, "error": abort.message,
                                "error_kind": abort.kind, "status": None, "not_sent": True},
-                              attempts=0, latency_s=0.0, source="live")
+                              attempts=0, latency_s=0.0, source="live",
+                              occurrence=occurrence.number(key))
                 except Exception:  # noqa: BLE001 - an unencodable prompt fails below anyway
                     pass
             return [Generation(text="", error=abort.message, error_kind=abort.kind)
@@ -399,7 +409,7 @@ class OpenAICompatBackend:
             need = 1 if one_per_request else num_samples - len(gens)
             body = self._body(messages, sampling, prompt, need, seed, len(gens))
             try:
-                answer, live = self._serve(body)
+                answer, live = self._serve(body, occurrence)
                 new = self._parse(answer, need)
             except _RequestFailed as exc:
                 message = str(exc)
@@ -439,7 +449,8 @@ class OpenAICompatBackend:
         with self._streak_lock:
             self._stop, self._streak, self._answered = None, 0, False
 
-    def _serve(self, body: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    def _serve(self, body: dict[str, Any],
+               occurrence: _Occurrence | None = None) -> tuple[dict[str, Any], bool]:
         """The JSON answer to ``body`` and whether it came from the server now (``False``:
         from the judge log, :mod:`ieqa.backends.judge_log`); every request and its outcome
         is appended to the log when one is attached.
@@ -453,12 +464,13 @@ class OpenAICompatBackend:
             return self._post(body), True
         payload = json.dumps(body).encode("utf-8")
         key = request_key(payload)
-        recorded = log.take(key) if log.mode != "record" else None
+        number = occurrence.number(key) if occurrence is not None else log.occurrence(key)
+        recorded = log.take(key, number) if log.mode != "record" else None
         if recorded is not None:
             outcome = {k: recorded.get(k) for k in ("response", "error", "error_kind", "status",
                                                     "fatal", "not_sent") if k in recorded}
             log.write(key, payload, self.model, outcome, attempts=int(recorded.get("attempts") or 1),
-                      latency_s=0.0, source="log")
+                      latency_s=0.0, source="log", occurrence=number)
             if recorded.get("response") is not None:
                 return recorded["response"], False
             raise _RequestFailed(str(recorded.get("error")),
@@ -481,11 +493,11 @@ class OpenAICompatBackend:
                       {"response": None, "error": str(exc), "error_kind": exc.kind,
                        "status": exc.status, "fatal": exc.fatal},
                       attempts=int(info.get("attempts") or 1),
-                      latency_s=time.monotonic() - start, source="live")
+                      latency_s=time.monotonic() - start, source="live", occurrence=number)
             raise
         log.write(key, payload, self.model, {"response": answer, "status": info.get("status")},
                   attempts=int(info.get("attempts") or 1), latency_s=time.monotonic() - start,
-                  source="live")
+                  source="live", occurrence=number)
         return answer, True
 
     def _failed(self, exc: _RequestFailed) -> bool:
@@ -676,6 +688,51 @@ class OpenAICompatBackend:
                                     f"{detail}", error_kind="unreadable")
         return Generation(text=text, top_logprobs=_top_logprobs(choice.get("logprobs")),
                           finish_reason=finish, raw=dict(raw))
+
+
+class _InOrder:
+    """Lets the prompts of one batch, each on its own thread, take turns in batch order:
+    prompt ``i`` waits until every earlier prompt has had its turn or passed. The pool hands
+    prompts to threads in that order, so the wait ends."""
+
+    def __init__(self) -> None:
+        self._next = 0
+        self._cond = threading.Condition()
+
+    def turn(self, index: int, fn: Any) -> Any:
+        with self._cond:
+            self._cond.wait_for(lambda: self._next == index)
+            try:
+                return fn() if fn is not None else None
+            finally:
+                self._next += 1
+                self._cond.notify_all()
+
+
+class _Occurrence:
+    """The judge-log occurrence numbers of one prompt's requests
+    (:meth:`~ieqa.backends.judge_log.JudgeLog.occurrence`): its first request takes its
+    number in batch order (``order``); :meth:`done` passes the turn of a prompt that sent
+    nothing."""
+
+    def __init__(self, log: JudgeLog | None, order: _InOrder | None, index: int) -> None:
+        self.log, self.order, self.index = log, order, index
+        self._turned = order is None
+
+    def number(self, key: str) -> int | None:
+        if self.log is None:
+            return None
+        if self._turned:
+            return self.log.occurrence(key)
+        self._turned = True
+        assert self.order is not None
+        return self.order.turn(self.index, lambda: self.log.occurrence(key))
+
+    def done(self) -> None:
+        if not self._turned:
+            self._turned = True
+            assert self.order is not None
+            self.order.turn(self.index, None)
 
 
 class _Abort:

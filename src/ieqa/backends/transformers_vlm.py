@@ -654,16 +654,18 @@ class TransformersVLM:
         from ieqa.backends.judge_log import local_request
 
         requests = [local_request(p, settings) for p in prompts]
+        numbers = [log.occurrence(key) for key, _ in requests]
         out: list[list[Generation] | None] = [None] * len(prompts)
         if log.mode != "record":
             for i, (key, images) in enumerate(requests):
-                recorded = log.take(key)
+                recorded = log.take(key, numbers[i])
                 if recorded is not None:
                     out[i] = [Generation(text=g["text"], finish_reason=g.get("finish_reason"),
                                          top_logprobs=g.get("top_logprobs"))
                               for g in recorded["response"]["answers"]]
                     log.write(key, b"", self.model_id, {"response": recorded["response"]},
-                              attempts=1, latency_s=0.0, source="log", images=images)
+                              attempts=1, latency_s=0.0, source="log", images=images,
+                              occurrence=numbers[i])
                 elif log.mode == "replay":
                     from ieqa.errors import RunStopped
 
@@ -682,7 +684,8 @@ class TransformersVLM:
                       {"response": {"model": self.model_id, "answers": [
                           {"text": g.text, "finish_reason": g.finish_reason,
                            "top_logprobs": g.top_logprobs} for g in gens]}},
-                      attempts=1, latency_s=latency, source="live", images=images)
+                      attempts=1, latency_s=latency, source="live", images=images,
+                      occurrence=numbers[i])
         return out  # type: ignore[return-value]
 
     def generate_batch(self, prompts: Sequence[Prompt], *, max_new_tokens: int = 256,

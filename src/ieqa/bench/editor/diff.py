@@ -130,6 +130,22 @@ def judge_diff(run_a: str | os.PathLike[str], run_b: str | os.PathLike[str], *,
     return out
 
 
+def _aggregate(protocol: Any, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The protocol's numbers of ``rows`` (its own interval, not used here, on 2 draws).
+
+    Raises:
+        BenchError: the rows lack a field this ieqa's protocol reads (a run of an earlier
+            ieqa).
+    """
+    try:
+        return protocol.aggregate(rows, 2)
+    except KeyError as exc:
+        raise BenchError(f"items.jsonl has no {exc.args[0]!r} field: the run was written by "
+                         "an earlier ieqa; run ieqa bench-editor again into a new folder "
+                         "(with --replay RUN when RUN holds a judge_log.jsonl, nothing is sent "
+                         "to the judge) and compare that") from None
+
+
 def _headline(protocol: Any, res_a: Mapping[str, Any], res_b: Mapping[str, Any],
               rows_a: Sequence[Mapping[str, Any]], rows_b: Sequence[Mapping[str, Any]],
               n_boot: int, seed: int) -> list[dict[str, Any]]:
@@ -159,20 +175,23 @@ def _headline(protocol: Any, res_a: Mapping[str, Any], res_b: Mapping[str, Any],
             draws.append(pick)
         several = int(res_a.get("repeats") or 1) > 1 or int(res_b.get("repeats") or 1) > 1
         if several:  # the interval is over repeat 1: so are the numbers it is set against
-            whole_a = protocol.aggregate([first_a[k] for k in keys], 2)[part]
-            whole_b = protocol.aggregate([first_b[k] for k in keys], 2)[part]
+            whole_a = _aggregate(protocol, [first_a[k] for k in keys])[part]
+            whole_b = _aggregate(protocol, [first_b[k] for k in keys])[part]
+        headline = {}
         for metric in protocol.metrics:
             a, b = got_a[part].get(metric), got_b[part].get(metric)
             if several:
                 a, b = whole_a.get(metric), whole_b.get(metric)
-            if not isinstance(a, (int, float)) or not isinstance(b, (int, float)):
-                continue
-            diffs = []
-            for pick in draws:
-                xa = protocol.aggregate([first_a[keys[i]] for i in pick], 2)[part][metric]
-                xb = protocol.aggregate([first_b[keys[i]] for i in pick], 2)[part][metric]
-                diffs.append(xb - xa)
-            finite = [d for d in diffs if math.isfinite(d)]
+            if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+                headline[metric] = (a, b)
+        diffs: dict[str, list[float]] = {metric: [] for metric in headline}
+        for pick in draws:  # each draw aggregated once, for every metric
+            xa = _aggregate(protocol, [first_a[keys[i]] for i in pick])[part]
+            xb = _aggregate(protocol, [first_b[keys[i]] for i in pick])[part]
+            for metric in headline:
+                diffs[metric].append(xb[metric] - xa[metric])
+        for metric, (a, b) in headline.items():
+            finite = [d for d in diffs[metric] if math.isfinite(d)]
             low, high = ((float(np.quantile(finite, 0.025)), float(np.quantile(finite, 0.975)))
                          if len(finite) >= 2 else (math.nan, math.nan))
             entry = {"editor": editor, "language": language,

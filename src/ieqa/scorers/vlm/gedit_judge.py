@@ -119,7 +119,9 @@ class GEditJudge(VIEScoreScorer):
             the item is left out of the official numbers, counted) or ``"random"`` (drawn
             too: a random integer 0-10, seeded and flagged). ieqa's own reading never draws.
         reask_unparsable: how many times both prompts are asked again when an answer does
-            not parse (1 as released; 0 never).
+            not parse (1 as released; 0 never; above 1 goes beyond the released code,
+            which gives up on its second try: a later try is asked for while the give-up
+            reading, the one the official numbers use, does not read every answer).
         protocol: ``"gpt"`` (default) or ``"qwen25vl"``, the released local judge (then
             ``model`` is a local checkpoint, default ``Qwen/Qwen2.5-VL-72B-Instruct-AWQ``,
             or a served model with ``base_url``).
@@ -192,11 +194,19 @@ class GEditJudge(VIEScoreScorer):
         return super().prompts(LoadedSample(item.sample, item.source, edited))
 
     # ------------------------------------------------------------ the released reading
-    def _readable(self, gens: Sequence[Any]) -> bool:
-        """Whether the released loop goes on without asking again: its reader returned
-        something for every answer (an API error is an empty answer to it)."""
-        return all(released_vie_reading("" if gen.error else gen.text, give_up=False).status
-                   != "ask_again" for gen in gens)
+    def _readable(self, gens: Sequence[Any], *, asked: int = 1) -> bool:
+        """Whether the released loop goes on without asking again: on the first try, its
+        reader returned something for every answer (an API error is an empty answer to
+        it). The released code asks once more and then gives up; a later try (only with
+        ``reask_unparsable`` above 1, beyond the released code) is asked for until the
+        give-up reading, the one :meth:`released_reading` applies to every try after the
+        first, reads every answer."""
+        give_up = asked > 1
+        for gen in gens:
+            status = released_vie_reading("" if gen.error else gen.text, give_up=give_up).status
+            if status == "ask_again" or (give_up and status != "read"):
+                return False
+        return True
 
     def released_reading(self, result: ScoreResult, item: LoadedSample, sc_gens: Sequence[Any],
                          pq_gens: Sequence[Any], *, asked: int) -> None:

@@ -192,9 +192,10 @@ class VieJudge(PublishedPrompts, VLMScorer):
         prompts = [p for item in items for p in self.prompts(item)]
         answers = self._ask(prompts)
         first: dict[int, list[list[str]]] = {}
-        for _ in range(self.reask_unparsable):
+        for asked in range(1, self.reask_unparsable + 1):
             again = [k for k in range(len(items))
-                     if not (self._readable(answers[2 * k]) and self._readable(answers[2 * k + 1]))]
+                     if not (self._readable(answers[2 * k], asked=asked)
+                             and self._readable(answers[2 * k + 1], asked=asked))]
             if not again:
                 break
             fresh = self._ask([p for k in again for p in (prompts[2 * k], prompts[2 * k + 1])])
@@ -222,7 +223,8 @@ class VieJudge(PublishedPrompts, VLMScorer):
                                           top_k=self.top_k, num_samples=self.num_pass,
                                           seed=self.seed, seed_per_sample=self.seed is not None))
 
-    def _readable(self, gens: Sequence[Any]) -> bool:
+    def _readable(self, gens: Sequence[Any], *, asked: int = 1) -> bool:
+        """Whether answers given on the ``asked``-th try need no re-ask."""
         for gen in gens:
             if gen.error:
                 return False
