@@ -13,6 +13,7 @@ with it.
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 
@@ -216,3 +217,219 @@ def test_imgedit_official_numbers_are_the_tables_released_column(tmp_path):
     assert (cov["items"], cov["scored"], cov["failed"]) == (27, len(every), failed)
     assert cov["official_dropped"] == dropped
     assert f"{dropped} left out where the released scripts find no score line" in cov["text"]
+
+
+class _KrisJudge(FakeServer):
+    """Answers a KRIS-Bench request by its prompt (the stand-in names it) and the item's
+    instruction: ``plan[(kind, instruction)]``, every quality request ``quality``."""
+
+    def __init__(self, plan: dict[tuple[str, str], Reply], quality: Reply) -> None:
+        super().__init__()
+        self.plan_by, self.quality = plan, quality
+
+    def next_reply(self, body):
+        text = " ".join(p["text"] for m in body["messages"] for p in m["content"]
+                        if p["type"] == "text")
+        kind = re.search(r"Stand-in text for (prompt_\w+)", text).group(1)
+        if kind == "prompt_quality":
+            return self.quality
+        found = [r for (k, ins), r in self.plan_by.items() if k == kind and ins in text]
+        assert len(found) == 1, (kind, text[:200])
+        return found[0]
+
+
+def _to100(score: float | None) -> float | None:
+    return None if score is None else 25 * (score - 1)
+
+
+def _mean(values):
+    return sum(values) / len(values) if values else math.nan
+
+
+def _kris_pool(items, values):
+    """The released summarize.py's numbers, written out: per group each judgement's mean
+    over its items, AVG and the knowledge types and Overall the mean of every (item,
+    judgement) value pooled flat; None values left out."""
+    from ieqa.data.loaders.kris_bench import GROUPS, KNOWLEDGE_TYPES
+
+    flat = {g: [] for g in GROUPS}
+    per = {g: {} for g in GROUPS}
+    for item, vals in zip(items, values, strict=True):
+        if vals is None:
+            continue
+        group = next(g for g, cats in GROUPS.items() if item["category"] in cats)
+        for j, v in vals.items():
+            if v is not None:
+                flat[group].append(v)
+                per[group].setdefault(j, []).append(v)
+    out = {"overall": _mean([v for g in GROUPS for v in flat[g]]),
+           "groups": {g: {"AVG": _mean(flat[g]), **{j: _mean(v) for j, v in per[g].items()}}
+                      for g in GROUPS}}
+    for name, groups in KNOWLEDGE_TYPES.items():
+        out[name.split()[0].lower()] = _mean([v for g in groups for v in flat[g]])
+    return out
+
+
+def test_kris_official_numbers_are_the_tables_released_column(tmp_path):
+    from ieqa.scorers.vlm.kris_judge import PROMPT_SOURCES
+    from ieqa.testing.editor_bench import build_kris_fixture, write_kris_outputs
+    from ieqa.testing.releases import write_prompt_standins
+
+    one, dual = table("kris"), table("kris-dual")
+    # the one-score shapes as the consistency answers of plain items in three groups (9,
+    # 3 and 2 items), the two-score shapes as the knowledge answers of three groups' items
+    plain = ["count_change"] * 5 + ["color_change"] * 4 + ["position_movement"] * 3 \
+        + ["multi-instruction_execution"] * 2
+    knowledge = ["chemistry"] * 3 + ["humanities"] * 2 + ["abstract_reasoning"] * 3
+    assert len(plain) == len(one) and len(knowledge) == len(dual)
+    items, plan, shapes = [], {}, []
+    for n, (category, row) in enumerate([*zip(plain, one, strict=True), *zip(knowledge, dual, strict=True)]):
+        ins = f"task number {n:02d} of {category}"
+        items.append({"category": category, "index": str(n), "ori_img": f"{n}.jpg",
+                      "gt_img": "", "ins_en": ins,
+                      "explain_en": "a reason" if category in knowledge else ""})
+        consistency, instruction = 1 + n % 5, 1 + (n * 2) % 5  # valid answers, varied
+        if n < len(one):
+            plan[("prompt_consist", ins)] = _reply(row, "gpt-4o")
+            plan[("prompt_instruction_following", ins)] = chat_answer(
+                json.dumps({"instruction_score": instruction}), model="gpt-4o")
+        else:
+            plan[("prompt_consist", ins)] = chat_answer(
+                json.dumps({"consistency_score": consistency}), model="gpt-4o")
+            plan[("prompt_dual_evaluation", ins)] = _reply(row, "gpt-4o")
+        shapes.append((row, consistency, instruction))
+    prompts = write_prompt_standins(tmp_path / "prompts", PROMPT_SOURCES)
+    build_kris_fixture(tmp_path / "kris", items)
+    outputs = write_kris_outputs(tmp_path / "editor", items)
+    quality = chat_answer(json.dumps({"quality_score": 4}), model="gpt-4o")
+    with serve(_KrisJudge(plan, quality)) as judge:
+        scorer = create_scorer("kris-judge", base_url=judge.url, prompts=str(prompts),
+                               backend_options={"max_retries": 0})
+        result = bench_editor("kris-bench", {"mine": outputs}, scorer, tmp_path / "out",
+                              data=tmp_path / "kris", languages=["en"], progress=False,
+                              n_boot=50)
+    released, mine = [], []
+    for n, (row, consistency, instruction) in enumerate(shapes):
+        if n < len(one):
+            vc, vc_mine = _number(row["released"]), _number(row["ieqa"])
+            rel = {"VC": vc, "IF": instruction, "VQ": 4}
+            own = None if vc_mine is None else {"VC": vc_mine, "IF": instruction, "VQ": 4}
+        else:
+            (i, k), pair = _pair(row["released"]), _pair(row["ieqa"])
+            rel = {"VC": consistency, "IF": i, "KP": k, "VQ": 4}
+            own = None if pair is None else {"VC": consistency, "IF": pair[0], "KP": pair[1],
+                                             "VQ": 4}
+        released.append({j: _to100(v) for j, v in rel.items()})
+        mine.append(None if own is None else {j: _to100(v) for j, v in own.items()})
+    want, want_mine = _kris_pool(items, released), _kris_pool(items, mine)
+    res = result.results
+    official = res["official"]
+    for key in ("overall", "factual", "conceptual", "procedural"):
+        assert official[key] == pytest.approx(want[key]), key
+        assert res["ieqa"][key] == pytest.approx(want_mine[key], nan_ok=True), key
+    for group, numbers in want["groups"].items():
+        for j, v in numbers.items():
+            assert official["groups"][group][j] == pytest.approx(v, nan_ok=True), (group, j)
+    unread = sum(v is None for vals in released for v in vals.values())
+    assert official["unread"] == unread and unread >= 8
+    failed = sum(m is None for m in mine)
+    cov = res["coverage"]
+    assert (cov["items"], cov["failed"]) == (len(items), failed)
+    assert f"official numbers: {unread} judgements of" in cov["text"]
+
+
+class _RiseJudge(FakeServer):
+    """RISEBench's judgements: consistency 5 (logical: 1) and plausibility 5 for every item,
+    reasoning ``plan[token]`` for the item whose token the request's text holds."""
+
+    def __init__(self, plan: dict[str, Reply]) -> None:
+        super().__init__()
+        self.plan_by = plan
+
+    def next_reply(self, body):
+        text = " ".join(p["text"] for m in body["messages"] for p in m["content"]
+                        if p["type"] == "text")
+        kind = re.search(r"Stand-in text for (prompt_\w+)", text).group(1)
+        if kind in ("prompt_consist", "prompt_spatial_cons", "prompt_logical_cons_ans"):
+            return chat_answer("Final Score: 1" if "logical" in kind else "Final Score: 5",
+                               model="gpt-4.1-2025-04-14")
+        if kind in ("prompt_generation", "prompt_spatial_qual"):
+            return chat_answer("Final Score: 5", model="gpt-4.1-2025-04-14")
+        found = [r for token, r in self.plan_by.items() if token in text]
+        assert len(found) == 1, (kind, text[:200])
+        return found[0]
+
+
+def test_rise_official_numbers_are_the_tables_released_column(tmp_path):
+    from ieqa.data.loaders.risebench import CATEGORIES
+    from ieqa.scorers.vlm.rise_judge import PROMPT_SOURCES
+    from ieqa.testing.editor_bench import build_rise_fixture, write_rise_outputs
+    from ieqa.testing.releases import write_prompt_standins
+
+    rows = table("rise")
+    # every shape as the reasoning answer of a temporal, causal or spatial item (5, 4 and
+    # 4 items) and of a logical one; the other judgements answer 5 (logical: 1)
+    others = ["temporal_reasoning"] * 5 + ["causal_reasoning"] * 4 + ["spatial_reasoning"] * 4
+    assert len(others) == len(rows)
+    cases = [*zip(others, rows, strict=True), *(("logical_reasoning", r) for r in rows)]
+    items, plan = [], {}
+    for n, (category, row) in enumerate(cases):
+        token = f"tok{n:02d}x"
+        item = {"index": f"{category}_{n}", "category": category,
+                "instruction": f"{token} task", "image": f"{category}_images/{n}.png"}
+        if category == "logical_reasoning":
+            item["reference_txt"] = f"{token} answer"
+        else:
+            item["reference"] = f"{token} shows"
+        items.append(item)
+        plan[token] = _reply(row, "gpt-4.1-2025-04-14")
+    prompts = write_prompt_standins(tmp_path / "prompts", PROMPT_SOURCES)
+    data = build_rise_fixture(tmp_path / "rise", items)
+    outputs = write_rise_outputs(tmp_path / "editor", items)
+    with serve(_RiseJudge(plan)) as judge:
+        scorer = create_scorer("rise-judge", base_url=judge.url, prompts=str(prompts),
+                               backend_options={"max_retries": 0})
+        result = bench_editor("risebench", {"mine": outputs}, scorer, tmp_path / "out",
+                              data=data, languages=["en"], progress=False, n_boot=50)
+    # the released rules, from the table: the reasoning answer's numbers beside [5] (or [1])
+    # for the others; no number in any answer: unsolved (unreadable); not one number per
+    # judgement: the script stops (counted, unsolved); logical numbers 0 -> 1, else 5;
+    # solved when every judgement is 5; accuracy pooled over the items
+    solved, mine_solved, unreadable, stops, dims = {}, {}, 0, 0, []
+    for n, (category, row) in enumerate(cases):
+        logical = category == "logical_reasoning"
+        reasoning = _numbers(row["released: numbers read"])
+        strict = _number(row["ieqa: logical judgement" if logical else "ieqa: 1-5 judgement"])
+        if not reasoning:
+            unreadable += 1
+            solved[n] = False
+        elif len(reasoning) != 1:
+            stops += 1
+            solved[n] = False
+        else:
+            values = [1, reasoning[0]] if logical else [5, reasoning[0], 5]
+            if logical:
+                values = [1 if v == 0 else 5 for v in values]
+            solved[n] = all(v == 5 for v in values)
+            dims.append(values)
+        if strict is not None:
+            mine_solved[n] = strict == (1 if logical else 5)
+    res = result.results
+    official = res["official"]
+    for c in CATEGORIES:
+        members = [n for n, (cat, _) in enumerate(cases) if cat == c]
+        assert official["per_category"][c] == pytest.approx(
+            100 * sum(solved[n] for n in members) / len(members)), c
+        ok = [n for n in members if n in mine_solved]  # none for spatial: NaN
+        assert res["ieqa"]["per_category"][c] == pytest.approx(
+            100 * _mean([mine_solved[n] for n in ok]), nan_ok=True), c
+    assert official["overall"] == pytest.approx(100 * sum(solved.values()) / len(cases))
+    assert res["ieqa"]["overall"] == pytest.approx(
+        100 * sum(mine_solved.values()) / len(mine_solved))
+    reasoning_dim = [v[1] for v in dims]
+    assert official["dimensions"]["reasoning"] == pytest.approx(
+        25 * (sum(reasoning_dim) / len(reasoning_dim) - 1))
+    assert (official["unreadable"], official["would_stop"]) == (unreadable, stops)
+    cov = res["coverage"]
+    assert (cov["official_unreadable"], cov["official_would_stop"]) == (unreadable, stops)
+    assert cov["failed"] == len(cases) - len(mine_solved)
