@@ -322,3 +322,30 @@ def test_jsonl_line_numbers_count_blank_lines(tmp_path: Path) -> None:
     path.write_text(json.dumps(rows[0]) + "\n\n" + json.dumps(rows[1]) + "\n")
     with pytest.raises(ScoreFileError, match=r"s\.jsonl: line 3: visual_quality='abc'"):
         list(iter_score_rows(path))
+
+
+def test_the_released_reading_of_a_score_file(tmp_path):
+    """``read_predictions(reading="released")``: each row's ``raw["released"]["scores"]``
+    (a row ieqa failed may have one); a row without one is failed, with the reason."""
+    from ieqa.bench.errors import PredictionsError
+    from ieqa.bench.predictions import read_predictions
+
+    path = _write(tmp_path / "s.jsonl", [
+        {"id": "a", "overall": 4.0, "raw": {"released": {"status": "read", "scores": {
+            "overall": 5.0, "sc_min": 5.0, "visual_quality": 5.0}}}},
+        {"id": "b", "error": "expected 2 scores, found 1", "raw": {"released": {
+            "status": "read", "scores": {"overall": 3.0}}}},
+        {"id": "c", "overall": 2.0, "raw": {"released": {"status": "unread",
+                                                          "reason": "SC: no score"}}},
+        {"id": "d", "overall": 1.0},
+    ])
+    mine = read_predictions(path)
+    assert mine == {"a": {"overall": 4.0}, "c": {"overall": 2.0}, "d": {"overall": 1.0}}
+    assert list(mine.failed) == ["b"]
+    released = read_predictions(path, reading="released")
+    assert released == {"a": {"overall": 5.0, "sc_min": 5.0, "visual_quality": 5.0},
+                        "b": {"overall": 3.0}}
+    assert released.failed["c"] == "the released code reads no score: SC: no score"
+    assert released.failed["d"].startswith("no released reading recorded")
+    with pytest.raises(PredictionsError, match="one of ieqa, released"):
+        read_predictions(path, reading="official")

@@ -364,3 +364,70 @@ def test_gedit_judge_asks_again_after_the_give_up_pass_only_by_its_reading(tmp_p
         assert len(judge.requests) == 2 * asked
     released = result.raw["released"]
     assert (released["status"], released["sc"], released["asked"]) == (status, sc, asked)
+
+
+class _VieByInstruction(FakeServer):
+    """VIEScore's two requests: SC ``{"score": [7]}`` (one number: VIEScore's reader takes 7,
+    ieqa's fails it) for instructions in ``one_number``, else ``[8, 6]``; PQ ``[9, 5]``."""
+
+    def __init__(self, one_number: set[str]) -> None:
+        super().__init__()
+        self.one_number = one_number
+
+    def next_reply(self, body):
+        texts = [p["text"] for p in body["messages"][-1]["content"] if p["type"] == "text"]
+        text = " ".join(texts)
+        images = sum(p["type"] == "image_url" for p in body["messages"][-1]["content"])
+        if images == 1:  # PQ: the edited image alone
+            answer = write_vie_answer((9, 5), "ok")
+        elif any(i in text for i in self.one_number):
+            answer = '{"reasoning": "one number", "score": [7]}'
+        else:
+            answer = write_vie_answer((8, 6), "ok")
+        return Reply(body={"id": "x", "object": "chat.completion", "model": body["model"],
+                           "choices": [{"index": 0, "finish_reason": "stop", "message": {
+                               "role": "assistant", "content": answer}}]})
+
+
+def test_bench_reports_viescores_released_reading_beside_ieqas(tmp_path):
+    """``ieqa bench`` on VIEScore's scores: ieqa's reading leaves out the items whose SC
+    answer holds one number; the released reading (VIEScore's reader) takes 7 for them, and
+    its metrics are printed after ieqa's and written to ``released-reading/``."""
+    from scipy.stats import spearmanr
+    from typer.testing import CliRunner
+
+    from ieqa.cli import app
+    from ieqa.data.shapesedit import ShapesEditConfig, generate
+    from ieqa.scorers.vlm.viescore import PROMPT_SOURCES
+    from ieqa.testing.releases import write_prompt_standins
+
+    manifest = generate(tmp_path / "shapes", ShapesEditConfig(n=12, k=2, seed=3, size=64),
+                        progress=False)
+    rows = [json.loads(line) for line in manifest.read_text().splitlines()]
+    one = {r["instruction"] for r in rows[::4]}  # every other group's instruction
+    prompts = write_prompt_standins(tmp_path / "vie", PROMPT_SOURCES)
+    with serve(_VieByInstruction(one)) as judge:
+        res = CliRunner().invoke(app, [
+            "bench", "-b", str(manifest.parent), "--scorer", "viescore", "-O",
+            f"prompts={prompts}", "-O", f"base_url={judge.url}", "-O", "model=gpt-4o",
+            "--missing", "drop", "-o", str(tmp_path / "out")])
+        asked = len(judge.requests)
+    text = " ".join(res.output.split())
+    assert res.exit_code == 0, text
+    failing = [r for r in rows if r["instruction"] in one]
+    assert 0 < len(failing) < len(rows)
+    # VIEScore's re-ask: both prompts of an item asked again when its reader cannot read an
+    # answer; {"score": [7]} it reads, so nothing is asked twice
+    assert asked == 2 * len(rows)
+    assert "official: the same metrics over the released code's reading" in text
+    ieqa_res = json.loads((tmp_path / "out" / "results.json").read_text())
+    released = json.loads((tmp_path / "out" / "released-reading" / "results.json").read_text())
+    assert ieqa_res["coverage"]["n_predicted"] == len(rows) - len(failing)
+    assert ieqa_res["coverage"]["n_failed"] == len(failing)
+    assert released["coverage"]["n_predicted"] == len(rows)
+    # the released reading: SC 7 (one number) or 6, PQ 5, O = sqrt(SC * PQ), per item
+    o = [(35 if r["instruction"] in one else 30) ** 0.5 for r in rows]
+    want = spearmanr(o, [r["scores"]["overall"] for r in rows])[0]
+    got = next(m for m in released["rows"] if m["metric"] == "srcc"
+               and m["dimension"] == "overall")
+    assert got["value"] == pytest.approx(want)

@@ -23,6 +23,7 @@ row (CSV, header = row 1) and says what to do.
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 from typing import Any
@@ -36,7 +37,12 @@ from ieqa.data.scorefile import (
     looks_like_score_file,
 )
 
-__all__ = ["IGNORED_KEYS", "Predictions", "is_predictions_file", "read_predictions"]
+__all__ = ["IGNORED_KEYS", "READINGS", "Predictions", "is_predictions_file", "read_predictions"]
+
+#: which reading of a judge's answers :func:`read_predictions` returns: ``"ieqa"`` (the
+#: score columns) or ``"released"`` (``raw["released"]["scores"]``, the released code's
+#: reading that a published judge records beside its own, e.g. ``viescore``, ``editscore``)
+READINGS = ("ieqa", "released")
 
 #: Keys of a predictions row that are neither the id nor a score.
 IGNORED_KEYS = NON_SCORE_COLUMNS - {"id"}
@@ -71,24 +77,52 @@ def is_predictions_file(path: str | os.PathLike[str]) -> bool:
     return "id" in keys or not p.name.endswith(".parquet")
 
 
-def read_predictions(path: str | os.PathLike[str]) -> Predictions:
+def read_predictions(path: str | os.PathLike[str], reading: str = "ieqa") -> Predictions:
     """Read a predictions file into ``{edit id: {canonical dimension: score}}``.
 
     The file is read and checked by :func:`ieqa.data.scorefile.iter_score_rows`, the one
     score-file reader. Scores keep the file's scale. Rows that failed to score or hold a
     NaN/infinite score are left out of the mapping and listed in ``.failed`` (module
-    docstring). Raises :class:`~ieqa.bench.errors.PredictionsError` with the reader's
-    message (file, row and what to do) for malformed content, for a file with no rows and
-    for one whose every row failed.
+    docstring). With ``reading="released"`` the scores are each row's released reading
+    (:data:`READINGS`); a row without one (the released code could not read its answers,
+    or the scorer records none) is listed in ``.failed`` with the reason. Raises
+    :class:`~ieqa.bench.errors.PredictionsError` with the reader's message (file, row and
+    what to do) for malformed content, for a file with no rows and for one whose every row
+    failed.
     """
+    if reading not in READINGS:
+        raise PredictionsError(f"reading must be one of {', '.join(READINGS)}, got {reading!r}")
     p = Path(path)
     out = Predictions()
     try:
         for row in iter_score_rows(p):
-            if row.failed is not None:
+            if reading == "released":
+                scores, why = released_scores(row.columns.get("raw"))
+                if scores:
+                    out[row.id] = scores
+                else:
+                    out.failed[row.id] = why
+            elif row.failed is not None:
                 out.failed[row.id] = row.failed
             else:
                 out[row.id] = row.scores
     except ScoreFileError as exc:
         raise PredictionsError(str(exc)) from None
     return out
+
+
+def released_scores(raw: Any) -> tuple[dict[str, float], str]:
+    """The released reading's ``{dimension: score}`` of one row's ``raw`` (empty when there
+    is none) and, when empty, why."""
+    released = raw.get("released") if isinstance(raw, dict) else None
+    if not isinstance(released, dict):
+        return {}, "no released reading recorded (the scorer records none, or the row was " \
+                   "never judged)"
+    scores = released.get("scores")
+    if not isinstance(scores, dict) or not scores:
+        why = released.get("reason") or released.get("status") or "unread"
+        return {}, f"the released code reads no score: {why}"
+    from ieqa.data.dimensions import canonical_dimension
+
+    return {canonical_dimension(k): float(v) for k, v in scores.items()
+            if v is not None and math.isfinite(float(v))}, ""

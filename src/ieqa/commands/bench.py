@@ -215,3 +215,24 @@ def command(
     if out is not None:
         paths = write_bench_outputs(result, out)
         console.print(f"wrote [bold]{paths['json']}[/bold], results.csv and report.html")
+    file = scores if scoring else predictions
+    if file is not None and not is_judge_results(file):
+        _released_pair(bench, file, out, source, eps=eps, n_boot=n_boot, seed=seed,
+                       dimension=dimension)
+
+
+def _released_pair(bench, file: Path, out: Path | None, source: str, **settings) -> None:
+    """The same metrics over the released code's reading of the judge's answers, where the
+    scores hold one (``raw["released"]``: ``viescore``, ``editscore``, ``gedit-judge``):
+    printed after ieqa's, written to ``OUT/released-reading/``. Rows without one are left
+    out and counted."""
+    released = read_predictions(file, reading="released")
+    if not released:
+        return
+    result = evaluate_predictions(bench, released, missing="drop", **settings)
+    console.print("[bold]official: the same metrics over the released code's reading of the "
+                  "judge's answers[/bold] (ieqa's own reading above)")
+    print_bench_result(result, f"{source}, released reading")
+    if out is not None:
+        paths = write_bench_outputs(result, out / "released-reading")
+        console.print(f"wrote [bold]{paths['json']}[/bold], results.csv and report.html")

@@ -48,18 +48,14 @@ bytes as VIEScore's file), or from ``prompts=DIR``.
 
 from __future__ import annotations
 
-import math
-import random
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from PIL import Image
 
 from ieqa.backends import Prompt
-from ieqa.prompts.answers import released_vie_reading
 from ieqa.prompts.published import PublishedText, SourceFile
-from ieqa.scorers.base import ScorerError, ScoreResult
+from ieqa.scorers.base import ScorerError
 from ieqa.scorers.vlm.base import DEFAULT_MAX_INSTRUCTION_CHARS, LoadedSample, VLMScorer
 from ieqa.scorers.vlm.vie_judge import VIE_DIMENSIONS
 from ieqa.scorers.vlm.viescore import DEFAULT_BASE_URL, VIEScoreScorer
@@ -141,12 +137,12 @@ class GEditJudge(VIEScoreScorer):
         if protocol not in PROTOCOLS:
             raise ScorerError(f"protocol must be one of {', '.join(PROTOCOLS)}, got "
                               f"{protocol!r}")
-        self.reask_unparsable = int(reask_unparsable)
         self.protocol = protocol
         if protocol == "qwen25vl":
             self._init_qwen(**kwargs)
         else:
             super().__init__(**kwargs)
+        self.reask_unparsable = int(reask_unparsable)
 
     def _init_qwen(self, *, model: str | None = None, base_url: str | None = None,
                    prompts: str | Path | None = None,
@@ -177,8 +173,8 @@ class GEditJudge(VIEScoreScorer):
         self.pq_text = "\n".join([self.texts["context"], self.texts["pq_rule"]])
 
     def readout_config(self) -> dict[str, Any]:
-        return {**super().readout_config(), "reask_unparsable": self.reask_unparsable,
-                "resize_edited_to_source": True, "protocol": self.protocol}
+        return {**super().readout_config(), "resize_edited_to_source": True,
+                "protocol": self.protocol}
 
     def prompts(self, item: LoadedSample) -> tuple[Prompt, Prompt]:
         """The SC and the PQ request of one item, the edit resized to the source's size."""
@@ -193,58 +189,3 @@ class GEditJudge(VIEScoreScorer):
             return Prompt(parts=(source, edited, text)), Prompt(parts=(edited, self.pq_text))
         return super().prompts(LoadedSample(item.sample, item.source, edited))
 
-    # ------------------------------------------------------------ the released reading
-    def _readable(self, gens: Sequence[Any], *, asked: int = 1) -> bool:
-        """Whether the released loop goes on without asking again: on the first try, its
-        reader returned something for every answer (an API error is an empty answer to
-        it). The released code asks once more and then gives up; a later try (only with
-        ``reask_unparsable`` above 1, beyond the released code) is asked for until the
-        give-up reading, the one :meth:`released_reading` applies to every try after the
-        first, reads every answer."""
-        give_up = asked > 1
-        for gen in gens:
-            status = released_vie_reading("" if gen.error else gen.text, give_up=give_up).status
-            if status == "ask_again" or (give_up and status != "read"):
-                return False
-        return True
-
-    def released_reading(self, result: ScoreResult, item: LoadedSample, sc_gens: Sequence[Any],
-                         pq_gens: Sequence[Any], *, asked: int) -> None:
-        """``raw["released"]``: SC, PQ and O as the released code reads the final answers
-        (see the module docstring), with ``status`` (``read``, ``drawn``, ``random``,
-        ``unread``) and, when not read, ``reason``."""
-        give_up = asked > 1  # every try after the first is the released give-up pass
-        out: dict[str, Any] = {"sc": None, "pq": None, "o": None, "asked": asked}
-        values: dict[str, float] = {}
-        reasons, status = [], "read"
-        for name, gen in (("SC", sc_gens[0]), ("PQ", pq_gens[0])):
-            reading = released_vie_reading("" if gen.error else gen.text, give_up=give_up)
-            out[f"{name.lower()}_status"] = reading.status
-            if reading.status == "read":
-                assert reading.score is not None
-                values[name] = reading.score
-            elif reading.status == "random" and self.on_malformed == "random":
-                values[name] = float(random.Random(f"{result.id}|0|{name}|released").randint(0, 10))
-                out[f"{name.lower()}_drawn"] = values[name]
-                status = "drawn" if status == "read" else status
-            else:
-                status = "random" if reading.status == "random" and status != "unread" else "unread"
-                if reading.status == "ask_again":
-                    reasons.append(f"{name}: {reading.reason} (ieqa asked {asked} time"
-                                   f"{'s' if asked > 1 else ''})")
-                else:
-                    reasons.append(f"{name}: {reading.reason}")
-        if len(values) == 2 and status in ("read", "drawn"):
-            product = values["SC"] * values["PQ"]
-            if product < 0:
-                status = "unread"
-                reasons.append(f"sqrt(SC * PQ) of {values['SC']:g} * {values['PQ']:g} fails in "
-                               "the released code")
-            else:
-                out.update(sc=values["SC"], pq=values["PQ"], o=math.sqrt(product))
-        out["status"] = status
-        if reasons:
-            out["reason"] = "; ".join(reasons)
-        result.raw["released"] = out
-        if status == "drawn" and "substituted" not in result.flags:
-            result.flags.append("substituted")

@@ -17,19 +17,30 @@ reports SC's parts as ``instruction_alignment`` (editing success) and
 ``content_preservation`` (over-editing), SC itself as ``sc_min``, PQ as ``visual_quality``
 and O as ``overall``.
 
-A malformed answer is a row error: VIEScore's code asks again and then guesses a random
-score, which ieqa never does. The prompt texts are the authors': read at run time from
+Two readings of the same answers. ieqa's: a malformed answer (not exactly two numbers
+0-10) is a row error. VIEScore's own, in ``raw["released"]`` (:meth:`~VIEScoreScorer.
+released_reading`, the rules of :func:`~ieqa.prompts.answers.released_vie_reading`, the
+reader GEdit-Bench copied): the minimum of whatever list or number its reader finds, and
+its re-ask rule (both prompts asked once more when its reader returns nothing,
+``reask_unparsable=1``); where VIEScore's code then guesses a random score, ieqa leaves the
+row's released reading out (``status: "random"``) and guesses nothing. ``ieqa bench``
+reports a benchmark's metrics over both readings. The prompt texts are the authors': read at run time from
 ``viescore/vie_prompts.py`` of their repository at a pinned commit with a SHA-256 check, or
 from ``prompts=DIR`` (``--prompts``).
 """
 
 from __future__ import annotations
 
+import math
+import random
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from ieqa.backends import OPENAI_BASE_URL, Prompt
+from ieqa.prompts.answers import released_vie_reading
 from ieqa.prompts.published import PublishedText, SourceFile
+from ieqa.scorers.base import ScorerError, ScoreResult
 from ieqa.scorers.vlm.base import DEFAULT_MAX_INSTRUCTION_CHARS, LoadedSample
 from ieqa.scorers.vlm.vie_judge import VieJudge
 
@@ -65,6 +76,11 @@ class VIEScoreScorer(VieJudge):
         prompts: a local copy of the authors' repository (``--prompts``).
         max_new_tokens: the request's ``max_tokens`` (1400 as published).
         on_malformed: ``"error"``, the only rule here (a subclass may allow more).
+        reask_unparsable: how many times both prompts are asked again when the released
+            reader cannot read an answer (1 as released; 0 never; above 1 goes beyond the
+            released code, which gives up on its second try: a later try is asked for while
+            the give-up reading, the one ``raw["released"]`` holds, does not read every
+            answer).
         (other arguments: :class:`~ieqa.scorers.vlm.base.VLMScorer`)
     """
 
@@ -78,7 +94,11 @@ class VIEScoreScorer(VieJudge):
                  prompts: str | Path | None = None, max_new_tokens: int = MAX_TOKENS,
                  on_malformed: str = "error", batch_size: int = 8,
                  max_instruction_chars: int | None = DEFAULT_MAX_INSTRUCTION_CHARS,
-                 backend: Any = None, backend_options: dict[str, Any] | None = None) -> None:
+                 backend: Any = None, backend_options: dict[str, Any] | None = None,
+                 reask_unparsable: int = 1) -> None:
+        if int(reask_unparsable) < 0:
+            raise ScorerError(f"reask_unparsable must be >= 0, got {reask_unparsable}")
+        self.reask_unparsable = int(reask_unparsable)
         self.configure(score_range=10, max_new_tokens=max_new_tokens, on_malformed=on_malformed)
         self.texts = self.load_prompts(prompts)
         self.init_server_judge(model=model, base_url=base_url, backend=backend,
@@ -97,3 +117,65 @@ class VIEScoreScorer(VieJudge):
         sc = Prompt(parts=(self.sc_text.replace("<instruction>", item.sample.instruction),
                            item.source, item.edited))
         return sc, Prompt(parts=(self.pq_text, item.edited))
+
+    def readout_config(self) -> dict[str, Any]:
+        return {**super().readout_config(), "reask_unparsable": self.reask_unparsable}
+
+    # ------------------------------------------------------------ the released reading
+    def _readable(self, gens: Sequence[Any], *, asked: int = 1) -> bool:
+        """Whether the released loop goes on without asking again: on the first try, its
+        reader returned something for every answer (an API error is an empty answer to
+        it). The released code asks once more and then gives up; a later try (only with
+        ``reask_unparsable`` above 1, beyond the released code) is asked for until the
+        give-up reading, the one :meth:`released_reading` applies to every try after the
+        first, reads every answer."""
+        give_up = asked > 1
+        for gen in gens:
+            status = released_vie_reading("" if gen.error else gen.text, give_up=give_up).status
+            if status == "ask_again" or (give_up and status != "read"):
+                return False
+        return True
+
+    def released_reading(self, result: ScoreResult, item: LoadedSample, sc_gens: Sequence[Any],
+                         pq_gens: Sequence[Any], *, asked: int) -> None:
+        """``raw["released"]``: SC, PQ and O as the released code reads the final answers
+        (the released ``mllm_output_to_dict`` and its re-ask rule, see the module docstring),
+        with ``status`` (``read``, ``drawn``, ``random``,
+        ``unread``) and, when not read, ``reason``."""
+        give_up = asked > 1  # every try after the first is the released give-up pass
+        out: dict[str, Any] = {"sc": None, "pq": None, "o": None, "asked": asked}
+        values: dict[str, float] = {}
+        reasons, status = [], "read"
+        for name, gen in (("SC", sc_gens[0]), ("PQ", pq_gens[0])):
+            reading = released_vie_reading("" if gen.error else gen.text, give_up=give_up)
+            out[f"{name.lower()}_status"] = reading.status
+            if reading.status == "read":
+                assert reading.score is not None
+                values[name] = reading.score
+            elif reading.status == "random" and self.on_malformed == "random":
+                values[name] = float(random.Random(f"{result.id}|0|{name}|released").randint(0, 10))
+                out[f"{name.lower()}_drawn"] = values[name]
+                status = "drawn" if status == "read" else status
+            else:
+                status = "random" if reading.status == "random" and status != "unread" else "unread"
+                if reading.status == "ask_again":
+                    reasons.append(f"{name}: {reading.reason} (ieqa asked {asked} time"
+                                   f"{'s' if asked > 1 else ''})")
+                else:
+                    reasons.append(f"{name}: {reading.reason}")
+        if len(values) == 2 and status in ("read", "drawn"):
+            product = values["SC"] * values["PQ"]
+            if product < 0:
+                status = "unread"
+                reasons.append(f"sqrt(SC * PQ) of {values['SC']:g} * {values['PQ']:g} fails in "
+                               "the released code")
+            else:
+                out.update(sc=values["SC"], pq=values["PQ"], o=math.sqrt(product))
+                out["scores"] = {"sc_min": out["sc"], "visual_quality": out["pq"],
+                                 "overall": out["o"]}
+        out["status"] = status
+        if reasons:
+            out["reason"] = "; ".join(reasons)
+        result.raw["released"] = out
+        if status == "drawn" and "substituted" not in result.flags:
+            result.flags.append("substituted")
