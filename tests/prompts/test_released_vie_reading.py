@@ -76,3 +76,49 @@ def test_ieqa_refuses_what_only_the_released_reading_keeps(text):
     assert released_vie_reading(text, give_up=False).status == "read"
     with pytest.raises(JudgeParseError):
         parse_vie_answer(text)
+
+
+# EditScore's own copy of the reader (editscore/utils.py at 6e0f1b9a, with json-repair):
+# (answer, outcome on a normal try); every answer is a random draw on the give-up try. The
+# outcomes are the authors' reader's, run as released beside ieqa's on these and 40,000
+# fuzzed answers (scripts/harness/editscore_reader_vs_released.py): none differed. Where
+# they part from GEdit's copy above, the comment says so.
+EDITSCORE_CASES = [
+    ('{"reasoning": "ok", "score": [20, 15]}', (20, 15)),
+    ("[12, 11]", (12, 11)),
+    ('{"score": 7}', (7,)),
+    ("[6]", "ask_again"),
+    ("I give it 7", "ask_again"),
+    ("", "ask_again"),
+    ("7", (7,)),
+    ("11", "ask_again"),                        # a bare number must lie in 0-10 (not 0-25)
+    ("{score: 7}", "fails"),                    # json-repair keeps 7 unwrapped: min() fails
+    ('{"score": [5, 6],}', (5, 6)),             # json-repair mends it (GEdit: asked again)
+    ('{"reasoning": "x"}', "fails"),            # no score: evaluate() fails (GEdit: asked again)
+    ('{"score": "7"}', "fails"),
+    ('{"score": [true, 5]}', (1, 5)),           # true is 1 to evaluate() (GEdit: fails)
+    ('{"score": [null]}', "fails"),
+    ("rate_limit_exceeded", "fails"),
+    ("}{", "ask_again"),
+    ('{"score": [-3, 2]}', (-3, 2)),
+    ('{"score": [3, 4]} {"score": [9, 9]}', (9, 9)),  # json-repair keeps the last object
+    ("\u201c{\u201cscore\u201d: [3, 4]}", (3, 4)),     # smart quotes normalised (GEdit: asked again)
+    ('{"reasoning": "He said "hi"", "score": [3, 4]}', (3, 4)),
+    ('{"reasoning": "x", "score": [20, 15]', (20, 15)),  # no "}": the bare list in it is taken
+    ("{'score': [10, 12]}", (10, 12)),
+    ('{"score": [[1, 2]]}', "fails"),
+    ("I'm sorry, but I can't assist with that request.", "ask_again"),  # evaluate() gives up
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), EDITSCORE_CASES)
+def test_editscores_released_reading_of_each_answer_shape(text, expected):
+    from ieqa.prompts.answers import released_editscore_reading
+
+    got = released_editscore_reading(text, give_up=False)
+    if isinstance(expected, str):
+        assert got.status == expected and got.scores is None and got.reason, got
+    else:
+        assert got.status == "read" and got.scores == tuple(map(float, expected)), got
+    if text != "rate_limit_exceeded":  # raised before the give-up rule
+        assert released_editscore_reading(text, give_up=True).status == "random"

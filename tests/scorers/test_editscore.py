@@ -119,6 +119,15 @@ def test_scores_follow_editscore_rules_given_the_same_answers(replica, high, num
     for r in results:
         assert r.error is None, r.error
         assert r.scores == pytest.approx(want, rel=1e-12, abs=0)
+        # EditScore's own reading of these well-formed answers: its evaluate()'s four
+        # outputs; the RL server's reduction reads with another parser, not recorded
+        released = r.raw["released"]
+        if reduction == "average_first_min_sc":
+            assert released["status"] == "none" and "batch_evaluate" in released["reason"]
+        else:
+            assert released["status"] == "read"
+            assert released["scores"] == pytest.approx(
+                {k: v for k, v in want.items() if k != "sc_min"}, rel=1e-12, abs=0)
     # one request per prompt and pass, each seeded seed + pass, sampled as released
     assert len(judge.requests) == 2 * 2 * num_pass
     assert sorted({q.body["seed"] for q in judge.requests}) == seeds
@@ -235,6 +244,25 @@ def test_malformed_answers_are_recorded_and_counted(replica, tmp_path):
             assert reasons[label] in row["error"], (label, row["error"])
             assert row.get("overall") is None
         assert by_id[f"e{len(MALFORMED)}"]["error"] is None
+        # EditScore's own reading (its evaluate(), written out): json-repair mends the
+        # trailing comma; an out-of-range score is kept; one SC score fails on its second,
+        # a negative one on sqrt, strings and a missing key on min; the refusal is a random
+        # draw (left out); an empty answer would be asked again (left out)
+        pq = min(_answers("PQ", 42, 25)) / 2.5
+        released = {label: by_id[f"e{i}"]["raw"]["released"] for i, label in
+                    enumerate([*MALFORMED, "fine"])}
+        for label, (pf, cons) in {"trailing comma": (20, 5), "out of range": (26, 5),
+                                  "fine": _answers("SC", 42, 25)}.items():
+            got = released[label]
+            assert got["status"] == "read", (label, got)
+            assert got["scores"] == pytest.approx({
+                "instruction_alignment": pf / 2.5, "content_preservation": cons / 2.5,
+                "visual_quality": pq, "overall": math.sqrt(min(pf, cons) / 2.5 * pq)}), label
+        assert released["refusal"]["status"] == "random"
+        for label in ("string scores", "one element", "missing key", "negative", "empty"):
+            assert released[label]["status"] == "unread" and "scores" not in released[label]
+        assert "asks again" in released["empty"]["reason"]
+        assert "sqrt" in released["negative"]["reason"]
 
         # the authors' RL-server rule, only when asked for: labelled and counted
         scorer = create_scorer("editscore", base_url=judge.url, model="editscore",
@@ -245,7 +273,6 @@ def test_malformed_answers_are_recorded_and_counted(replica, tmp_path):
         got = scorer.score([sample])[0]
     assert got.error is None and "substituted" in got.flags
     assert got.raw["substituted"] == 1
-    pq = min(_answers("PQ", 42, 25)) / 2.5
     assert got.scores["instruction_alignment"] == 5.0  # 12.5 / 2.5
     assert got.scores["overall"] == pytest.approx(math.sqrt(5.0 * pq))
 

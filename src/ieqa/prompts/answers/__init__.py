@@ -15,7 +15,8 @@ pairwise verdict       :func:`write_verdict`              :func:`parse_verdict`
 JSON scores            (judges only)                      :func:`parse_json_scores`,
                                                           :func:`parse_viescore`
 VIEScore/EditScore     :func:`write_vie_answer`           :func:`parse_vie_answer`,
-(as published)                                            :func:`released_vie_reading`
+(as published)                                            :func:`released_vie_reading`,
+                                                          :func:`released_editscore_reading`
 ImgEdit rubric lines   :func:`write_criteria_answer`      :func:`parse_criteria_answer`,
                                                           :func:`released_criteria_scores`
 RISEBench final score  :func:`write_final_score_answer`   :func:`parse_final_score`,
@@ -85,9 +86,12 @@ from ieqa.prompts.answers.scores import (
 )
 from ieqa.prompts.answers.verdict import VERDICTS, parse_verdict, write_verdict
 from ieqa.prompts.answers.vie import (
+    EDITSCORE_REFUSAL,
+    ReleasedScores,
     ReleasedVie,
     VieAnswer,
     parse_vie_answer,
+    released_editscore_reading,
     released_vie_reading,
     write_vie_answer,
 )
@@ -100,6 +104,7 @@ __all__ = [
     "level_index", "level_target", "parse_critique", "parse_epaiqa", "parse_explanation",
     "parse_json_scores", "parse_level", "parse_output", "parse_reasonedit", "parse_region",
     "parse_text_score", "parse_verdict", "parse_vie_answer", "parse_viescore", "ReleasedVie", "released_vie_reading", "rescale",
+    "EDITSCORE_REFUSAL", "ReleasedScores", "released_editscore_reading",
     "write_verdict", "write_vie_answer", "parse_criteria_answer", "released_criteria_mean",
     "released_criteria_scores", "write_criteria_answer", "parse_final_score",
     "released_final_scores", "write_final_score_answer", "parse_kris_scores",

@@ -35,7 +35,8 @@ from dataclasses import dataclass
 from ieqa.errors import TrainDataError
 from ieqa.prompts.answers._text import JudgeParseError, require_text
 
-__all__ = ["DELIMITER", "VieAnswer", "ReleasedVie", "parse_vie_answer", "released_vie_reading",
+__all__ = ["DELIMITER", "EDITSCORE_REFUSAL", "VieAnswer", "ReleasedScores", "ReleasedVie",
+           "parse_vie_answer", "released_editscore_reading", "released_vie_reading",
            "write_vie_answer"]
 
 #: the delimiter VIEScore's prompts with a delimiter ask the answer to be wrapped in
@@ -244,3 +245,144 @@ def released_vie_reading(text: str | None, *, give_up: bool) -> ReleasedVie:
             return ReleasedVie("ask_again", reason="not JSON, even after the released repair: "
                                                    "the released code asks again")
     return _released_minimum(obj)
+
+
+# ------------------------------------------------------------ EditScore's released reading
+
+#: the refusal EditScore's ``evaluate`` gives up on at once (either answer of a try)
+EDITSCORE_REFUSAL = "I'm sorry, but I can't assist with that request."
+_REASONING = re.compile(r'("reasoning"\s*:\s*")(.*?)(?="\s*[,}])', re.DOTALL)
+
+
+@dataclass(frozen=True)
+class ReleasedScores:
+    """One answer as EditScore's released ``evaluate`` reads it
+    (:func:`released_editscore_reading`).
+
+    Attributes:
+        status: ``"read"`` (``scores`` holds the answer's scores, in order), ``"ask_again"``
+            (the reader returns False: the released loop asks both prompts again, twice at
+            most, then draws), ``"random"`` (the give-up try: a random integer for both
+            scores) or ``"fails"`` (the reader returns something ``evaluate`` then fails
+            on: no ``score`` list of numbers).
+        scores: the scores (``status == "read"``), else ``None``.
+        reason: why it was not read (empty when read).
+    """
+
+    status: str
+    scores: tuple[float, ...] | None = None
+    reason: str = ""
+
+
+def _repair_reasoning(text: str) -> str:
+    """The released second repair: double quotes inside the ``reasoning`` value escaped."""
+    return _REASONING.sub(lambda m: m.group(1) + m.group(2).replace('"', '\\"'), text)
+
+
+def _fallback_object(text: str) -> str:
+    """The released last repair: a ``{"reasoning", "score"}`` object rebuilt from the text
+    between the ``reasoning`` and ``score`` keys and the first two numbers after
+    ``score`` (anywhere without it), zeros for numbers it cannot find."""
+    lowered = text.lower()
+    key_r = re.search(r'"?reasoning"?\s*[:\uff1a]', lowered)
+    key_s = re.search(r'"?score"?\s*[:\uff1a]', lowered)
+    reasoning = ""
+    if key_r and key_s:
+        raw = text[key_r.end():key_s.start()].strip()
+        raw = re.sub(r"[\s,}\]]+$", "", re.sub(r"^[\s,{\[]+", "", raw))
+        raw = raw[1:] if raw.startswith(("'", '"')) else raw
+        raw = raw[:-1] if raw.endswith(("'", '"')) else raw
+        reasoning = raw.replace('\\"', '"').replace("\\'", "'").translate(_QUOTES).strip()
+    else:
+        loose = re.search(r'"?reasoning"?\s*[:\uff1a]\s*["\']?(.*?)["\']?\s*(,|$)', text,
+                          re.DOTALL | re.IGNORECASE)
+        if loose:
+            reasoning = loose.group(1).strip().replace('\\"', '"').replace("\\'", "'") \
+                .translate(_QUOTES)
+    numbers = re.findall(r"-?\d+(?:\.\d+)?", text[key_s.end():] if key_s else text)
+    scores = [float(n) for n in numbers[:2]]
+    scores += [0.0] * (2 - len(scores))
+    return json.dumps({"reasoning": reasoning, "score": scores}, ensure_ascii=False)
+
+
+def _json_repair_loads(text: str) -> object:
+    try:
+        import json_repair
+    except ImportError as exc:  # pragma: no cover - a dependency of ieqa
+        raise ImportError("EditScore's released reading needs json-repair: pip install "
+                          "json-repair (make setup installs it)") from exc
+    return json_repair.loads(text)
+
+
+def _released_json_fix(text: str) -> object:
+    """The released ``robust_json_fix``: ``json_repair.loads``, then after each of the two
+    repairs, then on the rebuilt object; ``False`` when every try raises."""
+    for repair in (None, _released_repair, _repair_reasoning):
+        if repair is not None:
+            text = repair(text)
+        try:
+            return _json_repair_loads(text)
+        except Exception:  # noqa: BLE001 - the released code catches everything here
+            continue
+    try:
+        return _json_repair_loads(_fallback_object(text))
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def _scores_of(obj: object) -> ReleasedScores:
+    """What ``evaluate`` can take from the reader's object: a ``score`` list of numbers."""
+    scores = obj.get("score") if isinstance(obj, dict) else None
+    if not isinstance(scores, list) or not scores:
+        return ReleasedScores("fails", reason="no 'score' list in the answer: the released "
+                                              "evaluate() fails on it")
+    if any(not isinstance(s, (int, float)) for s in scores):  # (true is 1 to it)
+        return ReleasedScores("fails", reason=f"a score in {scores!r} is not a number: the "
+                                              "released evaluate() fails on it")
+    return ReleasedScores("read", tuple(float(s) for s in scores))
+
+
+def released_editscore_reading(text: str | None, *, give_up: bool) -> ReleasedScores:
+    """An answer read as EditScore's released ``mllm_output_to_dict`` (``editscore/utils.py``)
+    reads it for ``evaluate``: its own version of VIEScore's reader (its quotes normalised,
+    ``json-repair`` where ``json.loads`` fails, no minimum taken here).
+
+    Args:
+        text: the answer (``None`` or ``""`` for a failed request).
+        give_up: the give-up try (the third, or any try with a refusal): a random draw,
+            whatever the answer.
+    """
+    text = text or ""
+    if text == "rate_limit_exceeded":
+        return ReleasedScores("fails", reason="the released code raises on "
+                                              "'rate_limit_exceeded'")
+    if give_up:
+        return ReleasedScores("random", reason="the give-up try: the released code draws a "
+                                               "random integer for both scores")
+    if text.count(DELIMITER) == 2:
+        start, end = text.find(DELIMITER) + len(DELIMITER), text.rfind(DELIMITER)
+    else:
+        start, end = text.find("{"), text.rfind("}") + 1
+        if start == -1 or end == 0:
+            listed = text[text.find("["):text.rfind("]") + 1]
+            if _BARE_LIST.match(listed):
+                return _scores_of({"score": json.loads(listed)})
+            if _small_int(text):
+                return _scores_of({"score": [int(text)]})
+            return ReleasedScores("ask_again", reason="no JSON object, list of two numbers "
+                                                      "or number 0-10: the released code "
+                                                      "asks again")
+    if start == end:
+        return ReleasedScores("ask_again", reason="an empty answer object: the released "
+                                                  "code asks again")
+    body = text[start:end].strip().replace("\n", "").translate(_QUOTES)
+    try:
+        obj = json.loads(body)
+        if not isinstance(obj["score"], list):
+            obj["score"] = [obj["score"]]
+    except Exception:  # noqa: BLE001 - the released reader catches everything here
+        obj = _released_json_fix(body)
+        if obj is False:
+            return ReleasedScores("ask_again", reason="not JSON, even after the released "
+                                                      "repairs: the released code asks again")
+    return _scores_of(obj)

@@ -33,6 +33,12 @@ rescaling (12.5 on 0-10) for an out-of-range one. ``on_malformed="midpoint"`` is
 labelled, simpler version of that rule: ``score_range / 2`` (5 on 0-10) for each score of
 any answer ieqa cannot read, repairs included; counted, and the row flagged.
 
+**EditScore's own reading** of the same answers is kept in ``raw["released"]``
+(:meth:`EditScoreScorer.released_reading`): the authors' ``evaluate()`` with their reader
+(:func:`~ieqa.prompts.answers.released_editscore_reading`, checked against it on 40,096
+answers); where it would fail, ask again or draw, the row's released reading is left out
+(``unread``, ``random``) and counted. ``ieqa bench`` reports both readings.
+
 The prompt texts are the authors': read at run time from their repository's
 ``editscore/vie_prompts.py`` at a pinned commit with a SHA-256 check
 (:mod:`ieqa.prompts.published`), or from ``prompts=DIR`` (``--prompts``).
@@ -40,6 +46,7 @@ The prompt texts are the authors': read at run time from their repository's
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,8 +54,13 @@ from typing import Any
 
 from ieqa.backends import Prompt
 from ieqa.backends.base import fit_qwen_grid
+from ieqa.prompts.answers import (
+    EDITSCORE_REFUSAL,
+    ReleasedScores,
+    released_editscore_reading,
+)
 from ieqa.prompts.published import PublishedText, SourceFile
-from ieqa.scorers.base import ScorerError
+from ieqa.scorers.base import ScorerError, ScoreResult
 from ieqa.scorers.vlm.base import DEFAULT_MAX_INSTRUCTION_CHARS, LoadedSample
 from ieqa.scorers.vlm.vie_judge import VIE_DIMENSIONS, VieJudge
 
@@ -193,6 +205,70 @@ class EditScoreScorer(VieJudge):
     def readout_config(self) -> dict[str, Any]:
         return {"variant": self.variant, **super().readout_config(),
                 "pq_images": self.pq_images}
+
+    # ------------------------------------------------------------ the released reading
+    def released_reading(self, result: ScoreResult, item: LoadedSample, sc_gens: Sequence[Any],
+                         pq_gens: Sequence[Any], *, asked: int) -> None:
+        """``raw["released"]``: what the released ``evaluate()`` computes from the answers
+        (see the module docstring): per pass its reader
+        (:func:`~ieqa.prompts.answers.released_editscore_reading`), prompt following and
+        consistency the SC answer's first two scores, PQ the minimum of the PQ answer's,
+        O = sqrt(min SC · PQ), each over ``score_range / 10``; over the passes their means
+        (``overall`` by the reduction). ``status``: ``read``, ``random`` (the released code
+        would draw: a refusal) or ``unread`` (it would ask again, or fail), with ``reason``."""
+        if self.reduction == "average_first_min_sc" or self.pq_images == "both":
+            result.raw["released"] = {
+                "status": "none", "reason": "the released batch_evaluate() (the RL server) "
+                "reads answers with another parser, not reproduced here: evaluate()'s reading "
+                "is recorded with reduction average_last or average_first and pq_images edited"}
+            return
+        unit = self.score_range_asked / 10
+        passes: list[tuple[float, float, float, float]] = []
+        reasons: list[str] = []
+        status = "read"
+        for p, (sc_gen, pq_gen) in enumerate(zip(sc_gens, pq_gens, strict=True)):
+            texts = ["" if gen.error else gen.text for gen in (sc_gen, pq_gen)]
+            give_up = EDITSCORE_REFUSAL in texts  # the released check: an exact match
+            sc, pq = (released_editscore_reading(t, give_up=give_up) for t in texts)
+            where = f"pass {p + 1}: " if len(sc_gens) > 1 else ""
+            if sc.status == "random":
+                status = "random" if status == "read" else status
+                reasons.append(f"{where}a refusal: the released code draws a random score")
+                continue
+            problem = next(((n, r) for n, r in (("SC", sc), ("PQ", pq)) if r.status != "read"),
+                           None)
+            if problem is None and sc.scores is not None and len(sc.scores) < 2:
+                problem = ("SC", ReleasedScores("fails", reason="one score: evaluate() takes "
+                                                                "the second and fails"))
+            if problem is not None:
+                status = "unread"
+                name, reading = problem
+                why = reading.reason
+                if reading.status == "ask_again":
+                    why += " (twice at most, then it draws a random score; ieqa asked once)"
+                reasons.append(f"{where}{name}: {why}")
+                continue
+            assert sc.scores is not None and pq.scores is not None
+            low, quality = min(sc.scores) / unit, min(pq.scores) / unit
+            if low * quality < 0:
+                status = "unread"
+                reasons.append(f"{where}sqrt(SC * PQ) of {low:g} * {quality:g} fails in the "
+                               "released code")
+                continue
+            passes.append((sc.scores[0] / unit, sc.scores[1] / unit, quality,
+                           math.sqrt(low * quality)))
+        out: dict[str, Any] = {"status": status, "asked": asked}
+        if status == "read":
+            mean = [sum(v[k] for v in passes) / len(passes) for k in range(4)]
+            overall = mean[3]
+            if self.reduction == "average_first":
+                product = mean[0] * mean[2]
+                overall = math.sqrt(product) if product >= 0 else math.nan
+            out["scores"] = {"instruction_alignment": mean[0], "content_preservation": mean[1],
+                             "visual_quality": mean[2], "overall": overall}
+        else:
+            out["reason"] = "; ".join(reasons)
+        result.raw["released"] = out
 
     # ----------------------------------------------------------------------- prompts
     @staticmethod

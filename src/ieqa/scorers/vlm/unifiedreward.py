@@ -21,7 +21,9 @@ reported as for VIEScore (:class:`~ieqa.scorers.vlm.vie_judge.VieJudge`):
 score; ``overall`` here is VIEScore's ``sqrt(SC * PQ)``, the rule of the format the model
 answers in.
 
-A malformed answer is a row error. The prompt texts are the authors': the ``problem``
+A malformed answer is a row error. The authors' scripts print the answer and read no
+score from it, so, unlike ``viescore`` and ``editscore``, there is no released reading to
+record beside ieqa's. The prompt texts are the authors': the ``problem``
 strings of the two scripts, read by parsing them at a pinned commit with a SHA-256 check,
 or from ``prompts=DIR`` (``--prompts``).
 """
