@@ -23,10 +23,9 @@ from ieqa.commands.options import (
     OPTION_OPT,
     PROMPTS_OPT,
     REVISION_OPT,
-    exit_stopped,
+    exits_when_stopped,
     make_scorer,
 )
-from ieqa.errors import RunStopped
 
 NAME = "bench-editor"
 #: exit status when items failed to score (as `ieqa score`'s rows with errors)
@@ -149,13 +148,11 @@ def command(
     scorer = make_scorer(judge or protocol.official_judge, options or None, model, None,
                          prompts=prompts, base_model=base_model, revision=revision,
                          adapter=adapter)
-    try:
+    with exits_when_stopped():
         result = bench_editor(benchmark, _outputs(outputs), scorer, out, data=data,
                               languages=language or ["en", "cn"], missing=missing,
                               repeats=repeats, batch_size=batch_size, n_boot=n_boot,
                               prices=_prices(price), overwrite=overwrite, replay=replay)
-    except RunStopped as exc:
-        raise exit_stopped(exc) from None
     paths = write_editor_outputs(result, out)
     res = result.results
     failed, scored, judged = _failure_counts(res)

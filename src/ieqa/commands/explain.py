@@ -43,7 +43,7 @@ from ieqa.commands.options import (
     ROOT_OPT,
     STRICT_OPT,
     WORKERS_OPT,
-    exit_stopped,
+    exits_when_stopped,
     make_scorer,
 )
 from ieqa.commands.score import (
@@ -53,10 +53,9 @@ from ieqa.commands.score import (
     resolve_input,
     strict_check,
 )
-from ieqa.errors import RunStopped
 from ieqa.prompts.answers import FORMATS, Critique
 from ieqa.scorers.base import ScorerError
-from ieqa.scorers.run import attach_judge_log, detach_judge_log, judge_log_path
+from ieqa.scorers.run import judge_log_path, judge_logged
 
 NAME = "explain"
 console = Console()
@@ -173,15 +172,10 @@ def command(
     items, total, description = resolve_input(inputs[0], root)
     if strict:
         items = strict_check(items)
-    attach_judge_log(scorer, judge_log_path(out), overwrite=overwrite)
-    try:
+    with judge_logged(judge_log_path(out), scorer, overwrite=overwrite), exits_when_stopped():
         summary = explain_to_file(explainer, items, out, input_id=description, total=total,
                                   batch_size=batch_size, workers=workers, overwrite=overwrite,
                                   retry_errors=not no_retry, fail_fast=fail_fast)
-    except RunStopped as exc:
-        raise exit_stopped(exc) from None
-    finally:
-        detach_judge_log(scorer)
     print_run(summary.run)
     rate = "n/a (no critique generated)" if summary.stability is None else \
         f"{summary.stability:.1%}"

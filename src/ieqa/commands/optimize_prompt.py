@@ -35,7 +35,7 @@ from rich.table import Table
 from ieqa.backends.judge_log import JUDGE_LOG
 from ieqa.commands.options import CHECKPOINT_OPT, MODEL_OPT, OPTION_OPT, make_scorer, parse_options
 from ieqa.errors import IeqaError
-from ieqa.scorers.run import attach_judge_log, detach_judge_log
+from ieqa.scorers.run import judge_logged
 
 NAME = "optimize-prompt"
 console = Console()
@@ -192,21 +192,19 @@ def command(
                           f"{escape(row['message'][:200])}")
 
     # every request of the optimiser and of a served feedback model, recorded
-    attach_judge_log(optimizer, out_dir / JUDGE_LOG, mode="record")
-    attach_judge_log(scorer, out_dir / JUDGE_LOG, mode="record")
     try:
-        result = fdmpo.optimize(
-            scorer, optimizer, train, dimension=dim, iterations=iterations, n_samples=samples,
-            validation=valid, initial_definition=start, template=template, out_dir=out_dir,
-            resume=not fresh, max_failures=max_failures,
-            max_definition_chars=max_definition_chars, optimizer_prompt=prompt_text,
-            data_scale=_scale(score_scale), seed=seed, on_event=show)
+        with judge_logged(out_dir / JUDGE_LOG, optimizer, scorer, mode="record"):
+            result = fdmpo.optimize(
+                scorer, optimizer, train, dimension=dim, iterations=iterations,
+                n_samples=samples, validation=valid, initial_definition=start,
+                template=template, out_dir=out_dir, resume=not fresh,
+                max_failures=max_failures, max_definition_chars=max_definition_chars,
+                optimizer_prompt=prompt_text, data_scale=_scale(score_scale), seed=seed,
+                on_event=show)
     except fdmpo.FDMPOError as exc:
         console.print(f"[red]error:[/red] {escape(str(exc))}")
         raise typer.Exit(1) from None
     finally:
-        detach_judge_log(optimizer)
-        detach_judge_log(scorer)
         if hasattr(optimizer, "close"):
             optimizer.close()
     _report(result)

@@ -3,8 +3,9 @@ path, and ``--option key=value`` scorer arguments."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -139,6 +140,18 @@ def make_scorer(name: str | None, options: list[str] | None, model: str | None =
 
 #: the exit status of a run with rows or items that failed to score, or one stopped early
 EXIT_FAILED = 3
+
+
+@contextlib.contextmanager
+def exits_when_stopped() -> Iterator[None]:
+    """A run stopped early (:class:`~ieqa.errors.RunStopped`) inside the block exits as
+    :func:`exit_stopped` says."""
+    from ieqa.errors import RunStopped
+
+    try:
+        yield
+    except RunStopped as exc:
+        raise exit_stopped(exc) from None
 
 
 def exit_stopped(exc: Exception) -> typer.Exit:

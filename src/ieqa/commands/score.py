@@ -52,20 +52,18 @@ from ieqa.commands.options import (
     SCORER_HELP,
     STRICT_OPT,
     WORKERS_OPT,
-    exit_stopped,
+    exits_when_stopped,
     make_scorer,
     resolve_input,
 )
 from ieqa.data.resolve import is_manifest_file, strict_check
-from ieqa.errors import RunStopped
 from ieqa.registry import BENCHMARKS
 from ieqa.scorers.base import Scorer, ScoreResult
 from ieqa.scorers.run import (
     OUTPUT_SUFFIXES,
     ScoreRunSummary,
-    attach_judge_log,
-    detach_judge_log,
     judge_log_path,
+    judge_logged,
     score_to_file,
 )
 
@@ -249,15 +247,11 @@ def command(
     if replay is not None and not replay.name.endswith(JUDGE_LOG) and (
             replay.suffix.lower() in OUTPUT_SUFFIXES or not replay.exists()):
         replay = judge_log_path(replay)  # an earlier output: the log beside it
-    attach_judge_log(scorer, judge_log_path(out), replay=replay, overwrite=overwrite)
-    try:
+    with judge_logged(judge_log_path(out), scorer, replay=replay, overwrite=overwrite), \
+            exits_when_stopped():
         summary = score_to_file(scorer, items, out, input_id=description, total=total,
                                 batch_size=batch_size, workers=workers, overwrite=overwrite,
                                 retry_errors=not no_retry, fail_fast=fail_fast)
-    except RunStopped as exc:
-        raise exit_stopped(exc) from None
-    finally:
-        detach_judge_log(scorer)
     print_run(summary)
     exit_for(summary, allow_errors)
 

@@ -48,6 +48,7 @@ can be given to ``ieqa bench --predictions`` and ``ieqa rank-editors`` as is.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import json
@@ -80,7 +81,7 @@ from ieqa.progress import progress_bar
 from ieqa.scorers.base import Scorer, ScorerError, ScoreResult
 from ieqa.version import __version__
 
-__all__ = ["attach_judge_log", "detach_judge_log", "judge_log_path", "INPUT_COLUMNS", "NON_SCORE_COLUMNS", "OUTPUT_SUFFIXES", "OutputLockedError", "ScoreRun",
+__all__ = ["attach_judge_log", "detach_judge_log", "judge_log_path", "judge_logged", "INPUT_COLUMNS", "NON_SCORE_COLUMNS", "OUTPUT_SUFFIXES", "OutputLockedError", "ScoreRun",
            "ScoreRunSummary", "output_lock", "output_schema", "read_scores", "results_to_rows",
            "row_to_result", "score_items", "score_loaded", "score_to_file", "scorer_state"]
 
@@ -479,6 +480,24 @@ def detach_judge_log(scorer: Any) -> None:
     backend = getattr(scorer, "backend", None)
     if hasattr(backend, "judge_log"):
         backend.judge_log = None
+
+
+@contextlib.contextmanager
+def judge_logged(path: str | os.PathLike[str], *scorers: Any,
+                 **options: Any) -> Iterator[list[JudgeLog | None]]:
+    """The judge log at ``path`` attached to each of ``scorers`` for the ``with`` block
+    (:func:`attach_judge_log` with ``options``), taken off again however the block ends;
+    yields what each attach returned."""
+    attached: list[Any] = []
+    try:
+        logs = []
+        for scorer in scorers:
+            logs.append(attach_judge_log(scorer, path, **options))
+            attached.append(scorer)
+        yield logs
+    finally:
+        for scorer in attached:
+            detach_judge_log(scorer)
 
 
 def scorer_state(scorer: Scorer) -> dict[str, Any]:
