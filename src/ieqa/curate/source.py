@@ -25,7 +25,6 @@ row order of the file.
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 from collections.abc import Iterator
@@ -40,6 +39,7 @@ import pyarrow.parquet as pq
 from ieqa.data.manifest import first_row_keys, iter_manifest
 from ieqa.data.schema import EditSample
 from ieqa.data.scorefile import ScoreRowChecker, looks_like_score_file
+from ieqa.data.textfile import text_lines
 from ieqa.errors import IeqaError
 from ieqa.rewards.rule import Reward, RewardRule, order_key
 from ieqa.scorers.base import ScoreResult
@@ -230,11 +230,9 @@ class ScoredSource:
 
     def _raw_lines(self) -> Iterator[tuple[int, str]]:
         """``(1-based line number, line)`` of the non-blank lines."""
-        opener = gzip.open if self.path.name.endswith(".gz") else open
-        with opener(self.path, "rt", encoding="utf-8-sig") as fh:
-            for lineno, line in enumerate(fh, 1):
-                if line.strip():
-                    yield lineno, line
+        for lineno, line in text_lines(self.path, error=CurateError):
+            if line.strip():
+                yield lineno, line
 
     def _jsonl_rows(self, select: np.ndarray | None, checker: ScoreRowChecker
                     ) -> Iterator[ScoredRow]:

@@ -42,6 +42,7 @@ import numpy as np
 from PIL import Image
 
 from ieqa.data.schema import EditSample
+from ieqa.data.textfile import text_lines
 from ieqa.errors import ManifestError
 
 __all__ = ["IMAGE_SUFFIXES", "BadRow", "InputItem", "input_key", "is_edit_folder", "iter_folder"]
@@ -130,22 +131,20 @@ def _read_instructions(folder: Path) -> dict[str, dict[str, str]]:
         raise ManifestError(f"{folder} has both instructions.csv and instructions.jsonl; keep one")
     out: dict[str, dict[str, str]] = {}
     if csv_path.is_file():
-        with open(csv_path, encoding="utf-8-sig", newline="") as fh:
-            reader = csv.DictReader(fh)
-            if not reader.fieldnames or not {"name", "instruction"} <= set(reader.fieldnames):
-                raise ManifestError(f"{csv_path}: the header must have the columns name,instruction "
-                                    f"(and optionally task); it has {reader.fieldnames}")
-            rows = [(n, r) for n, r in enumerate(reader, 2)]
+        reader = csv.DictReader(line for _, line in text_lines(csv_path, error=ManifestError))
+        if not reader.fieldnames or not {"name", "instruction"} <= set(reader.fieldnames):
+            raise ManifestError(f"{csv_path}: the header must have the columns name,instruction "
+                                f"(and optionally task); it has {reader.fieldnames}")
+        rows = [(n, r) for n, r in enumerate(reader, 2)]
         where = csv_path
     elif jsonl_path.is_file():
         rows = []
-        with open(jsonl_path, encoding="utf-8-sig") as fh:
-            for n, line in enumerate(fh, 1):
-                if line.strip():
-                    try:
-                        rows.append((n, json.loads(line)))
-                    except json.JSONDecodeError as e:
-                        raise ManifestError(f"{jsonl_path}, line {n}: not valid JSON ({e})") from None
+        for n, line in text_lines(jsonl_path, error=ManifestError):
+            if line.strip():
+                try:
+                    rows.append((n, json.loads(line)))
+                except json.JSONDecodeError as e:
+                    raise ManifestError(f"{jsonl_path}, line {n}: not valid JSON ({e})") from None
         where = jsonl_path
     else:
         raise ManifestError(f"{folder} has no instructions.csv (columns name,instruction) or "

@@ -78,6 +78,7 @@ from pydantic import ValidationError
 from ieqa.data.dimensions import canonical_dimension
 from ieqa.data.inputs import BadRow, bad_row_key
 from ieqa.data.schema import EditSample, ImageRef, Preference
+from ieqa.data.textfile import UnreadableTextError, text_lines
 from ieqa.errors import ManifestError, UnknownDimensionError
 
 __all__ = [
@@ -170,6 +171,10 @@ def first_row_keys(path: str | os.PathLike[str]) -> set[str] | None:
     Parquet: the schema's column names. JSONL (``.jsonl``, ``.jsonl.gz``): the keys of the
     first non-blank line. ``None`` for another suffix, a missing or unreadable file, an
     empty file, or a first line that is not a JSON object.
+
+    Raises:
+        UnreadableTextError: a line that is not UTF-8, or damaged gzip data (the file and
+            the line named).
     """
     p = Path(path)
     try:
@@ -177,15 +182,14 @@ def first_row_keys(path: str | os.PathLike[str]) -> set[str] | None:
         if fmt == "parquet":
             return set(pq.read_schema(p).names)
         if fmt == "csv":
-            with open(p, encoding="utf-8-sig", newline="") as fh:
-                header = next(csv.reader(fh), None)
+            header = next(csv.reader(line for _, line in text_lines(p)), None)
             return set(header) if header else None
-        opener = gzip.open if _is_gzip(p) else open
-        with opener(p, "rt", encoding="utf-8-sig") as fh:
-            for line in fh:
-                if line.strip():
-                    row = json.loads(line)
-                    return set(row) if isinstance(row, dict) else None
+        for _, line in text_lines(p):
+            if line.strip():
+                row = json.loads(line)
+                return set(row) if isinstance(row, dict) else None
+    except UnreadableTextError:
+        raise  # bytes that are not UTF-8, damaged gzip: say which line, whatever the kind
     except (ManifestError, OSError, ValueError, pa.ArrowInvalid):
         return None
     return None
@@ -423,19 +427,16 @@ def _decode_preference_row(row: dict[str, Any]) -> dict[str, Any]:
 
 def _raw_rows(path: Path, fmt: Format, batch_size: int) -> Iterator[tuple[int, Any]]:
     """``(1-based number, raw row)``: a line of text (JSONL) or a column dict (Parquet)."""
-    if fmt == "jsonl":
-        opener = gzip.open if _is_gzip(path) else open
-        with opener(path, "rt", encoding="utf-8-sig") as f:  # a UTF-8 BOM is accepted
-            for lineno, line in enumerate(f, 1):
-                if line.strip():
-                    yield lineno, line
+    if fmt == "jsonl":  # a UTF-8 BOM is accepted
+        for lineno, line in text_lines(path, error=ManifestError):
+            if line.strip():
+                yield lineno, line
         return
     if fmt == "csv":
-        with open(path, encoding="utf-8-sig", newline="") as f:
-            reader = csv.DictReader(f)
-            for row in reader:  # extra cells sit under the key None (_csv_row rejects them)
-                if any(v not in (None, "") for v in row.values()):
-                    yield reader.line_num, row
+        reader = csv.DictReader(line for _, line in text_lines(path, error=ManifestError))
+        for row in reader:  # extra cells sit under the key None (_csv_row rejects them)
+            if any(v not in (None, "") for v in row.values()):
+                yield reader.line_num, row
         return
     try:
         # Single-threaded, unbuffered decoding keeps the reader's footprint at about one

@@ -4,7 +4,6 @@ read it; :func:`open_benchmark` loads a benchmark from a name or a path."""
 
 from __future__ import annotations
 
-import gzip
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ from ieqa.data.inputs import BadRow, InputItem, is_edit_folder, iter_folder
 from ieqa.data.loaders import BenchmarkData, load_benchmark
 from ieqa.data.loaders.base import sniff_format
 from ieqa.data.manifest import first_row_keys, iter_manifest_items
+from ieqa.data.textfile import text_lines
 from ieqa.errors import IeqaError, OptionError
 from ieqa.registry import BENCHMARKS
 
@@ -58,9 +58,7 @@ def open_benchmark(benchmark: str, root: Path | None, view: str | None = None) -
 def _count_rows(path: Path) -> int:
     if path.name.endswith(".parquet"):
         return pq.ParquetFile(path).metadata.num_rows
-    opener = gzip.open if path.name.endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8-sig") as fh:
-        n = sum(1 for line in fh if line.strip())
+    n = sum(1 for _, line in text_lines(path, error=IeqaError) if line.strip())
     return n - 1 if path.name.endswith(".csv") else n
 
 

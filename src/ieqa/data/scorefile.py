@@ -35,20 +35,19 @@ is read with :attr:`ScoreRow.failed` saying why, so each command counts and repo
 from __future__ import annotations
 
 import csv
-import gzip
-import io
 import json
 import math
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ieqa.data.dimensions import canonical_dimension
+from ieqa.data.textfile import text_lines
 from ieqa.errors import IeqaError, UnknownDimensionError
 
 __all__ = ["EXPLAIN_COLUMNS", "INPUT_COLUMNS", "JSON_COLUMNS", "NON_SCORE_COLUMNS",
@@ -230,17 +229,13 @@ def _raw_rows(p: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     if p.name.endswith(".parquet"):
         yield from _parquet_rows(p)
         return
-    opener: IO[str]
-    if p.name.endswith(".gz"):
-        opener = io.TextIOWrapper(gzip.open(p, "rb"), encoding="utf-8-sig")
-    else:
-        opener = open(p, encoding="utf-8-sig", newline="")
-    with opener as fh:
-        yield from (_csv_rows(fh, p) if p.name.endswith(".csv") else _jsonl_rows(fh, p))
+    lines = text_lines(p, error=ScoreFileError)
+    yield from (_csv_rows(lines, p) if p.name.endswith(".csv") else _jsonl_rows(lines, p))
 
 
-def _jsonl_rows(fh: IO[str], path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
-    for lineno, line in enumerate(fh, 1):
+def _jsonl_rows(lines: Iterator[tuple[int, str]],
+                path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    for lineno, line in lines:
         if not line.strip():
             continue
         where = f"{path}: line {lineno}"
@@ -253,8 +248,9 @@ def _jsonl_rows(fh: IO[str], path: Path) -> Iterator[tuple[str, dict[str, Any]]]
         yield where, row
 
 
-def _csv_rows(fh: IO[str], path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
-    reader = csv.DictReader(fh)
+def _csv_rows(lines: Iterator[tuple[int, str]],
+              path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    reader = csv.DictReader(line for _, line in lines)
     if not reader.fieldnames or "id" not in reader.fieldnames:
         raise ScoreFileError(f"{path}: the CSV header needs an 'id' column (the edit's id), "
                              f"got {reader.fieldnames}")

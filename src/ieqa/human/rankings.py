@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 
 from ieqa.data.dimensions import canonical_dimension
+from ieqa.data.textfile import text_lines
 from ieqa.errors import UnknownDimensionError
 from ieqa.human.pairs import ranking_to_pairs, win_count_scores
 from ieqa.metrics.checks import MetricInputError
@@ -162,17 +163,16 @@ def read_rankings(path: str | os.PathLike[str]) -> list[GroupRanking]:
         raise MetricInputError(f"rankings file {path} does not exist; give the path of a JSONL file of group "
                                f"rankings, e.g. a line {_EXAMPLE}")
     out = []
-    with path.open(encoding="utf-8-sig") as fh:
-        for n, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            where = f"{path}:{n}"
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise MetricInputError(f"{where}: not valid JSON ({exc.msg}); write one JSON object per line, "
-                                       f"e.g. {_EXAMPLE}") from None
-            out.append(parse_ranking(obj, where))
+    for n, line in text_lines(path, error=MetricInputError):
+        if not line.strip():
+            continue
+        where = f"{path}:{n}"
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise MetricInputError(f"{where}: not valid JSON ({exc.msg}); write one JSON object per line, "
+                                   f"e.g. {_EXAMPLE}") from None
+        out.append(parse_ranking(obj, where))
     if not out:
         raise MetricInputError(f"{path} holds no ranking; write one JSON object per line, e.g. {_EXAMPLE}")
     return out
