@@ -84,3 +84,42 @@ def test_report_gallery_and_histogram(tmp_path):
     assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == ["all (n=2)", "kept (n=1)"]
     html = report.render()
     assert "data:image/jpeg;base64," in html and "source: not readable" in html and "e&lt;1&gt;" in html
+
+
+def test_best_of_n_exits_3_when_a_row_failed_even_if_every_group_picked(tmp_path):
+    """A NaN score in a group that still has a pick: every group picked, yet the row was
+    left out, so the run says so and exits 3 (as curate and dpo-pairs do)."""
+    rows = [score_row("g1_a", 4.0, group="g1"), score_row("g1_b", float("nan"), group="g1"),
+            score_row("g2_a", 3.0, group="g2", instruction="other"),
+            score_row("g2_b", 1.0, group="g2", instruction="other")]
+    path = tmp_path / "s.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))  # NaN as JSON writes it
+    res = runner.invoke(app, ["best-of-n", str(path), "-o", str(tmp_path / "best.jsonl")])
+    text = " ".join(res.output.split())
+    assert res.exit_code == 3, text
+    assert "picked 2 of 2 groups" in text and "1 of 4 input rows failed to score" in text
+    report = json.loads((tmp_path / "best.jsonl.report.json").read_text())
+    assert report["error_rows"] == 1 and report["picked"] == 2
+    res = runner.invoke(app, ["best-of-n", str(path), "-o", str(tmp_path / "best.jsonl"),
+                              "--allow-errors"])
+    assert res.exit_code == 0, res.output
+
+
+def test_a_threshold_that_is_not_a_finite_number_is_refused(tmp_path):
+    import pytest
+
+    from ieqa.curate.dpo import dpo_pairs
+    from ieqa.curate.source import CurateError
+
+    path = write_jsonl(tmp_path / "s.jsonl", ROWS[:2])
+    for value in ("nan", "inf", "-inf"):
+        res = runner.invoke(app, ["dpo-pairs", str(path), "-o", str(tmp_path / "d"), "--mode",
+                                  "global", "--threshold", value])
+        assert res.exit_code == 2 and "finite number" in res.output, (value, res.output)
+        res = runner.invoke(app, ["curate", str(path), "-o", str(tmp_path / "c"), "--keep",
+                                  f"threshold={value}"])
+        assert res.exit_code != 0 and "finite number" in " ".join(
+            (res.output + str(res.exception)).split()), (value, res.output)
+        with pytest.raises(CurateError, match="finite number"):
+            dpo_pairs(path, tmp_path / "d2", threshold=float(value))
+    assert not (tmp_path / "d").exists() and not (tmp_path / "d2").exists()

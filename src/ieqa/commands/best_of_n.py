@@ -3,7 +3,8 @@
 Ties are broken deterministically: reward high first, then reward sigma low first
 (unknown last), then id ascending (:mod:`ieqa.curate.groups`). A group whose candidates
 all failed is listed, not dropped silently. Exit status: 0 ok, 3 written but some groups
-had no scorable candidate (0 with ``--allow-errors``), 2 usage error, 1 failure.
+had no scorable candidate or some input rows had errors (0 with ``--allow-errors``), 2 usage
+error, 1 failure.
 """
 
 from __future__ import annotations
@@ -36,12 +37,13 @@ def command(
     floor: float | None = typer.Option(None, "--floor", help="reward of flagged edits (default: none)"),
     drop_flagged: bool = typer.Option(False, "--drop-flagged", help="never pick a flagged edit"),
     allow_errors: bool = typer.Option(False, "--allow-errors",
-                                      help="exit 0 even when some groups had no scorable candidate"),
+                                      help="exit 0 even when input rows had errors or some groups had no "
+                                           "scorable candidate"),
 ) -> None:
     """Pick the best candidate of each group (ties: lowest sigma, then smallest id).
 
-    Exit status: 0 ok, 3 written but some groups failed entirely (0 with --allow-errors),
-    2 usage error, 1 failure.
+    Exit status: 0 ok, 3 written but some input rows had errors or some groups failed
+    entirely (0 with --allow-errors), 2 usage error, 1 failure.
     """
     try:
         fields = parse_group_by(group_by)
@@ -63,4 +65,8 @@ def command(
     if len(result.failed) > _MAX_LISTED:
         console.print(f"... and {len(result.failed) - _MAX_LISTED} more (all in "
                       f"{escape(str(result.report_json))})")
+    if result.error_rows:
+        console.print(f"[yellow]{result.error_rows} of {result.n_rows} input rows[/yellow] failed to "
+                      "score or hold a NaN/infinite score: never picked")
     errored_exit(len(result.failed), result.n_groups, allow_errors, "groups had no scorable candidate")
+    errored_exit(result.error_rows, result.n_rows, allow_errors, "input rows had errors")

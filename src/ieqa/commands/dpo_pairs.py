@@ -8,6 +8,7 @@ Exit status: 0 ok, 3 written but some input rows had errors (they never enter a 
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import typer
@@ -61,6 +62,9 @@ def command(
     """
     if mode not in ("self", "global"):
         raise typer.BadParameter("--mode takes self or global", param_hint="--mode")
+    if threshold is not None and not math.isfinite(threshold):
+        raise typer.BadParameter(f"needs a finite number (a reward), got {threshold}",
+                                 param_hint="--threshold")
     if keep_fraction is not None and keep_fraction <= 0:
         raise typer.BadParameter("--keep-fraction must be > 0", param_hint="--keep-fraction")
     try:

@@ -106,6 +106,13 @@ class DpoPair:
     p_chosen: float
 
 
+def _check_threshold(threshold: float | None) -> None:
+    """A threshold compares with every reward: NaN would keep everything, as none is below
+    it, and infinity nothing."""
+    if threshold is not None and not math.isfinite(threshold):
+        raise CurateError(f"--threshold needs a finite number (a reward), got {threshold}")
+
+
 def build_pairs(groups: Sequence[GroupSummary], *, threshold: float | None = None,
                 min_margin: float = 0.0, min_prob: float | None = None,
                 keep_fraction: float = 0.5) -> tuple[list[DpoPair], dict[str, int], dict[str, dict[str, int]]]:
@@ -117,6 +124,7 @@ def build_pairs(groups: Sequence[GroupSummary], *, threshold: float | None = Non
     """
     if not 0.0 < keep_fraction <= 1.0:
         raise CurateError(f"keep_fraction must be in (0, 1], got {keep_fraction}")
+    _check_threshold(threshold)
     if min_margin < 0 or not math.isfinite(min_margin):
         raise CurateError(f"min_margin must be a finite number >= 0, got {min_margin}")
     if min_prob is not None and not 0.5 <= min_prob <= 1.0:
@@ -264,6 +272,7 @@ def dpo_pairs(
     """
     if mode not in DEFAULT_GROUP_BY:
         raise CurateError(f"--mode must be self or global, got {mode!r}")
+    _check_threshold(threshold)
     rule = rule if isinstance(rule, RewardRule) else RewardRule(rule or "mean")
     fields = parse_group_by(group_by) if group_by is not None else DEFAULT_GROUP_BY[mode]
     fraction = DEFAULT_KEEP_FRACTION[mode] if keep_fraction is None else float(keep_fraction)

@@ -133,6 +133,8 @@ class BestOfNResult:
             {field: value}, "n": rows, "error": the first error}``.
         ungrouped: rows with a missing group field (left out).
         picks: ``{id of the pick: number of candidates in its group}``.
+        error_rows: input rows that failed to score or hold a NaN/infinite score (never
+            picked; counted in the report).
     """
 
     manifest: Path
@@ -143,6 +145,7 @@ class BestOfNResult:
     failed: list[dict[str, Any]]
     ungrouped: int
     picks: dict[str, int] = field(default_factory=dict)
+    error_rows: int = 0
 
 
 def best_of_n(
@@ -197,5 +200,6 @@ def best_of_n(
               "error_rows": errors, "failed_groups": failed,
               "tie_break": "reward high first, then reward sigma low first (unknown last), then id ascending"}
     report_json = write_json(out.with_name(out.name + ".report.json"), report)
-    return BestOfNResult(out, report_json, n, len(groups), len(written), failed, ungrouped, written)
+    return BestOfNResult(out, report_json, n, len(groups), len(written), failed, ungrouped, written,
+                         errors)
 
