@@ -168,3 +168,35 @@ def test_jsonl_output(tmp_path: Path) -> None:
 def test_nan_scores_are_rejected() -> None:
     with pytest.raises(ScorerError, match="unavailable"):
         ScoreResult("a", scores={"visual_quality": float("nan")})
+
+
+class Served(Brightness):
+    """Brightness with the configuration of a served judge: its model and how long its
+    requests wait."""
+
+    def __init__(self, model: str, timeout_s: float) -> None:
+        super().__init__()
+        self.model, self.timeout_s = model, timeout_s
+
+    def config(self):
+        return {"model": self.model, "backend": {"base_url": "http://127.0.0.1:9/v1",
+                                                 "timeout_s": self.timeout_s,
+                                                 "max_retries": 3}}
+
+
+def test_resume_after_a_timeout_change_and_a_model_change_names_model(tmp_path: Path) -> None:
+    """How long requests wait is not part of a run's identity: a re-run with a longer
+    timeout resumes (nothing scored twice); another model is refused with one line per
+    differing setting and the alternative to --overwrite."""
+    samples = _samples(tmp_path)
+    out = tmp_path / "s.parquet"
+    score_to_file(Served("judge-a", 30), samples, out, progress=False)
+    again = score_to_file(Served("judge-a", 300), samples, out, retry_errors=False,
+                          progress=False)
+    assert again.n_scored == 0 and again.n_resumed == len(samples)
+    with pytest.raises(ScorerError) as got:
+        score_to_file(Served("judge-b", 300), samples, out, progress=False)
+    message = str(got.value)
+    assert "1 setting differs: model: 'judge-a' -> 'judge-b'" in message
+    assert "timeout_s" not in message  # the changed timeout is not named
+    assert "another output with -o" in message and "--overwrite" in message

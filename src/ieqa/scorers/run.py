@@ -519,17 +519,42 @@ def _same_scorer(a: dict[str, Any], b: dict[str, Any]) -> bool:
     ``--prompts`` copy) and how its server backend waits and retries (:data:`_PATIENCE`:
     ``-O timeout=S`` raised to resume a run) are recorded but do not tell configurations
     apart: they change no answer."""
-    def identity(state: dict[str, Any]) -> dict[str, Any]:
-        config = state.get("config")
-        if isinstance(config, dict):
-            config = {k: v for k, v in config.items() if k != "provenance"}
-            backend = config.get("backend")
-            if isinstance(backend, dict):
-                config["backend"] = {k: v for k, v in backend.items() if k not in _PATIENCE}
-        return {**state, "config": config}
+    return not _identity_changes(a, b)
 
-    a, b = identity(a), identity(b)
-    return all(a.get(k) == b.get(k) for k in ("scorer", "config", "dimensions"))
+
+def _identity(state: dict[str, Any]) -> dict[str, Any]:
+    """The parts of a run record that tell scorer configurations apart (see
+    :func:`_same_scorer`)."""
+    config = state.get("config")
+    if isinstance(config, dict):
+        config = {k: v for k, v in config.items() if k != "provenance"}
+        backend = config.get("backend")
+        if isinstance(backend, dict):
+            config["backend"] = {k: v for k, v in backend.items() if k not in _PATIENCE}
+    return {"scorer": state.get("scorer"), "config": config, "dimensions": state.get("dimensions")}
+
+
+def _identity_changes(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+    """``"key: A -> B"`` for each setting that differs between two run records (nested keys
+    dotted, ``config.`` dropped)."""
+    out: list[str] = []
+
+    def walk(x: Any, y: Any, where: str) -> None:
+        if isinstance(x, dict) and isinstance(y, dict):
+            for k in sorted(set(x) | set(y), key=str):
+                walk(x.get(k), y.get(k), f"{where}.{k}" if where else str(k))
+        elif x != y:
+            out.append(f"{where.removeprefix('config.')}: {x!r} -> {y!r}")
+
+    walk(_identity(a), _identity(b), "")
+    return out
+
+
+def _changes_text(previous: dict[str, Any], state: dict[str, Any]) -> str:
+    changes = _identity_changes(previous, state)
+    shown = "; ".join(changes[:8]) + (f"; and {len(changes) - 8} more" if len(changes) > 8 else "")
+    verb = "setting differs" if len(changes) == 1 else "settings differ"
+    return f"{len(changes)} {verb}: {shown}"
 
 
 def _previous_rows(out: Path, suffix: str, parts: _Parts, state: dict[str, Any],
@@ -548,18 +573,20 @@ def _previous_rows(out: Path, suffix: str, parts: _Parts, state: dict[str, Any],
                               "record or no input_key column); pass --overwrite to replace it, or "
                               "choose another output with -o")
         if not _same_scorer(previous, state):
+            changes = _changes_text(previous, state)
             raise ScorerError(
-                f"{out} was written by another scorer configuration ({previous.get('scorer')} "
-                f"{previous.get('config')}, now {state['scorer']} {state['config']}); pass "
-                "--overwrite to replace it, or choose another output with -o")
+                f"{out} was written by another scorer configuration ({changes}): write this "
+                "one to another output with -o (both are kept), or pass "
+                "--overwrite to replace it (its rows are lost; how long requests wait, "
+                "-O timeout and retries, may change without it)")
         tables.append(table)
     if parts.exists():
         previous = parts.state()
         if previous is not None and not _same_scorer(previous, state):
             raise ScorerError(
                 f"{parts.dir} holds an unfinished run of another scorer configuration "
-                f"({previous.get('scorer')} {previous.get('config')}); pass --overwrite to "
-                "discard it, or choose another output with -o")
+                f"({_changes_text(previous, state)}): write this one to another output with "
+                "-o, or pass --overwrite to discard the unfinished rows")
         tables.append(parts.read(schema).drop_columns([_INDEX]))
     if not tables:
         return schema.empty_table()
