@@ -6,7 +6,10 @@ does not have forever. :func:`start_ray` checks both first and raises an
 :class:`~ieqa.errors.IeqaError` that says what to do, within seconds:
 
 * an address (``HOST:PORT`` of a cluster's head, or ``ray://HOST:PORT`` of its client
-  server) must accept a TCP connection within ``connect_timeout_s``;
+  server) must accept a TCP connection within ``connect_timeout_s``, and then complete a
+  gRPC handshake (Ray's protocol) within :data:`HANDSHAKE_TIMEOUT_S`: a port that answers
+  but is not Ray (a web server, say) would otherwise keep ``ray.init`` retrying for
+  minutes, deaf to SIGTERM;
 * once joined, every replica's request (``num_gpus``, ``num_cpus``) must fit on the
   cluster as it is: a local Ray on a machine without a GPU has none to give.
 """
@@ -18,7 +21,12 @@ from typing import Any
 
 from ieqa.errors import IeqaError
 
-__all__ = ["RayStartError", "check_address", "check_resources", "start_ray"]
+__all__ = ["HANDSHAKE_TIMEOUT_S", "RayStartError", "check_address", "check_resources",
+           "start_ray"]
+
+#: how long a reachable address has to complete a gRPC handshake (Ray's GCS and client
+#: server speak gRPC) before it is called not Ray
+HANDSHAKE_TIMEOUT_S = 10.0
 
 
 class RayStartError(IeqaError):
@@ -45,12 +53,34 @@ def check_address(address: str | None, connect_timeout_s: float = 5.0) -> None:
         return
     try:
         with socket.create_connection(target, timeout=connect_timeout_s):
-            return
+            pass
     except OSError as exc:
         raise RayStartError(
             f"cannot reach the Ray cluster at {address} ({exc.strerror or exc}); start it "
             "there (`ray start --head`, whose output prints the address), check the address "
             "and port, or leave the address out to start a local Ray") from None
+    _check_grpc(address, target)
+
+
+def _check_grpc(address: str, target: tuple[str, int]) -> None:
+    """Raise :class:`RayStartError` unless ``target`` completes a gRPC handshake within
+    :data:`HANDSHAKE_TIMEOUT_S`."""
+    try:
+        import grpc
+    except ImportError:  # pragma: no cover - grpcio comes with ray
+        return
+    host, port = target
+    channel = grpc.insecure_channel(f"[{host}]:{port}" if ":" in host else f"{host}:{port}")
+    try:
+        grpc.channel_ready_future(channel).result(timeout=HANDSHAKE_TIMEOUT_S)
+    except grpc.FutureTimeoutError:
+        raise RayStartError(
+            f"{address} answers but is not a Ray cluster: no gRPC handshake within "
+            f"{HANDSHAKE_TIMEOUT_S:g} s. Give the head's GCS address that `ray start --head` "
+            "prints (port 6379 by default; ray://HOST:10001 for a Ray Client server), or "
+            "leave the address out to start a local Ray") from None
+    finally:
+        channel.close()
 
 
 def check_resources(ray: Any, *, num_gpus: float = 0.0, num_cpus: float = 0.0,
