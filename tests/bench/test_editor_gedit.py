@@ -429,7 +429,8 @@ class PlannedJudge(Scorer):
         if value is None:
             raise ValueError("planned failure")
         return ScoreResult(sample.id, scores={"instruction_alignment": value[0],
-                                              "visual_quality": value[1]})
+                                              "visual_quality": value[1]},
+                           flags=list(value[2:]))  # ("substituted",): a drawn score
 
 
 def test_two_languages_two_repeats_coverage_mean_std_and_the_report(tmp_path):
@@ -440,6 +441,10 @@ def test_two_languages_two_repeats_coverage_mean_std_and_the_report(tmp_path):
     plan[items[1]["instruction"]] = [None, None]  # en: fails in both repeats
     plan[items[4]["instruction"]] = [(5.0, 5.0), None]  # en: fails in repeat 2 only
     plan[items[13]["instruction"]] = [None, (6.0, 6.0)]  # cn: fails in repeat 1 only
+    # en: drawn for in both repeats, and in repeat 2 only: two items, three rows
+    plan[items[2]["instruction"]] = [(*plan[items[2]["instruction"]][r], "substituted")
+                                     for r in (0, 1)]
+    plan[items[3]["instruction"]][1] = (*plan[items[3]["instruction"]][1], "substituted")
     result = bench_editor("gedit-bench", {"mine": outputs}, PlannedJudge(plan), tmp_path / "o",
                           data=data, languages=["en", "cn"], missing="skip", repeats=2,
                           progress=False, n_boot=20)
@@ -451,6 +456,7 @@ def test_two_languages_two_repeats_coverage_mean_std_and_the_report(tmp_path):
                                            "failed")} == \
         {"items": 11, "with_output": 8, "missing": 3, "scored": 7, "failed": 1}
     assert en["coverage"]["text"] == "9 of 11 items (2 failed to score)"
+    assert en["coverage"]["substituted"] == 2 and cn["coverage"]["substituted"] == 0
     assert cn["coverage"]["text"] == "7 of 11 items (3 without an output) (1 failed to score)"
     # en's item means of O per repeat, then their mean and sample std
     per_repeat = []
@@ -467,6 +473,8 @@ def test_two_languages_two_repeats_coverage_mean_std_and_the_report(tmp_path):
     # the report's std table holds the std, not the mean
     paths = write_editor_outputs(result, tmp_path / "o", plots=False)
     html = paths["report"].read_text()
+    assert ("The 95 % CI is a bootstrap of the official G_O over items, resampled within the "
+            "11 task types; with 2 repeats it is repeat 1&#x27;s") in " ".join(html.split())
     table = html.split("standard deviation over 2 judge runs</caption>")[1].split("</table>")[0]
     header = re.findall(r"<th>(.*?)</th>", table)
     first = re.findall(r"<td[^>]*>(.*?)</td>", table.split("</tr>")[1])

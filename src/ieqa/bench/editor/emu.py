@@ -56,6 +56,7 @@ class EmuEditProtocol(EditorProtocol):
     metrics = tuple(COLUMNS)
     main_metric = "CLIP-dir"
     main_field = "clip_dir"
+    interval = "a bootstrap of the mean CLIP-dir over items"
     columns = ("editor", "language", *COLUMNS.values(), "95% CI (CLIP-dir)", "coverage")
 
     def read_items(self, data: str | os.PathLike[str] | None, languages: Sequence[str],

@@ -60,6 +60,8 @@ class GEditProtocol(EditorProtocol):
     metrics = tuple(name for name, _ in _METRICS)
     main_metric = "G_O"
     main_field = "o"
+    interval = ("a bootstrap of the official G_O over items, resampled within the 11 task "
+                "types")
     columns = ("editor", "language", "G_SC", "G_PQ", "G_O", "G_SC-I", "G_PQ-I", "G_O-I",
                "G_O 95% CI", "G_O (ieqa)", "G_O-I (ieqa)", "G_O item mean (ieqa)", "coverage")
 

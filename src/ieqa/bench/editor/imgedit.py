@@ -65,6 +65,8 @@ class ImgEditProtocol(EditorProtocol):
     metrics = ("overall_mean_of_types", "overall_item_weighted")
     main_metric = "overall"
     main_field = "score"
+    interval = ("a bootstrap of ieqa's mean of types over its valid items, resampled within "
+                "the 9 edit types")
     columns = ("editor", "language", *EDIT_TYPES, "Overall (mean of types)",
                "Overall (item-weighted)", "ieqa mean of types", "95% CI", "ieqa item mean",
                "coverage")

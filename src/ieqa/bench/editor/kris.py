@@ -142,6 +142,8 @@ class KrisProtocol(EditorProtocol):
     main_metric = "AVG (0-100)"
     #: an item's score: the mean of its judgements mapped to 0-100 (its share of the AVG)
     main_field = "score"
+    interval = ("a bootstrap of ieqa's Overall over its valid items, resampled within "
+                "categories, each item's judgements pooled flat")
     columns = ("editor", "language", *GROUP_ABBREV.values(), "Factual", "Conceptual", "Procedural",
                "Overall", "ieqa Overall", "95% CI", "coverage")
 

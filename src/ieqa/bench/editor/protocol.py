@@ -61,6 +61,8 @@ class EditorProtocol(ABC):
     columns: tuple[str, ...] = ()
     #: options the official judge is built with unless given (``ieqa bench-editor``)
     official_options: dict[str, str] = {}
+    #: what the table's 95 % interval is, in words (the report states it); empty: none
+    interval: str = ""
 
     def check_judge(self, judge: Scorer) -> None:  # noqa: B027 - most benchmarks take any judge
         """Raise :class:`~ieqa.bench.errors.BenchError` when ``judge`` cannot run this

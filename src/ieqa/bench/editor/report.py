@@ -90,10 +90,14 @@ def write_editor_outputs(result: EditorBenchResult, out_dir: str | os.PathLike[s
                          f"{judge['usage']['completion_tokens']} out"
                          + (f"; cost ${judge['cost_usd']:.4f}" if "cost_usd" in judge else "")
                          + f". Repeats: {res['repeats']}.")
+    interval = ""
+    if protocol.interval:
+        interval = f" The 95 % CI is {protocol.interval}" + (
+            f"; with {res['repeats']} repeats it is repeat 1's (each repeat's items once), "
+            "while the numbers are the means over the repeats." if res["repeats"] > 1 else ".")
     report.add_paragraph(_aggregation_text(res["aggregation"])
                          + " Failed items are not in ieqa's means and are counted in the "
-                           "coverage column; the CI is a 95 % bootstrap over items within "
-                           "task types.")
+                           "coverage column." + interval)
     report.add_heading("Editors")
     report.add_table(rows, list(protocol.columns), caption="coverage: "
                      + "; ".join(f"{r['editor']} ({r['language']}): {r['coverage']}" for r in rows))

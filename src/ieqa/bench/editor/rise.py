@@ -99,6 +99,7 @@ class RiseProtocol(EditorProtocol):
     metrics = ("overall",)
     main_metric = "accuracy"
     main_field = "score"
+    interval = "a bootstrap of ieqa's Overall accuracy over its valid items"
     columns = ("editor", "language", *_NAMES.values(), "Overall", "Overall (before 2026-04)",
                "ieqa Overall", "95% CI", "coverage")
 

@@ -14,10 +14,12 @@ parts, and
 
 * ``coverage`` — items in the benchmark, with an output, scored, failed (judge errors,
   never replaced by a guess unless the judge's ``on_malformed="random"`` was asked for:
-  then ``substituted`` counts them; ``failed_by_kind``: ``http``, ``timeout``,
+  then ``substituted`` counts the items drawn for in any repeat, as ``failed`` counts
+  the items that failed in any; ``failed_by_kind``: ``http``, ``timeout``,
   ``connection``, ``unreadable`` or ``other``, each item by its first error) and missing;
 * with ``repeats > 1``: each number is the mean over the repeats, ``std`` (in each part)
-  their standard deviation (judge drift).
+  their standard deviation (judge drift); ``ci`` stays repeat 1's interval (the report
+  says so).
 
 Missing outputs fail the run with their list (``missing="error"``); ``missing="skip"``
 scores the rest, as the released scripts do silently, and every table states the
@@ -277,7 +279,7 @@ def _bench_editor(protocol: EditorProtocol, benchmark: str,
                               group_id=i.id, meta=protocol.sample_meta(i))
                    for i in present[editor]]
         per_lang_repeats: dict[str, list[dict[str, Any]]] = {lang: [] for lang in langs}
-        substituted = {lang: 0 for lang in langs}
+        substituted: dict[str, set[str]] = {lang: set() for lang in langs}
         failed_ids: dict[str, set[str]] = {lang: set() for lang in langs}
         lang_entries: dict[str, list[dict[str, Any]]] = {lang: [] for lang in langs}
         failed_kind: dict[str, dict[str, str]] = {lang: {} for lang in langs}
@@ -311,7 +313,7 @@ def _bench_editor(protocol: EditorProtocol, benchmark: str,
                 lang_entries[item.language].append(entry)
                 all_items.append(entry)
                 if entry["substituted"]:
-                    substituted[item.language] += 1
+                    substituted[item.language].add(item.id)
                 if entry["error"] is not None:
                     failed_ids[item.language].add(item.id)
                     failed_kind[item.language][item.id] = (entry["error_kinds"] or ["other"])[0]
@@ -329,7 +331,7 @@ def _bench_editor(protocol: EditorProtocol, benchmark: str,
                 "items": n_lang, "with_output": n_present, "missing": n_lang - n_present,
                 "scored": scored, "failed": n_failed,
                 "failed_by_kind": dict(Counter(failed_kind[lang].values())),
-                "substituted": substituted[lang],
+                "substituted": len(substituted[lang]),
                 "missing_ids": [i.id for i in items if i.language == lang
                                 and i.id not in by_id],
                 "text": f"{scored} of {n_lang} items" + (
