@@ -371,13 +371,13 @@ def test_rank_gold_counts_the_pairs_ordered_as_the_gold():
             + _rows("worst-first", [{"overall": '["c1", "c2", "c0"]'}], role="gold")  # c0 below both: 0 of 2
             + _rows("half", [{"overall": '["c1", "c0", "c2"]'}], role="gold"))  # c0 above c2 only: 1 of 2
     assert _flags(rank, rows, role="gold", gold=gold) == {
-        "half": [("gold", "gold: agreement 0.50 < 0.7 over 2 gold answer(s)")],
-        "worst-first": [("gold", "gold: agreement 0.00 < 0.7 over 2 gold answer(s)")]}
+        "half": [("gold", "gold: agreement 0.50 < 0.7 over 2 pair(s) of gold candidates")],
+        "worst-first": [("gold", "gold: agreement 0.00 < 0.7 over 2 pair(s) of gold candidates")]}
     # tie_margin 1: gold 3, 2, 1 -> only c0 vs c2 (2 apart) is judged; 1 apart is a tie
     margin = StudyConfig(protocol="rank", tie_margin=1.0)
     rows = _rows("r", [{"overall": '["c2", "c1", "c0"]'}], role="gold")
     assert _flags(margin, rows, role="gold", gold={"overall": [3.0, 2.0, 1.0]}) == {
-        "r": [("gold", "gold: agreement 0.00 < 0.7 over 1 gold answer(s)")]}
+        "r": [("gold", "gold: agreement 0.00 < 0.7 over 1 pair(s) of gold candidates")]}
 
 
 def test_pairwise_gold_both_bad_is_the_tie_and_the_margin_is_strict():

@@ -267,7 +267,8 @@ def _agreement(tables: dict[str, RatingTable], config: StudyConfig) -> list[Agre
 
 def _gold_scores(responses: list[dict[str, Any]], items: dict[int, Item], config: StudyConfig,
                  ) -> dict[str, tuple[float, int]]:
-    """Per rater, (gold agreement in [0, 1], number of gold answers judged)."""
+    """Per rater, (gold agreement in [0, 1], number judged: gold answers, or for rankings
+    the pairs of gold candidates more than ``tie_margin`` apart)."""
     lo, hi = config.scale
     per: dict[str, list[float]] = defaultdict(list)
     for r in responses:
@@ -430,8 +431,9 @@ def rater_flags(config: StudyConfig, items: Mapping[int, Item],
     for rater, (score, n) in _gold_scores(judged, items, config).items():
         if score < config.gold_min:
             v, t = compared(score, "<", config.gold_min, digits=2)
+            unit = "pair(s) of gold candidates" if config.protocol == "rank" else "gold answer(s)"
             flags.setdefault(rater, []).append(Flag(
-                "gold", f"gold: agreement {v} < {t} over {n} gold answer(s)",
+                "gold", f"gold: agreement {v} < {t} over {n} {unit}",
                 {"score": score, "n": n, "gold_min": config.gold_min}))
     skip = set(flags)
     tables = _numeric(judged, items, config)
