@@ -110,3 +110,18 @@ def test_the_console_script_prints_one_line_and_exits_1(tmp_path):
     lines = [line for line in (res.stdout + res.stderr).splitlines() if line.strip()]
     assert lines == [f"error: {path}: line 5 is not UTF-8 (byte 0xe9 at column 28): save the "
                      "file as UTF-8 and run again"], lines
+
+
+def test_lone_carriage_returns_end_lines_as_before(tmp_path):
+    """Old Mac line ends (a lone \\r), Windows ones and a BOM read as the text mode did."""
+    from ieqa.bench.predictions import read_predictions
+    from ieqa.data.textfile import text_lines
+
+    for end in (b"\r", b"\r\n", b"\n"):
+        path = tmp_path / f"p{len(end)}{end[-1]}.csv"
+        path.write_bytes(b"\xef\xbb\xbfid,overall" + end + b"a,0.5" + end + b"b,0.7" + end)
+        assert read_predictions(path) == {"a": {"overall": 0.5}, "b": {"overall": 0.7}}
+        jsonl = tmp_path / f"p{len(end)}{end[-1]}.jsonl"
+        jsonl.write_bytes(b'{"id": "a", "overall": 1}' + end + b'{"id": "b", "overall": 2}' + end)
+        assert read_predictions(jsonl) == {"a": {"overall": 1.0}, "b": {"overall": 2.0}}
+        assert [n for n, _ in text_lines(jsonl)] == [1, 2]

@@ -14,8 +14,11 @@ import editscore_utils as R  # noqa: E402
 
 
 def theirs(text, give_up):
-    with contextlib.redirect_stdout(io.StringIO()):
-        d = R.mllm_output_to_dict(text, give_up_parsing=give_up, score_range=25)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            d = R.mllm_output_to_dict(text, give_up_parsing=give_up, score_range=25)
+    except Exception:  # the released reader raises (json on digits it cannot read)
+        return ("fails", None)
     if d is False:
         return ("ask_again", None)
     if d == "rate_limit_exceeded":
@@ -28,7 +31,7 @@ def theirs(text, give_up):
         values = tuple(float(s / 2.5) * 2.5 for s in scores)
         if not isinstance(scores, list):
             return ("fails", None)  # a str or dict that min() happens to take
-        return ("read", values)
+        return ("read", values + ("reasoning" in d,))  # evaluate() needs the last reasoning
     except Exception:
         return ("fails", None)
 
@@ -36,7 +39,8 @@ def theirs(text, give_up):
 def ieqa_all(texts):
     code = ("import json,sys\nfrom ieqa.prompts.answers import released_editscore_reading as r\n"
             "out=[]\nfor t in json.load(sys.stdin):\n for g in (False, True):\n"
-            "  x=r(t, give_up=g); out.append([x.status, list(x.scores) if x.scores else None])\n"
+            "  x=r(t, give_up=g); out.append([x.status, [*x.scores, x.reasoning] if x.scores "
+            "else None])\n"
             "print(json.dumps(out))")
     p = subprocess.run(["/work/main/.venv/bin/python", "-c", code], input=json.dumps(texts),
                        capture_output=True, text=True, check=True,
@@ -59,7 +63,8 @@ SHAPES = ['{"reasoning": "ok", "score": [20, 15]}', '[12, 11]', '{"score": 7}', 
           '{"reasoning": "He said "hi"", "score": [3, 4]}', '{"reasoning": "x", "score": [20, 15]',
           '{"score": [25, 25]} trailing', "{'score': [10, 12]}", '{"score": {"a": 1}}',
           '{"score": [[1, 2]]}', '{"reasoning": "a, b", score: [9, 8]}', '{"score": "20, 15"}',
-          "I'm sorry, but I can't assist with that request."]
+          "I'm sorry, but I can't assist with that request.", '[\u0661, \u0662]',
+          '{"score": [20, 18]}', '[\u0663, 4]']
 FRAGS = ['{', '}', '[', ']', '"score"', 'score', ':', ',', ' ', '7', '12', '-2', '3.5', '"x"',
          'true', 'null', '\n', '||V^=^V||', 'reasoning', '"reasoning"', 'abc', '[6, 4]', "'",
          '\u201c', '"']

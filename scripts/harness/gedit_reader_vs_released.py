@@ -14,8 +14,11 @@ import released_utils as R
 
 
 def theirs(text, give_up):
-    with contextlib.redirect_stdout(io.StringIO()):
-        d = R.mllm_output_to_dict(text, give_up_parsing=give_up)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            d = R.mllm_output_to_dict(text, give_up_parsing=give_up)
+    except Exception:  # the released reader raises (json on digits it cannot read)
+        return ("fails", None)
     if d is False:
         return ("ask_again", None)
     if d == "rate_limit_exceeded":
@@ -53,7 +56,8 @@ SHAPES = ['{"reasoning": "ok", "score": [6, 8]}', '[12, 11]', '{"score": 7}', '{
           '```json\n{"reasoning": "a", "score": [4, 9]}\n```', '}{', '{"score": [7.5, 8]}',
           '{"score": [-3, 2]}', '||V^=^V||[6, 4]||V^=^V||', '||V^=^V||||V^=^V||', '{"score": NaN}',
           'Score: [8, 9] and {"score": [1, 2]}', '{"score": [3, 4]} {"score": [9, 9]}',
-          '\u201c{\u201cscore\u201d: [3, 4]}', '{\n"score":\n[2,\n3]\n}', '0_7', '+7', '[ 6, 4]']
+          '\u201c{\u201cscore\u201d: [3, 4]}', '{\n"score":\n[2,\n3]\n}', '0_7', '+7', '[ 6, 4]',
+          '[\u0661, \u0662]', '[\u0663, 4]']
 FRAGS = ['{', '}', '[', ']', '"score"', 'score', ':', ',', ' ', '7', '12', '-2', '3.5', '"x"',
          'true', 'null', '\n', '||V^=^V||', 'reasoning', '"reasoning"', 'abc', '[6, 4]']
 rng = random.Random(0)

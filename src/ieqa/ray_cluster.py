@@ -65,6 +65,10 @@ def check_address(address: str | None, connect_timeout_s: float = 5.0) -> None:
 def _check_grpc(address: str, target: tuple[str, int]) -> None:
     """Raise :class:`RayStartError` unless ``target`` completes a gRPC handshake within
     :data:`HANDSHAKE_TIMEOUT_S`."""
+    import os
+
+    if os.environ.get("RAY_USE_TLS", "0").lower() not in ("", "0", "false"):
+        return  # a TLS cluster: the plain handshake below cannot tell; ray.init will
     try:
         import grpc
     except ImportError:  # pragma: no cover - grpcio comes with ray

@@ -525,31 +525,34 @@ class _ArrivalAnswers(FakeServer):
         return Reply(body={"id": "x", "object": "chat.completion", "model": body["model"],
                            "choices": [{"index": 0, "finish_reason": "stop", "message": {
                                "role": "assistant", "content": f"answer {k}"}}]},
-                     sleep_s=0.15 * (4 - k))
+                     sleep_s=0.15 * max(0, 4 - k))
 
 
 @pytest.mark.parametrize("mode", ["replay", "resume"])
+@pytest.mark.parametrize("samples", [1, 2])
 def test_identical_requests_of_one_batch_replay_to_the_prompts_that_got_them(make, tmp_path,
-                                                                             mode):
+                                                                             mode, samples):
     """Four identical prompts sent at once get four different answers, recorded as they
     come back (the last sent first); read back, each prompt gets its own answer again, not
     the one recorded in its place (the occurrence is numbered in batch order)."""
     from ieqa.backends.judge_log import JudgeLog, read_judge_log
 
     prompts = [Prompt(parts=("same",)) for _ in range(4)]
+    kw = {"num_samples": samples, "seed": 0, "seed_per_sample": True}  # a request per sample
     with serve(_ArrivalAnswers()) as judge:
         backend = make(judge.url, max_concurrency=4, max_retries=0)
         backend.judge_log = JudgeLog(tmp_path / "a.jsonl", mode="record")
-        first = [g[0].text for g in backend.generate(prompts)]
-    assert sorted(first) == [f"answer {k}" for k in range(4)]
+        first = [[g.text for g in gens] for gens in backend.generate(prompts, **kw)]
+    assert sorted(t for gens in first for t in gens) == sorted(
+        f"answer {k}" for k in range(4 * samples))
     log = read_judge_log(tmp_path / "a.jsonl")
-    assert sorted(e["occurrence"] for e in log) == [0, 1, 2, 3]
+    assert sorted(e["occurrence"] for e in log) == sorted([0, 1, 2, 3] * samples)
     written = [e["response"]["choices"][0]["message"]["content"] for e in log]
-    assert written != first  # answered out of batch order: the order written is no guide
+    assert written[:4] != [gens[0] for gens in first]  # answered out of batch order
     dead = make("http://127.0.0.1:9/v1", max_retries=0, max_concurrency=4)
     dead.judge_log = JudgeLog(tmp_path / "b.jsonl", mode=mode, source=tmp_path / "a.jsonl")
-    assert [g[0].text for g in dead.generate(prompts)] == first
-    assert dead.judge_log.served == 4
+    assert [[g.text for g in gens] for gens in dead.generate(prompts, **kw)] == first
+    assert dead.judge_log.served == 4 * samples
 
 
 def test_occurrences_are_numbered_in_batch_order_whichever_thread_asks_first(tmp_path):
@@ -576,7 +579,32 @@ def test_occurrences_are_numbered_in_batch_order_whichever_thread_asks_first(tmp
     for t in threads:
         t.join(timeout=10)
     assert got == {0: 0, 2: 1, 3: 2}
-    assert slots[0].number("same") == 3  # a prompt's later requests: no turn to wait for
+    # a prompt's later requests (its other samples) carry its own number, no turn to wait
+    assert slots[3].number("same, sample 2") == 2 and slots[0].number("same, sample 2") == 0
+
+
+def test_a_resumed_occurrence_never_takes_another_occurrences_answer(tmp_path):
+    """Resume serves answers only: the first asking failed, the second was answered; the
+    first asking now has none of its own (sent again), the second gets its answer. A log of
+    an earlier ieqa (no numbers) is served in recorded order."""
+    import json
+
+    from ieqa.backends.judge_log import JudgeLog
+
+    lines = [{"request": "k", "context": {}, "session": "s1", "occurrence": 0,
+              "response": None, "error": "HTTP 500"},
+             {"request": "k", "context": {}, "session": "s1", "occurrence": 1,
+              "response": {"choices": ["second"]}}]
+    path = tmp_path / "a.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in lines))
+    log = JudgeLog(tmp_path / "b.jsonl", mode="resume", source=path)
+    assert log.take("k", 0) is None
+    assert log.take("k", 1)["response"] == {"choices": ["second"]}
+    old = [{k: v for k, v in e.items() if k != "occurrence"} for e in lines]
+    path.write_text("".join(json.dumps(e) + "\n" for e in old))
+    log = JudgeLog(tmp_path / "c.jsonl", mode="resume", source=path)
+    assert log.take("k", 0)["response"] == {"choices": ["second"]}  # the only answer
+    assert log.take("k", 1) is None
 
 
 def test_a_truncated_last_log_line_is_left_out_with_a_warning(tmp_path, caplog):

@@ -53,6 +53,7 @@ CASES = [
     ('{\n"score":\n[2,\n3]\n}', 2, 2),
     ("+7", 7, "random"),
     ("[ 6, 4]", "ask_again", "random"),
+    ("[\u0661, \u0662]", "fails", "random"),  # digits its list pattern takes, json does not
 ]
 
 
@@ -108,6 +109,7 @@ EDITSCORE_CASES = [
     ("{'score': [10, 12]}", (10, 12)),
     ('{"score": [[1, 2]]}', "fails"),
     ("I'm sorry, but I can't assist with that request.", "ask_again"),  # evaluate() gives up
+    ("[\u0661, \u0662]", "fails"),
 ]
 
 
@@ -122,3 +124,14 @@ def test_editscores_released_reading_of_each_answer_shape(text, expected):
         assert got.status == "read" and got.scores == tuple(map(float, expected)), got
     if text != "rate_limit_exceeded":  # raised before the give-up rule
         assert released_editscore_reading(text, give_up=True).status == "random"
+
+
+def test_editscores_reading_notes_an_answer_without_reasoning():
+    """evaluate() returns the last pass's reasoning: an answer without it reads, and the
+    scorer then marks its row (tests/scorers/test_editscore.py)."""
+    from ieqa.prompts.answers import released_editscore_reading
+
+    bare = released_editscore_reading('{"score": [20, 18]}', give_up=False)
+    assert bare.status == "read" and not bare.reasoning
+    for text in ('{"reasoning": "x", "score": [20, 18]}', "[20, 18]", "7"):
+        assert released_editscore_reading(text, give_up=False).reasoning, text

@@ -466,3 +466,29 @@ def test_resume_with_another_copy_of_the_same_prompt_files(replica, tmp_path):
                                prompts=str(copy), num_pass=2)
         with pytest.raises(Exception, match="another scorer configuration"):
             score_to_file(scorer, _edits(2), out)
+
+
+@pytest.mark.parametrize(("answers", "status"), [
+    (['{"score": [20, 18]}', '{"reasoning": "ok", "score": [10, 12]}'], "read"),
+    (['{"reasoning": "ok", "score": [20, 18]}', '{"score": [10, 12]}'], "unread"),
+])
+def test_the_released_reading_needs_the_last_passs_reasoning(replica, answers, status):
+    """evaluate() ends by returning the last pass's SC and PQ reasoning: without it there
+    it fails (unread); an earlier pass without it is read."""
+    from types import SimpleNamespace
+
+    from ieqa.scorers.base import ScoreResult
+
+    scorer = create_scorer("editscore", base_url="http://127.0.0.1:9/v1", model="editscore",
+                           prompts=str(replica["prompts"]), num_pass=2)
+    result = ScoreResult(id="x", scores={})
+    gens = [SimpleNamespace(text=t, error=None) for t in answers]
+    pq = [SimpleNamespace(text='{"reasoning": "ok", "score": [15, 20]}', error=None)] * 2
+    scorer.released_reading(result, None, gens, pq, asked=1)
+    released = result.raw["released"]
+    assert released["status"] == status, released
+    if status == "unread":
+        assert "pass 2: no 'reasoning'" in released["reason"]
+    else:
+        assert released["scores"]["instruction_alignment"] == pytest.approx((20 + 10) / 2 / 2.5)
+

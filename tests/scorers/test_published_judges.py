@@ -431,3 +431,10 @@ def test_bench_reports_viescores_released_reading_beside_ieqas(tmp_path):
     got = next(m for m in released["rows"] if m["metric"] == "srcc"
                and m["dimension"] == "overall")
     assert got["value"] == pytest.approx(want)
+    # a dimension only ieqa's reading has: its metrics, and a note for the released one
+    scores = tmp_path / "out" / "scores.parquet"
+    res = CliRunner().invoke(app, ["bench", "-b", str(manifest.parent), "-p", str(scores),
+                                   "--missing", "drop", "--dimension", "instruction_alignment"])
+    text = " ".join(res.output.split())
+    assert res.exit_code == 0, text
+    assert "note: no metrics over the released reading" in text

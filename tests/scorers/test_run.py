@@ -200,3 +200,15 @@ def test_resume_after_a_timeout_change_and_a_model_change_names_model(tmp_path: 
     assert "1 setting differs: model: 'judge-a' -> 'judge-b'" in message
     assert "timeout_s" not in message  # the changed timeout is not named
     assert "another output with -o" in message and "--overwrite" in message
+
+
+def test_a_setting_set_to_none_differs_from_one_not_set():
+    from ieqa.scorers.run import _identity_changes, _same_scorer
+
+    a = {"scorer": "s", "config": {"model": "m", "backend": {"timeout_s": 5}}, "dimensions": ["o"]}
+    b = {"scorer": "s", "config": {"model": "m", "seed": None, "backend": {"timeout_s": 50}},
+         "dimensions": ["o"]}
+    assert _identity_changes(a, b) == ["seed: (not set) -> None"]
+    assert not _same_scorer(a, b)
+    assert _same_scorer(a, {**a, "config": {**a["config"], "provenance": "elsewhere"}})
+

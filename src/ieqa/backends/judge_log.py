@@ -13,7 +13,8 @@ log is attached appends one JSON line to ``judge_log.jsonl``:
   came back);
 * ``occurrence`` — how many times this run had asked the same request in the same context
   before (0 the first time): identical requests of one concurrent batch are numbered in
-  the order they stand in the batch, not the order their answers came back;
+  the order they stand in the batch, not the order their answers came back, and a
+  prompt's later requests (its other samples) carry its first request's number;
 * ``attempts`` (retries included), ``latency_s``, ``time`` (UTC), ``source`` (``live``,
   or ``log`` when the outcome was taken from an earlier log) and ``session`` (the run that
   wrote the line); a prompt the run did not send (the rest of a batch after an error every
@@ -119,9 +120,8 @@ class JudgeLog:
 
     def take(self, key: str, occurrence: int | None = None) -> dict[str, Any] | None:
         """The recorded outcome of request ``key`` in the current context: the one recorded
-        for ``occurrence`` where the log numbers them, else the next in recorded order
-        (``None``: none left; in ``replay`` mode also when the log numbers the request's
-        occurrences and has none for this one)."""
+        for ``occurrence``, else the next line without a number (an earlier ieqa's log), in
+        recorded order; ``None`` when there is none (a resumed run sends it)."""
         with self._lock:
             queue = self._queues.get((_context_key(self.context), key))
             if not queue:
@@ -132,8 +132,13 @@ class JudgeLog:
                         del queue[i]
                         self.served += 1
                         return entry
-                if self.mode == "replay" and all("occurrence" in e for e in queue):
-                    return None
+                # a numbered line is this run's answer to its own occurrence only
+                for i, entry in enumerate(queue):
+                    if "occurrence" not in entry:
+                        del queue[i]
+                        self.served += 1
+                        return entry
+                return None
             self.served += 1
             return queue.popleft()
 

@@ -710,23 +710,30 @@ class _InOrder:
 
 
 class _Occurrence:
-    """The judge-log occurrence numbers of one prompt's requests
-    (:meth:`~ieqa.backends.judge_log.JudgeLog.occurrence`): its first request takes its
-    number in batch order (``order``); :meth:`done` passes the turn of a prompt that sent
-    nothing."""
+    """The judge-log occurrence number of one prompt's requests
+    (:meth:`~ieqa.backends.judge_log.JudgeLog.occurrence`): its first request takes one in
+    batch order (``order``), and its later ones (the other samples, the rest of a short
+    answer) carry the same, so that identical prompts keep their own numbers whichever
+    runs first; :meth:`done` passes the turn of a prompt that sent nothing."""
 
     def __init__(self, log: JudgeLog | None, order: _InOrder | None, index: int) -> None:
         self.log, self.order, self.index = log, order, index
         self._turned = order is None
+        self._first: int | None = None
 
     def number(self, key: str) -> int | None:
         if self.log is None:
             return None
+        if self._first is not None:
+            return self._first
+        log = self.log
         if self._turned:
-            return self.log.occurrence(key)
-        self._turned = True
-        assert self.order is not None
-        return self.order.turn(self.index, lambda: self.log.occurrence(key))
+            self._first = log.occurrence(key)
+        else:
+            self._turned = True
+            assert self.order is not None
+            self._first = self.order.turn(self.index, lambda: log.occurrence(key))
+        return self._first
 
     def done(self) -> None:
         if not self._turned:

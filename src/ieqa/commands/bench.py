@@ -30,6 +30,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ieqa.bench.errors import BenchError
 from ieqa.bench.genai_judge import load_judge_results
 from ieqa.bench.predictions import read_predictions
 from ieqa.bench.run import (
@@ -218,7 +219,8 @@ def command(
     file = scores if scoring else predictions
     if file is not None and not is_judge_results(file):
         _released_pair(bench, file, out, source, eps=eps, n_boot=n_boot, seed=seed,
-                       dimension=dimension)
+                       dimension=dimension,
+                       higher_better=scorer.higher_better if scoring else not lower_better)
 
 
 def _released_pair(bench, file: Path, out: Path | None, source: str, **settings) -> None:
@@ -229,7 +231,12 @@ def _released_pair(bench, file: Path, out: Path | None, source: str, **settings)
     released = read_predictions(file, reading="released")
     if not released:
         return
-    result = evaluate_predictions(bench, released, missing="drop", **settings)
+    try:
+        result = evaluate_predictions(bench, released, missing="drop", **settings)
+    except BenchError as exc:  # e.g. a dimension only ieqa's reading has
+        console.print(f"[yellow]note:[/yellow] no metrics over the released reading: "
+                      f"{escape(str(exc))}")
+        return
     console.print("[bold]official: the same metrics over the released code's reading of the "
                   "judge's answers[/bold] (ieqa's own reading above)")
     print_bench_result(result, f"{source}, released reading")

@@ -19,6 +19,7 @@ from ieqa.bench.errors import BenchError
 from ieqa.commands.options import (
     ADAPTER_OPT,
     BASE_MODEL_OPT,
+    EXIT_PARTIAL,
     MODEL_OPT,
     OPTION_OPT,
     PROMPTS_OPT,
@@ -29,7 +30,7 @@ from ieqa.commands.options import (
 
 NAME = "bench-editor"
 #: exit status when items failed to score (as `ieqa score`'s rows with errors)
-EXIT_ITEM_ERRORS = 3
+EXIT_ITEM_ERRORS = EXIT_PARTIAL  # the contract's 3 (ieqa.commands.options)
 console = Console()
 
 

@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ieqa.commands.options import EXIT_PARTIAL
 from ieqa.curate.select import KeepRule, curate
 from ieqa.curate.source import CurateError
 from ieqa.rewards.rule import REWARD_RULES, RewardRule, RewardRuleError
@@ -22,7 +23,7 @@ from ieqa.rewards.rule import REWARD_RULES, RewardRule, RewardRuleError
 NAME = "curate"
 console = Console()
 #: the exit status when some input rows had errors (as ``ieqa score``)
-EXIT_ROW_ERRORS = 3
+EXIT_ROW_ERRORS = EXIT_PARTIAL  # the contract's 3 (ieqa.commands.options)
 
 BY_HELP = (f"reward rule: {', '.join(REWARD_RULES)} or a weighted expression such as "
            "'0.5*instruction_alignment + 0.5*visual_quality' (ieqa.rewards.rule)")

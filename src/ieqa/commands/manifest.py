@@ -20,12 +20,13 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from ieqa.commands.options import EXIT_PARTIAL
 from ieqa.data.inputs import BadRow, is_edit_folder, iter_folder
 from ieqa.data.manifest import write_manifest
 
 NAME = "manifest"
 console = Console()
-EXIT_LEFT_OUT = 3
+EXIT_LEFT_OUT = EXIT_PARTIAL  # the contract's 3 (ieqa.commands.options)
 
 
 def command(

@@ -33,13 +33,20 @@ from rich.markup import escape
 from rich.table import Table
 
 from ieqa.backends.judge_log import JUDGE_LOG
-from ieqa.commands.options import CHECKPOINT_OPT, MODEL_OPT, OPTION_OPT, make_scorer, parse_options
+from ieqa.commands.options import (
+    CHECKPOINT_OPT,
+    EXIT_PARTIAL,
+    MODEL_OPT,
+    OPTION_OPT,
+    make_scorer,
+    parse_options,
+)
 from ieqa.errors import IeqaError
 from ieqa.scorers.run import judge_logged
 
 NAME = "optimize-prompt"
 console = Console()
-EXIT_INCOMPLETE = 3
+EXIT_INCOMPLETE = EXIT_PARTIAL  # the contract's 3 (ieqa.commands.options)
 
 
 def _samples(path: str, what: str) -> list:

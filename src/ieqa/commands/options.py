@@ -138,8 +138,13 @@ def make_scorer(name: str | None, options: list[str] | None, model: str | None =
     return create_scorer(name or DEFAULT_SCORER, **kwargs)
 
 
-#: the exit status of a run with rows or items that failed to score, or one stopped early
-EXIT_FAILED = 3
+#: ieqa's exit statuses, one contract for every command (docs/reference/cli.md's table,
+#: checked by tests/test_exit_statuses.py): 0 done; 1 the run could not be done (the message
+#: says what to do); 2 a usage error (click's own); 3 written, but some rows or items failed
+#: and were counted (``--allow-errors``: 0), or the run stopped early and resumes
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_PARTIAL = 0, 1, 2, 3
+#: the old name of :data:`EXIT_PARTIAL`
+EXIT_FAILED = EXIT_PARTIAL
 
 
 @contextlib.contextmanager
@@ -156,12 +161,12 @@ def exits_when_stopped() -> Iterator[None]:
 
 def exit_stopped(exc: Exception) -> typer.Exit:
     """Print why a run stopped early (:class:`~ieqa.errors.RunStopped`: what was scored is
-    kept, a re-run resumes) and return the exit to raise (:data:`EXIT_FAILED`)."""
+    kept, a re-run resumes) and return the exit to raise (:data:`EXIT_PARTIAL`)."""
     from rich.console import Console
     from rich.markup import escape
 
     Console(stderr=False).print(f"[red]{escape(str(exc))}[/red]")
-    return typer.Exit(EXIT_FAILED)
+    return typer.Exit(EXIT_PARTIAL)
 
 
 def benchmark_input_id(bench: BenchmarkData, benchmark: str, root: Path | None) -> str:

@@ -42,6 +42,7 @@ from ieqa.commands.options import (
     ALLOW_ERRORS_OPT,
     BASE_MODEL_OPT,
     CHECKPOINT_OPT,
+    EXIT_PARTIAL,
     MODEL_OPT,
     NO_RETRY_OPT,
     OPTION_OPT,
@@ -70,7 +71,7 @@ from ieqa.scorers.run import (
 NAME = "score"
 console = Console()
 #: the exit status of a run whose output was written with some rows in error
-EXIT_ROW_ERRORS = 3
+EXIT_ROW_ERRORS = EXIT_PARTIAL  # the contract's 3 (ieqa.commands.options)
 
 
 def _fmt(x: float) -> str:

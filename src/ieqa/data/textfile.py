@@ -24,8 +24,8 @@ class UnreadableTextError(IeqaError, ValueError):
 def text_lines(path: str | os.PathLike[str], *,
                error: type[Exception] = UnreadableTextError) -> Iterator[tuple[int, str]]:
     """``(1-based line number, line)`` of ``path``, decoded as UTF-8 (a byte-order mark on
-    the first line is dropped; line ends kept, as ``csv`` wants them); ``.gz``: gunzipped
-    first.
+    the first line is dropped; lines end at ``\\n``, ``\\r\\n`` or a lone ``\\r``, kept,
+    as ``csv`` wants them); ``.gz``: gunzipped first.
 
     Raises:
         error: (default :class:`UnreadableTextError`; a reader passes its own error class)
@@ -36,14 +36,16 @@ def text_lines(path: str | os.PathLike[str], *,
     lineno = 0
     try:
         with (gzip.open(p, "rb") if p.name.endswith(".gz") else open(p, "rb")) as fh:
-            for lineno, raw in enumerate(fh, 1):
-                try:
-                    line = raw.decode("utf-8")
-                except UnicodeDecodeError as exc:
-                    raise error(f"{p}: line {lineno} is not UTF-8 (byte "
-                                f"{raw[exc.start]:#04x} at column {exc.start + 1}): save the "
-                                "file as UTF-8 and run again") from None
-                yield lineno, line.removeprefix("\ufeff") if lineno == 1 else line
+            for chunk in fh:
+                for raw in chunk.splitlines(keepends=True):  # \n, \r\n and a lone \r
+                    lineno += 1
+                    try:
+                        line = raw.decode("utf-8")
+                    except UnicodeDecodeError as exc:
+                        raise error(f"{p}: line {lineno} is not UTF-8 (byte "
+                                    f"{raw[exc.start]:#04x} at column {exc.start + 1}): save "
+                                    "the file as UTF-8 and run again") from None
+                    yield lineno, line.removeprefix("\ufeff") if lineno == 1 else line
     except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
         raise error(f"{p}: the gzip data is damaged or cut short after line {lineno} ({exc}); "
                     f"compress the file again (gzip -t {p.name} checks one)") from None

@@ -538,13 +538,15 @@ def _identity_changes(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
     """``"key: A -> B"`` for each setting that differs between two run records (nested keys
     dotted, ``config.`` dropped)."""
     out: list[str] = []
+    absent = object()  # a key one record lacks differs from one set to None
 
     def walk(x: Any, y: Any, where: str) -> None:
         if isinstance(x, dict) and isinstance(y, dict):
             for k in sorted(set(x) | set(y), key=str):
-                walk(x.get(k), y.get(k), f"{where}.{k}" if where else str(k))
-        elif x != y:
-            out.append(f"{where.removeprefix('config.')}: {x!r} -> {y!r}")
+                walk(x.get(k, absent), y.get(k, absent), f"{where}.{k}" if where else str(k))
+        elif x is absent or y is absent or x != y:
+            shown = ["(not set)" if v is absent else repr(v) for v in (x, y)]
+            out.append(f"{where.removeprefix('config.')}: {shown[0]} -> {shown[1]}")
 
     walk(_identity(a), _identity(b), "")
     return out

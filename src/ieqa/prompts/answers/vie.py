@@ -224,7 +224,11 @@ def released_vie_reading(text: str | None, *, give_up: bool) -> ReleasedVie:
                                                     "released code draws a random integer 0-10")
             listed = text[text.find("["):text.rfind("]") + 1]
             if _BARE_LIST.match(listed):
-                return _released_minimum({"score": json.loads(listed)})
+                try:
+                    return _released_minimum({"score": json.loads(listed)})
+                except ValueError:  # digits json cannot read (other scripts'): it raises
+                    return ReleasedVie("fails", reason=f"json cannot read {listed!r}: the "
+                                                       "released reader raises")
             if _small_int(text):
                 return _released_minimum({"score": [int(text)]})
             return ReleasedVie("ask_again", reason="no JSON object, list of two numbers or "
@@ -272,6 +276,9 @@ class ReleasedScores:
     status: str
     scores: tuple[float, ...] | None = None
     reason: str = ""
+    #: whether the reader's object holds ``reasoning``: ``evaluate()`` fails on the last
+    #: pass's answers without it
+    reasoning: bool = True
 
 
 def _repair_reasoning(text: str) -> str:
@@ -339,7 +346,8 @@ def _scores_of(obj: object) -> ReleasedScores:
     if any(not isinstance(s, (int, float)) for s in scores):  # (true is 1 to it)
         return ReleasedScores("fails", reason=f"a score in {scores!r} is not a number: the "
                                               "released evaluate() fails on it")
-    return ReleasedScores("read", tuple(float(s) for s in scores))
+    return ReleasedScores("read", tuple(float(s) for s in scores),
+                          reasoning="reasoning" in obj)  # type: ignore[operator]
 
 
 def released_editscore_reading(text: str | None, *, give_up: bool) -> ReleasedScores:
@@ -366,9 +374,13 @@ def released_editscore_reading(text: str | None, *, give_up: bool) -> ReleasedSc
         if start == -1 or end == 0:
             listed = text[text.find("["):text.rfind("]") + 1]
             if _BARE_LIST.match(listed):
-                return _scores_of({"score": json.loads(listed)})
+                try:
+                    return _scores_of({"score": json.loads(listed), "reasoning": ""})
+                except ValueError:  # digits json cannot read (other scripts'): it raises
+                    return ReleasedScores("fails", reason=f"json cannot read {listed!r}: the "
+                                                          "released reader raises")
             if _small_int(text):
-                return _scores_of({"score": [int(text)]})
+                return _scores_of({"score": [int(text)], "reasoning": ""})
             return ReleasedScores("ask_again", reason="no JSON object, list of two numbers "
                                                       "or number 0-10: the released code "
                                                       "asks again")

@@ -35,7 +35,7 @@ any answer ieqa cannot read, repairs included; counted, and the row flagged.
 
 **EditScore's own reading** of the same answers is kept in ``raw["released"]``
 (:meth:`EditScoreScorer.released_reading`): the authors' ``evaluate()`` with their reader
-(:func:`~ieqa.prompts.answers.released_editscore_reading`, checked against it on 40,096
+(:func:`~ieqa.prompts.answers.released_editscore_reading`, checked against it on 40,102
 answers); where it would fail, ask again or draw, the row's released reading is left out
 (``unread``, ``random``) and counted. ``ieqa bench`` reports both readings.
 
@@ -254,6 +254,11 @@ class EditScoreScorer(VieJudge):
                 status = "unread"
                 reasons.append(f"{where}sqrt(SC * PQ) of {low:g} * {quality:g} fails in the "
                                "released code")
+                continue
+            if p == len(sc_gens) - 1 and not (sc.reasoning and pq.reasoning):
+                status = "unread"  # evaluate() returns the last pass's reasoning
+                reasons.append(f"{where}no 'reasoning' in the answer: the released evaluate() "
+                               "fails on it")
                 continue
             passes.append((sc.scores[0] / unit, sc.scores[1] / unit, quality,
                            math.sqrt(low * quality)))
