@@ -60,21 +60,25 @@ def test_help_is_0_and_an_unknown_option_is_a_usage_error(name):
     assert res.exit_code == EXIT_USAGE, (name, res.output)
 
 
-@pytest.mark.parametrize("name", ["score", "explain", "curate", "best-of-n", "dpo-pairs",
-                                  "rank-editors", "mos"])
-def test_a_missing_input_is_2_and_an_unreadable_one_is_1(tmp_path, name):
+#: (command, the options it needs besides its input, the unreadable input's suffix)
+_READERS = [("score", ["-o", "{out}.jsonl"], "jsonl"), ("curate", ["-o", "{out}", "--keep", "top-k=1"], "jsonl"),
+            ("best-of-n", ["-o", "{out}.jsonl"], "jsonl"),
+            ("dpo-pairs", ["-o", "{out}", "--mode", "global"], "jsonl"),
+            ("rank-editors", [], "jsonl"), ("mos", ["-o", "{out}.csv"], "csv")]
+
+
+@pytest.mark.parametrize(("name", "options", "suffix"), _READERS)
+def test_a_missing_input_is_2_and_an_unreadable_one_is_1(tmp_path, name, options, suffix):
     """A path that does not exist is a usage error; one whose bytes cannot be read ends in
-    the one-line error (1), named by ieqa's entry point (here: the exception)."""
+    the one-line error (1: ieqa's entry point prints the exception and exits 1)."""
     runner = CliRunner()
-    out = ["-o", str(tmp_path / "out.jsonl")] if name not in ("rank-editors", "mos") else []
-    extra = {"curate": ["--keep", "top-k=1"], "explain": ["--checkpoint", str(tmp_path)]}
-    missing = runner.invoke(app, [name, str(tmp_path / "nothere.jsonl"), *out,
-                                  *extra.get(name, [])])
+    opts = [o.format(out=tmp_path / "out") for o in options]
+    missing = runner.invoke(app, [name, str(tmp_path / f"nothere.{suffix}"), *opts])
     assert missing.exit_code == EXIT_USAGE, (name, missing.output)
-    bad = tmp_path / "bad.jsonl"
-    bad.write_bytes(b'{"id": "a", "source": "caf\xe9.png", "edited": "e.png"}\n')
-    res = runner.invoke(app, [name, str(bad), *out, *extra.get(name, [])])
-    assert res.exit_code in (EXIT_ERROR, EXIT_USAGE), (name, res.output)
-    if res.exit_code == EXIT_ERROR:  # raised to the entry point, which prints it and exits 1
-        assert isinstance(res.exception, IeqaError), (name, res.exception)
-        assert "line 1 is not UTF-8" in str(res.exception), (name, str(res.exception))
+    bad = tmp_path / f"bad.{suffix}"
+    bad.write_bytes(b'{"id": "a", "source": "caf\xe9.png", "edited": "e.png"}\n' if suffix == "jsonl"
+                    else b"rater,id,overall\nr\xe91,a,3\n")
+    res = runner.invoke(app, [name, str(bad), *opts])
+    assert isinstance(res.exception, IeqaError), (name, res.exit_code, res.output, res.exception)
+    line = 1 if suffix == "jsonl" else 2
+    assert f"line {line} is not UTF-8" in str(res.exception), (name, str(res.exception))

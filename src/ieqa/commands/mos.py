@@ -73,6 +73,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from ieqa.commands.mos_report import print_removed, print_report
+from ieqa.data.textfile import UnreadableTextError
 from ieqa.errors import IeqaError
 from ieqa.human.mos_run import MosInputError, run_mos, write_mos
 from ieqa.human.screening import MIN_RATER_SRCC
@@ -140,6 +141,8 @@ def command(
         counts = write_mos(run, out, removed=removed)
     except MosInputError as exc:
         raise typer.BadParameter(str(exc), param_hint=exc.option) from None
+    except UnreadableTextError:
+        raise  # bytes that cannot be read: exit 1 with the line named, as every command
     except IeqaError as exc:
         raise typer.BadParameter(str(exc), param_hint="RATINGS") from None
     if "rows" in counts:

@@ -29,6 +29,7 @@ import numpy as np
 
 from ieqa.data.dimensions import canonical_dimension
 from ieqa.data.schema import EditSample
+from ieqa.data.textfile import text_lines
 from ieqa.metrics.checks import MetricInputError
 
 __all__ = ["DuplicateRatingsError", "RatingTable", "as_rating_matrix", "csv_columns"]
@@ -170,26 +171,26 @@ class RatingTable:
         path = Path(path)
         if not path.is_file():
             raise MetricInputError(f"ratings file {path} does not exist")
-        with path.open(newline="", encoding="utf-8-sig") as fh:
-            if delimiter is None:
-                delimiter = _guess_delimiter(path, fh)
-            reader = csv.DictReader(fh, delimiter=delimiter)
-            header = [h.strip() for h in (reader.fieldnames or [])]
-            reader.fieldnames = header
-            wanted = {"item_col": item_col, "rater_col": rater_col, "value_col": value_col}
-            if dimension_col is not None:
-                wanted["dimension_col"] = dimension_col
-            missing = [f"{opt}={col!r}" for opt, col in wanted.items() if col not in header]
-            if missing:
-                raise MetricInputError(
-                    f"{path}: column(s) not found: {', '.join(missing)}; the file has columns {header}"
-                )
-            items, raters, dims, values = [], [], [], []
-            for line, row in enumerate(reader, start=2):
-                items.append(_cell(row, item_col, path, line))
-                raters.append(_cell(row, rater_col, path, line))
-                dims.append(_cell(row, dimension_col, path, line) if dimension_col else dimension)
-                values.append(_parse_value(row.get(value_col), path, line, value_col))
+        lines = [line for _, line in text_lines(path)]
+        if delimiter is None:
+            delimiter = _guess_delimiter(path, lines)
+        reader = csv.DictReader(lines, delimiter=delimiter)
+        header = [h.strip() for h in (reader.fieldnames or [])]
+        reader.fieldnames = header
+        wanted = {"item_col": item_col, "rater_col": rater_col, "value_col": value_col}
+        if dimension_col is not None:
+            wanted["dimension_col"] = dimension_col
+        missing = [f"{opt}={col!r}" for opt, col in wanted.items() if col not in header]
+        if missing:
+            raise MetricInputError(
+                f"{path}: column(s) not found: {', '.join(missing)}; the file has columns {header}"
+            )
+        items, raters, dims, values = [], [], [], []
+        for line, row in enumerate(reader, start=2):
+            items.append(_cell(row, item_col, path, line))
+            raters.append(_cell(row, rater_col, path, line))
+            dims.append(_cell(row, dimension_col, path, line) if dimension_col else dimension)
+            values.append(_parse_value(row.get(value_col), path, line, value_col))
         return cls(np.asarray(items, dtype=str), np.asarray(raters, dtype=str),
                    np.asarray(dims, dtype=str), np.asarray(values, dtype=np.float64))
 
@@ -274,21 +275,20 @@ def csv_columns(path: str | os.PathLike[str], *, delimiter: str | None = None) -
     path = Path(path)
     if not path.is_file():
         raise MetricInputError(f"ratings file {path} does not exist")
-    with path.open(newline="", encoding="utf-8-sig") as fh:
-        if delimiter is None:
-            delimiter = _guess_delimiter(path, fh)
-        header = next(csv.reader(fh, delimiter=delimiter), [])
+    lines = [line for _, line in text_lines(path)]
+    if delimiter is None:
+        delimiter = _guess_delimiter(path, lines)
+    header = next(csv.reader(lines, delimiter=delimiter), [])
     return [h.strip() for h in header]
 
 
-def _guess_delimiter(path: Path, fh) -> str:
+def _guess_delimiter(path: Path, lines: list[str]) -> str:
     name = path.name.lower()
     if name.endswith((".tsv", ".tab")):
         return "\t"
     if name.endswith(".csv"):
         return ","
-    sample = fh.read(4096)
-    fh.seek(0)
+    sample = "".join(lines)[:4096]
     try:
         return csv.Sniffer().sniff(sample, delimiters=",\t;|").delimiter
     except csv.Error:
