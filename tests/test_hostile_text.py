@@ -125,3 +125,28 @@ def test_lone_carriage_returns_end_lines_as_before(tmp_path):
         jsonl.write_bytes(b'{"id": "a", "overall": 1}' + end + b'{"id": "b", "overall": 2}' + end)
         assert read_predictions(jsonl) == {"a": {"overall": 1.0}, "b": {"overall": 2.0}}
         assert [n for n, _ in text_lines(jsonl)] == [1, 2]
+
+
+def test_a_bad_first_manifest_line_is_named_as_a_later_one_is(tmp_path):
+    from ieqa.data.resolve import resolve_input
+
+    path = tmp_path / "m.jsonl"
+    path.write_text('\n{"id": "a", "source": "s.png" "edited": "e.png"}\n{"id": "b"}\n')
+    with pytest.raises(IeqaError, match=r"m.jsonl: line 2: not valid JSON \(Expecting ',' "
+                                        r"delimiter, column 31\)"):
+        resolve_input(str(path), None)
+    path.write_text('[1, 2]\n')
+    with pytest.raises(IeqaError, match="line 1: expected a JSON object, got list"):
+        resolve_input(str(path), None)
+
+
+@pytest.mark.parametrize("model", ["./nothere", "/no/such/folder", "~/nothere-ieqa",
+                                   "a/b/c"])
+def test_a_model_written_as_a_path_that_does_not_exist_says_so(model):
+    from ieqa.backends.processor import BackendError, check_local_path
+
+    with pytest.raises(BackendError, match="no such folder; give the folder of a downloaded "
+                                           "checkpoint, or a hub id"):
+        check_local_path(model)
+    check_local_path("Qwen/Qwen2.5-VL-7B-Instruct")  # a hub id: the hub decides
+    check_local_path("tiny-vlm")

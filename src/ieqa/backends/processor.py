@@ -74,6 +74,18 @@ def _stock_processor_class(model: str | Path, **hub: Any) -> type:
                            f"{config.model_type!r}") from exc
 
 
+def check_local_path(model: str | Path) -> None:
+    """Raise :class:`BackendError` when ``model`` is written as a local path (it starts
+    with ``.``, ``/`` or ``~``, or has more than one ``/``, which no hub id has) and no such
+    folder exists: the hub's complaint about the id's characters would hide that."""
+    text = str(model)
+    looks_local = isinstance(model, Path) or text.startswith((".", "/", "~")) \
+        or text.count("/") > 1 or "\\" in text
+    if looks_local and not Path(text).expanduser().exists():
+        raise BackendError(f"{text}: no such folder; give the folder of a downloaded "
+                           "checkpoint, or a hub id such as Qwen/Qwen2.5-VL-7B-Instruct")
+
+
 def load_processor(model: str | Path, *, min_pixels: int | None = None,
                    max_pixels: int | None = None, revision: str | None = None,
                    trust_remote_code: bool = False, config_from: str | Path | None = None,
@@ -90,8 +102,10 @@ def load_processor(model: str | Path, *, min_pixels: int | None = None,
             folder of processor files without a model config (a release package).
 
     Raises:
-        BackendError: the checkpoint has no usable processor.
+        BackendError: the checkpoint has no usable processor, or ``model`` is written as a
+            path (``./x``, ``/x``, ``~/x``, ``x/y/z``) and no such folder exists.
     """
+    check_local_path(model)
     from transformers import AutoImageProcessor, AutoProcessor, AutoTokenizer
 
     hub: dict[str, Any] = {"revision": revision, "trust_remote_code": trust_remote_code}

@@ -4,6 +4,7 @@ read it; :func:`open_benchmark` loads a benchmark from a name or a path."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -80,6 +81,8 @@ def _manifest_or_none(path: Path) -> tuple[Iterator[InputItem], int, str] | None
     if keys is None and _count_rows(path) <= 0:
         raise IeqaError(f"{path} is empty: a manifest needs one row per edit (see the manifest "
                         "spec in the docs, or write one with ieqa manifest FOLDER -o ...)")
+    if keys is None and path.name.endswith((".jsonl", ".jsonl.gz")):
+        _first_line_problem(path)
     if keys is None and not path.name.endswith(".csv"):
         return None
     if keys is not None and "input_key" in keys:
@@ -89,6 +92,24 @@ def _manifest_or_none(path: Path) -> tuple[Iterator[InputItem], int, str] | None
     if keys is not None and "edited" not in keys:
         return None
     return iter_manifest_items(path), _count_rows(path), f"manifest:{path.resolve()}"
+
+
+def _first_line_problem(path: Path) -> None:
+    """Raise what is wrong with the first row of a JSONL file whose first row gave no keys
+    (as a later line's problem is named), if anything is."""
+    for lineno, line in text_lines(path, error=IeqaError):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise IeqaError(f"{path}: line {lineno}: not valid JSON ({exc.msg}, column "
+                            f"{exc.colno}); write one JSON object per line (see the manifest "
+                            "spec in the docs)") from None
+        if not isinstance(row, dict):
+            raise IeqaError(f"{path}: line {lineno}: expected a JSON object, got "
+                            f"{type(row).__name__}; write one object per line") from None
+        return
 
 
 def resolve_input(target: str, root: Path | None) -> tuple[Iterable[InputItem], int, str]:
