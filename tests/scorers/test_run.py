@@ -212,3 +212,20 @@ def test_a_setting_set_to_none_differs_from_one_not_set():
     assert not _same_scorer(a, b)
     assert _same_scorer(a, {**a, "config": {**a["config"], "provenance": "elsewhere"}})
 
+
+def test_this_machines_names_for_a_server_are_one_host():
+    """A resume that writes the judge's address as localhost instead of 127.0.0.1 (or with
+    a trailing slash) is the same run; another port or host is not."""
+    from ieqa.scorers.run import _identity_changes
+
+    def state(url):
+        return {"scorer": "s", "config": {"backend": {"base_url": url}}, "dimensions": ["o"]}
+
+    base = state("http://127.0.0.1:8000/v1")
+    for same in ("http://localhost:8000/v1", "http://localhost:8000/v1/", "http://[::1]:8000/v1",
+                 "http://0.0.0.0:8000/v1"):
+        assert _identity_changes(base, state(same)) == [], same
+    for other in ("http://127.0.0.1:8001/v1", "http://judge.example:8000/v1",
+                  "http://localhost.example:8000/v1", "https://127.0.0.1:8000/v1"):
+        assert _identity_changes(base, state(other)), other
+

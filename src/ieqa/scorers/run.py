@@ -509,6 +509,7 @@ def scorer_state(scorer: Scorer) -> dict[str, Any]:
 
 
 #: server-backend settings that change how long a request is waited for, not its answer
+#: (and ``base_url`` is compared with this machine's names written one way: _same_host)
 _PATIENCE = frozenset({"timeout_s", "max_retries", "backoff_s", "max_backoff_s",
                        "max_concurrency", "max_consecutive_failures"})
 
@@ -530,8 +531,21 @@ def _identity(state: dict[str, Any]) -> dict[str, Any]:
         config = {k: v for k, v in config.items() if k != "provenance"}
         backend = config.get("backend")
         if isinstance(backend, dict):
-            config["backend"] = {k: v for k, v in backend.items() if k not in _PATIENCE}
+            config["backend"] = {k: _same_host(v) if k == "base_url" else v
+                                 for k, v in backend.items() if k not in _PATIENCE}
     return {"scorer": state.get("scorer"), "config": config, "dimensions": state.get("dimensions")}
+
+
+def _same_host(url: Any) -> Any:
+    """A server URL with the names of this machine written one way (``localhost``,
+    ``127.0.0.1``, ``[::1]``, ``0.0.0.0`` are the same server to a client here) and without a
+    trailing slash: a re-run that writes the address another way is the same run."""
+    if not isinstance(url, str):
+        return url
+    import re
+
+    return re.sub(r"^(\w+://)(localhost|127\.0\.0\.1|\[::1\]|0\.0\.0\.0)(?=[:/]|$)",
+                  r"\g<1>127.0.0.1", url.rstrip("/"))
 
 
 def _identity_changes(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
