@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -77,3 +78,27 @@ def test_cli_reward_rule_errors_name_the_option(tmp_path):
     (tmp_path / "empty.txt").write_text("# no token yet\n")
     result = CliRunner().invoke(app, ["serve", "--tokens-file", str(tmp_path / "empty.txt")])
     assert result.exit_code != 0 and "holds no token" in str(result.exception or result.output)
+
+
+def test_cli_refuses_a_reward_rule_the_scorer_cannot_feed_before_serving():
+    """ssim reports content_preservation only: reasonedit's rule (VQ, IA, CP) and
+    viescore's (SC, PQ) would fail every request, so the server does not start."""
+    for rule, missing in (("reasonedit", "visual_quality, instruction_alignment"),
+                          ("viescore", "instruction_alignment, visual_quality"),
+                          ("overall", "overall")):
+        result = CliRunner().invoke(app, ["serve", "--scorer", "ssim", "--reward", rule])
+        text = " ".join(re.sub("[\u2500-\u257f]", " ", result.output).split())  # no box
+        assert result.exit_code == 2, text
+        assert f"needs {missing}, which ssim does not report" in text, text
+        assert "reports content_preservation" in text and "serving" not in text
+
+
+def test_a_rule_names_what_it_needs():
+    from ieqa.rewards.rule import RewardRule
+
+    dims = ("visual_quality", "content_preservation")
+    assert RewardRule("mean").missing(dims) == [] and RewardRule("min").missing(dims) == []
+    assert RewardRule("0.5*VQ + 0.5*SC").missing(dims) == ["instruction_alignment"]
+    assert RewardRule("editscore").missing(dims) == ["overall"]
+    assert RewardRule("reasonedit").missing((*dims, "instruction_alignment")) == []
+

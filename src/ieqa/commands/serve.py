@@ -64,9 +64,16 @@ def reward_rule(scorer: Scorer | None, *, reward: str | None, uncertainty_penalt
 
     rule = reward or (default_rule(scorer).rule if scorer is not None else "mean")
     try:
-        return RewardRule(rule, uncertainty_penalty=uncertainty_penalty, floor=floor)
+        made = RewardRule(rule, uncertainty_penalty=uncertainty_penalty, floor=floor)
     except RewardRuleError as exc:
         raise typer.BadParameter(str(exc), param_hint="--reward") from None
+    missing = made.missing(scorer.dimensions) if scorer is not None else []
+    if missing:  # refused before the server starts, not on every request
+        raise typer.BadParameter(
+            f"the rule {made.formula()!r} needs {', '.join(missing)}, which {scorer.name} does "
+            f"not report (it reports {', '.join(scorer.dimensions)}); choose a rule over "
+            "those, e.g. mean, min or a weighted expression", param_hint="--reward")
+    return made
 
 
 def serve_on_ray(build: Callable[[], Scorer], make_rule: Callable[[Scorer], RewardRule],

@@ -171,6 +171,21 @@ class RewardRule:
             raise RewardRuleError(f"unknown flag(s) {unknown} in floor_flags; choose from {list(FLAGS)}")
         self.floor_flags = flags
 
+    def missing(self, dimensions: Iterable[str]) -> list[str]:
+        """The dimensions this rule needs that a scorer reporting ``dimensions`` lacks
+        (``min`` and ``mean`` take whatever it reports), so that a server can refuse the
+        pair before it starts instead of failing every item."""
+        have = set(dimensions)
+        if self.rule in ("overall", "editscore", "editreward"):
+            need = ["overall"]
+        elif self.weights is not None:
+            need = list(self.weights)
+        elif self.rule == "viescore":
+            need = ["instruction_alignment", "visual_quality"]
+        else:
+            need = []
+        return [d for d in need if d not in have]
+
     # ------------------------------------------------------------------ description
     def describe(self) -> dict[str, Any]:
         """JSON description: ``rule``, ``weights`` (for weighted rules), ``formula``,
