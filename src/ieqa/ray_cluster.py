@@ -16,6 +16,7 @@ does not have forever. :func:`start_ray` checks both first and raises an
 
 from __future__ import annotations
 
+import os
 import socket
 from typing import Any
 
@@ -65,8 +66,6 @@ def check_address(address: str | None, connect_timeout_s: float = 5.0) -> None:
 def _check_grpc(address: str, target: tuple[str, int]) -> None:
     """Raise :class:`RayStartError` unless ``target`` completes a gRPC handshake within
     :data:`HANDSHAKE_TIMEOUT_S`."""
-    import os
-
     if os.environ.get("RAY_USE_TLS", "0").lower() not in ("", "0", "false"):
         return  # a TLS cluster: the plain handshake below cannot tell; ray.init will
     try:

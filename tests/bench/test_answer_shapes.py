@@ -138,6 +138,12 @@ def test_a_changed_reading_fails_its_row(monkeypatch, mutant):
 
 # ------------------------------------------------------------- through bench-editor
 
+def _request_text(body) -> str:
+    """Every text part of a chat request, joined."""
+    return " ".join(p["text"] for m in body["messages"] for p in m["content"]
+                    if p["type"] == "text")
+
+
 class _ByInstruction(FakeServer):
     """Answers each request with the reply planned for the instruction its text holds."""
 
@@ -146,8 +152,7 @@ class _ByInstruction(FakeServer):
         self.plan_by = plan
 
     def next_reply(self, body):
-        text = " ".join(p["text"] for m in body["messages"] for p in m["content"]
-                        if p["type"] == "text")
+        text = _request_text(body)
         found = [k for k in self.plan_by if k in text]
         assert len(found) == 1, (found, text[:200])
         return self.plan_by[found[0]]
@@ -228,8 +233,7 @@ class _KrisJudge(FakeServer):
         self.plan_by, self.quality = plan, quality
 
     def next_reply(self, body):
-        text = " ".join(p["text"] for m in body["messages"] for p in m["content"]
-                        if p["type"] == "text")
+        text = _request_text(body)
         kind = re.search(r"Stand-in text for (prompt_\w+)", text).group(1)
         if kind == "prompt_quality":
             return self.quality
@@ -347,8 +351,7 @@ class _RiseJudge(FakeServer):
         self.plan_by = plan
 
     def next_reply(self, body):
-        text = " ".join(p["text"] for m in body["messages"] for p in m["content"]
-                        if p["type"] == "text")
+        text = _request_text(body)
         kind = re.search(r"Stand-in text for (prompt_\w+)", text).group(1)
         if kind in ("prompt_consist", "prompt_spatial_cons", "prompt_logical_cons_ans"):
             return chat_answer("Final Score: 1" if "logical" in kind else "Final Score: 5",
