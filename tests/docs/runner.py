@@ -59,13 +59,16 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -283,16 +286,22 @@ def precheck(block: Block) -> tuple[str, str] | None:
 
 def run_env(workdir: Path) -> dict[str, str]:
     """The environment of every block: ``ieqa`` and ``python`` of this interpreter first on
-    PATH, this checkout's ``src`` first on PYTHONPATH, offline, fixed terminal width, and
-    patient Ray Serve proxy checks."""
+    PATH (:mod:`fork_client`, which runs them on the fork server of
+    ``IEQA_DOCS_FORKSERVER`` when there is one), this checkout's ``src`` first on
+    PYTHONPATH, offline, fixed terminal width, and patient Ray Serve proxy checks. The
+    tools are written to ``workdir/.bin``: pages that share ``workdir`` share one
+    environment (and so one fork server, :func:`fork_server`)."""
     bindir = workdir / ".bin"
     if not bindir.is_dir():
         bindir.mkdir(parents=True)
-        (bindir / "ieqa").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m ieqa "$@"\n')
-        (bindir / "python").write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+        client = Path(__file__).with_name("fork_client.py")
+        for tool in ("ieqa", "python"):
+            (bindir / tool).write_text(
+                f'#!/bin/sh\nexec "{sys.executable}" -S -E "{client}" {tool} "$@"\n')
         for f in bindir.iterdir():
             f.chmod(0o755)
     env = dict(os.environ)
+    env.pop("IEQA_DOCS_FORKSERVER", None)
     env["PATH"] = f"{bindir}{os.pathsep}{env.get('PATH', '')}"
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO / "src"), env.get("PYTHONPATH"))
                                         if p)
@@ -303,6 +312,50 @@ def run_env(workdir: Path) -> dict[str, str]:
     # machine can take longer than that
     env.setdefault("RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S", "30")
     return env
+
+
+#: longest wait for the fork server to import what it preloads, seconds
+FORKSERVER_READY_S = 120
+
+
+@contextlib.contextmanager
+def fork_server(env: dict[str, str]) -> Iterator[dict[str, str]]:
+    """Run :mod:`forkserver` with ``env`` while the ``with`` lasts; yields ``env`` with
+    ``IEQA_DOCS_FORKSERVER`` set to its socket, so that the blocks run with that
+    environment have their ``ieqa`` and ``python SCRIPT`` commands served by it (those run
+    with another environment are not). ``IEQA_DOCS_FORK=0``, or a server that is not up
+    within :data:`FORKSERVER_READY_S`, yields ``env`` as it is: every command runs as it
+    stands."""
+    if os.environ.get("IEQA_DOCS_FORK", "1") == "0":
+        yield env
+        return
+    folder = Path(tempfile.mkdtemp(prefix="ieqa-fork-"))  # short: a socket path is < 108 bytes
+    sock = str(folder / "s")
+    env = {**env, "IEQA_DOCS_FORKSERVER": sock}
+    with open(folder / "server.out", "wb") as out:
+        proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("forkserver.py")),
+                                 sock], env=env, stdin=subprocess.DEVNULL, stdout=out,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + FORKSERVER_READY_S
+        while not os.path.exists(sock + ".ready") and proc.poll() is None \
+                and time.monotonic() < deadline:
+            time.sleep(0.1)
+        yield env if os.path.exists(sock + ".ready") else {
+            k: v for k, v in env.items() if k != "IEQA_DOCS_FORKSERVER"}
+    finally:
+        _kill_group(proc.pid)  # the server; commands are in sessions of their own
+        proc.wait()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def fork_server_log(env: dict[str, str]) -> list[dict]:
+    """The served and refused commands so far of the fork server in ``env``."""
+    sock = env.get("IEQA_DOCS_FORKSERVER")
+    if not sock or not os.path.exists(sock + ".log"):
+        return []
+    with open(sock + ".log", encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
 
 
 @dataclass
@@ -336,8 +389,10 @@ def run_block(block: Block, workdir: Path, env: dict[str, str], url: str | None 
         return Outcome(block, 0.0, "")
     script = workdir / f".block-{block.line}.{'sh' if block.kind == 'bash' else 'py'}"
     script.write_text(code, encoding="utf-8")
+    # a Python block: ``python SCRIPT`` through fork_client.py, as in a bash block
     cmd = (["bash", "-e", "-o", "pipefail", str(script)] if block.kind == "bash"
-           else [sys.executable, str(script)])
+           else [sys.executable, "-S", "-E", str(Path(__file__).with_name("fork_client.py")),
+                 "python", str(script)])
     # its own session, so that a block that runs over is stopped with everything it started
     # (a local Ray's raylet and workers would otherwise outlive it and slow the rest down)
     proc = subprocess.Popen(cmd, cwd=workdir, env=env, stdout=subprocess.PIPE,

@@ -29,6 +29,8 @@ from .runner import (
     Block,
     Page,
     executed_pages,
+    fork_server,
+    fork_server_log,
     link_checkout,
     port_replacements,
     precheck,
@@ -43,6 +45,8 @@ PAGES = executed_pages()
 #: code that starts a local Ray (or Ray Serve)
 _STARTS_RAY = re.compile(r"import ray\b|--engine ray|--replicas|rayserve")
 BLOCKS = [(page, block) for page in PAGES for block in page.blocks]
+#: how many commands the fork server ran (served) and left to run as they stand (refused)
+FORKED: dict[str, int] = {}
 
 
 @dataclass
@@ -52,11 +56,12 @@ class Result:
     seconds: float = 0.0
 
 
-def _run_page(page: Page, workdir: Path,
-              verdicts: dict[str, tuple[str, str] | None]) -> dict[str, Result]:
-    """Run a page's blocks in order; ``verdicts`` holds what :func:`precheck` said of each."""
+def _run_page(page: Page, workdir: Path, verdicts: dict[str, tuple[str, str] | None],
+              env: dict[str, str] | None = None) -> dict[str, Result]:
+    """Run a page's blocks in order; ``verdicts`` holds what :func:`precheck` said of each;
+    ``env`` is the blocks' environment (:func:`run_env` of ``workdir`` by default)."""
     results: dict[str, Result] = {}
-    env = run_env(workdir)
+    env = run_env(workdir) if env is None else env
     failed: str | None = None
     with contextlib.ExitStack() as stack:
         url = None
@@ -85,13 +90,17 @@ def _run_page(page: Page, workdir: Path,
                     # one Ray at a time (tests/ray_lock.py): for a block that starts Ray, until
                     # it ends, or for a background one until the page ends
                     starts_ray = _STARTS_RAY.search(block.code) is not None
+                    # a server, or a local Ray, runs as it stands: not forked from the
+                    # fork server (see forkserver.py), which holds torch's and numpy's state
+                    own = env if block.background is None and not starts_ray else {
+                        k: v for k, v in env.items() if k != "IEQA_DOCS_FORKSERVER"}
                     if block.background is not None:
                         if starts_ray:
                             stack.enter_context(ray_lock())
-                        stack.callback(start_background(block, workdir, env, replace))
+                        stack.callback(start_background(block, workdir, own, replace))
                     else:
                         with ray_lock() if starts_ray else contextlib.nullcontext():
-                            run_block(block, workdir, env, url, replace)
+                            run_block(block, workdir, own, url, replace)
                 except AssertionError as exc:
                     failed = block.label
                     results[block.label] = Result("failed", str(exc), time.perf_counter() - t0)
@@ -117,11 +126,17 @@ def block_results(request: pytest.FixtureRequest,
     folders = {p.name: tmp_path_factory.mktemp(p.name.replace("/", "-").removesuffix(".md"))
                for p in pages}
     results: dict[str, Result] = {}
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+    # one environment for every page, so that one fork server serves them all
+    with fork_server(run_env(tmp_path_factory.mktemp("tools"))) as env, \
+            ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         # longest pages first, so the two workers finish together
         order = sorted(pages, key=lambda p: -len(p.blocks) - 20 * ("train" in p.name))
-        for page_results in pool.map(lambda p: _run_page(p, folders[p.name], verdicts), order):
+        for page_results in pool.map(lambda p: _run_page(p, folders[p.name], verdicts, env),
+                                     order):
             results.update(page_results)
+        served = fork_server_log(env)
+    FORKED.update(served=sum("served" in line for line in served),
+                  refused=sum("refused" in line for line in served))
     return results
 
 
