@@ -6,7 +6,9 @@ per page, so a block can use the files an earlier block wrote:
 
 * ``bash`` blocks run with ``bash -e -o pipefail``; ``ieqa`` and ``python`` on their
   ``PATH`` are this interpreter (``python -m ieqa``), with this checkout's ``src`` first
-  on ``PYTHONPATH`` and ``HF_HUB_OFFLINE=1``;
+  on ``PYTHONPATH`` and ``HF_HUB_OFFLINE=1``; ``test_examples.py`` runs them on a fork
+  server that has imported torch and transformers once (:mod:`forkserver`; a command in
+  another environment, a background server and a local Ray run as they stand);
 * ``python`` blocks run as a script with the same interpreter and environment; each block
   is a program of its own (imports included), so it can be copied as it stands.
 
