@@ -2,6 +2,7 @@
 
 import os
 import sys
+from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -99,11 +100,60 @@ def pytest_configure(config: pytest.Config) -> None:
         config.option.loadscopereorder = False
 
 
+#: the longest test files and their seconds on a 2-core machine, one worker each
+#: (``IEQA_TEST_TIMELINE``, 2026-11-29): only their order matters. They start first, the
+#: longest first, so that the two workers end together instead of one waiting for the
+#: last long file of the other (the training claims alone are two thirds of the run).
+LONG_FILES = {
+    "tests/train/test_recipes_learn.py": 299, "tests/train/test_grpo.py": 201,
+    "tests/scorers/test_classic.py": 179, "tests/docs/test_examples.py": 178,
+    "tests/train/test_fdmpo_demo.py": 88, "tests/scale/test_raydata.py": 63,
+    "tests/explain/test_stage3.py": 43, "tests/scorers/test_vlm_readouts.py": 36,
+    "tests/test_ray_cluster.py": 36, "tests/scorers/test_vlm_isolation.py": 28,
+    "tests/test_manifest.py": 27, "tests/test_cli.py": 24, "tests/test_gpu_check.py": 24,
+}
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Test files with a ``slow`` test first, in their usual order, then the others.
-    pytest-xdist (``--dist loadfile``, with the reordering turned off in
-    :func:`pytest_configure`) hands whole files to the workers in this order, one or two
-    at a time, so the long files start first and the short ones fill the gaps at the end,
-    instead of a long file starting last on one worker while the other waits."""
+    """The :data:`LONG_FILES`, longest first, then the other files with a ``slow`` test,
+    then the rest, each in the usual order. pytest-xdist (``--dist loadfile``, with its
+    reordering turned off in :func:`pytest_configure`) hands whole files to the workers in
+    this order, one or two at a time, so the long files start first and the short ones fill
+    the gaps at the end, instead of a long file starting last on one worker while the
+    other waits."""
+    root = Path(str(config.rootpath))
     slow = {item.path for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: item.path not in slow)  # stable: the usual order otherwise
+
+    def rank(item: pytest.Item) -> tuple[int, float]:
+        seconds = LONG_FILES.get(Path(item.path).relative_to(root).as_posix())
+        if seconds is not None:
+            return 0, -seconds
+        return (1 if item.path in slow else 2), 0.0
+
+    items.sort(key=rank)  # stable: the usual order within a rank
+
+
+#: ``IEQA_TEST_TIMELINE=FILE``: each test's worker, start and end (seconds since the epoch)
+#: appended to FILE as a JSON line, to see where a run's workers wait (docs/development.md)
+_TIMELINE = os.environ.get("IEQA_TEST_TIMELINE")
+_STARTED: dict[str, float] = {}
+_UNDER_XDIST = "-n" in sys.argv or any(a.startswith(("-n", "--numprocesses")) for a in sys.argv)
+
+
+def pytest_runtest_logstart(nodeid: str, location: tuple) -> None:
+    # in the process that runs the test (xdist's controller gets these hooks too)
+    if _TIMELINE and (os.environ.get("PYTEST_XDIST_WORKER") or not _UNDER_XDIST):
+        import time
+
+        _STARTED[nodeid] = time.time()
+
+
+def pytest_runtest_logfinish(nodeid: str, location: tuple) -> None:
+    if _TIMELINE and nodeid in _STARTED:
+        import json
+        import time
+
+        line = {"worker": os.environ.get("PYTEST_XDIST_WORKER", "main"), "test": nodeid,
+                "start": round(_STARTED.pop(nodeid), 3), "end": round(time.time(), 3)}
+        with open(_TIMELINE, "a", encoding="utf-8") as f:
+            f.write(json.dumps(line) + "\n")
