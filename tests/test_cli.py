@@ -1,4 +1,5 @@
 import re
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -49,6 +50,18 @@ def test_demo_runs_and_summarises(tmp_path):
     assert "Scoring with classic: 24/24 (100%)" in res.output
     assert re.search(r"train \S+: 2/2 steps \(100%\), [\d.]+ steps/s, \d+ s elapsed, done, "
                      r"loss [-\d.e]+", res.output), res.output
+    # the closing summary: each file written, what to read next (pages that exist)
+    closing = res.output[res.output.index("what the demo wrote"):]
+    evaluator = tmp_path / "train" / "evaluator"
+    for path in (tmp_path / "shapesedit" / "manifest.jsonl", tmp_path / "scores.parquet",
+                 tmp_path / "bench" / "report.html", evaluator):
+        assert str(path) in closing and path.exists(), (path, closing)
+    assert f"--checkpoint {evaluator}" in closing
+    from ieqa.commands.demo import NEXT_PAGES
+
+    root = Path(__file__).resolve().parents[1]
+    assert all(page in closing and (root / page).is_file() for page, _ in NEXT_PAGES)
+    assert re.search(r"done in [\d.]+ s \(everything is in ", closing)
 
 
 @pytest.mark.slow

@@ -50,3 +50,17 @@ def test_import_ieqa_and_the_cli_stay_light() -> None:
             "'ieqa.commands.train' in sys.modules)")
     out = _last_line(code)
     assert out == "0 True False", out
+
+
+def test_the_extras_the_readme_and_getting_started_list_are_pyprojects() -> None:
+    """The ``# extras: ...`` comment of the install line, in README.md and the getting
+    started page, names every extra pyproject.toml defines (``dev`` aside) and no other."""
+    import re
+    from importlib.metadata import metadata
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    extras = set(metadata("ieqa").get_all("Provides-Extra")) - {"dev"}  # pyproject's
+    for page in ("README.md", "docs/getting-started.md"):
+        listed = re.search(r"# extras: (.+)", (root / page).read_text()).group(1)
+        assert set(listed.replace(" ", "").split(",")) == extras, (page, listed, extras)

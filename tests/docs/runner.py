@@ -43,10 +43,6 @@ Two comment forms stand on their own:
 ``<!-- check ... -->``
     Python code inside the comment, run like a ``python`` block but not shown: asserts
     that the blocks before it did what the page says.
-``<!-- fixture: judge-server -->``
-    the page needs a local OpenAI-compatible judge (:mod:`tests.docs.judge_server`): it
-    is started before the page's first block, and ``http://localhost:8000/v1`` in the
-    page's blocks is replaced by its address.
 ``<!-- fixture: checkout -->``
     the page's blocks run from a checkout of the repository: its :data:`CHECKOUT_FOLDERS`
     (``benchmarks``, ``src``) are linked into the page's folder, so ``python
@@ -78,7 +74,6 @@ REPO = Path(__file__).resolve().parents[2]
 DOCS = REPO / "docs"
 EXECUTED_PAGES = ("getting-started.md", "howto/*.md")
 RUN_LANGUAGES = ("bash", "python")
-SERVED_URL = "http://localhost:8000/v1"
 BLOCK_TIMEOUT_S = 300
 #: The only reasons a block may be skipped for: ``<!-- skip: CATEGORY: REASON -->``.
 SKIP_CATEGORIES = {
@@ -377,12 +372,11 @@ def _kill_group(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
 
 
-def run_block(block: Block, workdir: Path, env: dict[str, str], url: str | None = None,
+def run_block(block: Block, workdir: Path, env: dict[str, str],
               replace: dict[str, str] | None = None) -> Outcome:
     """Run one block in ``workdir``; raise :class:`BlockFailed` with its output on failure.
-    ``url`` replaces the judge server's address; ``replace`` maps other texts to rewrite."""
-    code = block.code if url is None else block.code.replace(SERVED_URL, url)
-    code = rewrite(code, replace)
+    ``replace`` maps texts of the block to rewrite (a ``free-port`` fixture's)."""
+    code = rewrite(block.code, replace)
     t0 = time.perf_counter()
     if block.kind == "file":
         target = workdir / block.file

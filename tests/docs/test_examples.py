@@ -24,7 +24,6 @@ import pytest
 from ports import free_port
 from ray_lock import ray_lock
 
-from .judge_server import judge_server
 from .runner import (
     Block,
     Page,
@@ -64,12 +63,9 @@ def _run_page(page: Page, workdir: Path, verdicts: dict[str, tuple[str, str] | N
     env = run_env(workdir) if env is None else env
     failed: str | None = None
     with contextlib.ExitStack() as stack:
-        url = None
         replace: dict[str, str] = {}
         for fixture in page.fixtures:
-            if fixture == "judge-server":
-                url = stack.enter_context(judge_server())
-            elif fixture == "checkout":
+            if fixture == "checkout":
                 link_checkout(workdir)
             elif fixture.startswith("free-port "):
                 replace.update(port_replacements(free_port(), int(fixture.split()[1])))
@@ -100,7 +96,7 @@ def _run_page(page: Page, workdir: Path, verdicts: dict[str, tuple[str, str] | N
                         stack.callback(start_background(block, workdir, own, replace))
                     else:
                         with ray_lock() if starts_ray else contextlib.nullcontext():
-                            run_block(block, workdir, own, url, replace)
+                            run_block(block, workdir, own, replace)
                 except AssertionError as exc:
                     failed = block.label
                     results[block.label] = Result("failed", str(exc), time.perf_counter() - t0)

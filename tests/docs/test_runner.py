@@ -193,7 +193,7 @@ def test_a_block_that_runs_over_is_stopped_with_what_it_started(
     block = Block("howto/x.md", 1, "bash", "sleep 120 &\necho $! > child.pid\necho started\n"
                   "sleep 120\n")
     with pytest.raises(runner.BlockFailed, match=r"(?s)ran over 3 s.*started"):
-        runner.run_block(block, tmp_path, dict(os.environ), None, {})
+        runner.run_block(block, tmp_path, dict(os.environ), {})
     child = int((tmp_path / "child.pid").read_text())
     for _ in range(50):  # bounded: 5 s for the kernel to reap it
         try:

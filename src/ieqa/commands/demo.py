@@ -63,11 +63,45 @@ def command(
     paths = write_bench_outputs(result, out / "bench")
     console.print(f"report: [bold]{paths['html']}[/bold]")
 
+    trained = None
     if train_recipe != "none":
         from ieqa.commands.train import train_demo
 
         console.rule(f"[bold]train[/bold] a tiny VLM with the {train_recipe} recipe")
-        train_demo(out, train_recipe, train_steps)
-    console.print(f"done in {time.perf_counter() - t0:.1f} s")
+        trained = train_demo(out, train_recipe, train_steps).evaluator_dir
+    console.rule("[bold]what the demo wrote[/bold]")
+    print_closing(out, manifest, summary.out, paths["html"], trained,
+                  time.perf_counter() - t0)
+
+
+#: what to read after the demo: (page, what it covers); the docs' paths in the repository
+NEXT_PAGES = (
+    ("docs/getting-started.md", "score your own edits (a manifest of source, edited, "
+                                "instruction) and read a score file"),
+    ("docs/howto/benchmark.md", "benchmark an evaluator against human ratings"),
+    ("docs/howto/train.md", "train an evaluator with a paper's recipe on your data"),
+)
+
+
+def print_closing(out: Path, manifest: Path, scores: Path, report: Path,
+                  evaluator: Path | None, seconds: float) -> None:
+    """The demo's last words: each file it wrote and what it holds, and what to read next."""
+    from rich.markup import escape
+
+    rows = [(manifest, "the generated ShapesEdit edits (a manifest: source, edited, "
+                       "instruction, ground truth)"),
+            (scores, "the classic scorer's scores, one row per edit"),
+            (report, "the benchmark report against the ground truth: open it in a browser")]
+    if evaluator is not None:
+        rows.append((evaluator, "the trained tiny evaluator: ieqa score MANIFEST --checkpoint "
+                                f"{evaluator} -o OUT scores with it"))
+    for path, what in rows:
+        console.print(f"  [bold]{escape(str(path))}[/bold]  {what}", highlight=False,
+                      soft_wrap=True)  # a path is never broken across lines
+    console.print("next:", highlight=False)
+    for page, what in NEXT_PAGES:
+        console.print(f"  {page}  {what}", highlight=False)
+    console.print(f"done in {seconds:.1f} s (everything is in {escape(str(out))})",
+                  highlight=False, soft_wrap=True)
 
 
