@@ -23,6 +23,13 @@ class _LazyCommands(TyperGroup):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(COMMANDS)
 
+    def invoke(self, ctx: click.Context) -> Any:
+        # Ctrl-C or SIGTERM: past click, which would print "Aborted!" and exit 1, to main()
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            raise Stopped(_SIGNAL["last"]) from None
+
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name not in COMMANDS:
             return None
@@ -66,13 +73,46 @@ def _root(
     configure_threads(threads)
 
 
+class Stopped(Exception):
+    """A command stopped by Ctrl-C (SIGINT) or SIGTERM: :func:`main` says so and exits with
+    128 + the signal's number, as a shell reports a process the signal ended."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+#: the signal that stopped the command (SIGINT unless SIGTERM's handler saw one)
+_SIGNAL: dict[str, int] = {"last": 2}
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    """SIGTERM stops a command as Ctrl-C does: a ``KeyboardInterrupt`` where it runs, so
+    its ``finally`` blocks close and flush what it wrote (a command that serves installs
+    its own handler when it starts serving)."""
+    _SIGNAL["last"] = signum
+    raise KeyboardInterrupt
+
+
 def main() -> None:
     """Entry point of the ``ieqa`` console script."""
+    import signal
+    import threading
+
+    if (threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL):
+        signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         app()
     except IeqaError as exc:  # a run that could not be done: exit 1 (2 is a usage error)
         err_console.print(f"[red]error:[/red] {escape(str(exc))}")
         raise SystemExit(1) from None
+    except Stopped as exc:
+        name = signal.Signals(exc.signum).name
+        err_console.print(f"stopped by {name}: what was written so far is kept, and a re-run "
+                          "resumes it (ieqa score, bench-editor and generate go on where they "
+                          "stopped when run again with the same options)", highlight=False)
+        raise SystemExit(128 + exc.signum) from None
 
 
 if __name__ == "__main__":

@@ -95,6 +95,38 @@ def _score_cmd(manifest: Path, out: Path) -> list[str]:
             "--scorer", "classic", "--batch-size", "2", "--workers", "1"]
 
 
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_stops_a_run_cleanly_and_it_resumes_to_the_clean_output(
+        tmp_path: Path, shapes: Path, sig: signal.Signals) -> None:
+    """SIGTERM (a supervisor, ``timeout``, Kubernetes) and Ctrl-C stop ``ieqa score``
+    between writes: it says so, in one line without a traceback, exits 128 + the signal's
+    number, and a re-run resumes to the output of a run never stopped."""
+    clean = tmp_path / "clean.parquet"
+    subprocess.run(_score_cmd(shapes, clean), check=True, capture_output=True, timeout=300)
+    out = tmp_path / "stopped.parquet"
+    parts = out.with_name(out.name + ".parts")
+    proc = subprocess.Popen(_score_cmd(shapes, out), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and len(list(parts.glob("part-*.parquet"))) < 3:
+            time.sleep(0.05)
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 128 + sig, (proc.returncode, err)
+    assert f"stopped by {sig.name}" in _flat(err) and "re-run resumes" in _flat(err), err
+    assert "Traceback" not in err and "Aborted" not in err, err
+    assert not out.exists() and 3 <= len(list(parts.glob("part-*.parquet"))) < 24
+    res = subprocess.run(_score_cmd(shapes, out), check=True, capture_output=True, text=True,
+                         timeout=300)
+    assert "from an earlier run" in _flat(res.stdout)
+    assert pq.read_table(out).equals(pq.read_table(clean))
+
+
 def test_killed_run_resumes_to_the_clean_output(tmp_path: Path, shapes: Path) -> None:
     clean = tmp_path / "clean.parquet"
     subprocess.run(_score_cmd(shapes, clean), check=True, capture_output=True, timeout=300)

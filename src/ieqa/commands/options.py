@@ -141,7 +141,8 @@ def make_scorer(name: str | None, options: list[str] | None, model: str | None =
 #: ieqa's exit statuses, one contract for every command (docs/reference/cli.md's table,
 #: checked by tests/test_exit_statuses.py): 0 done; 1 the run could not be done (the message
 #: says what to do); 2 a usage error (click's own); 3 written, but some rows or items failed
-#: and were counted (``--allow-errors``: 0), or the run stopped early and resumes
+#: and were counted (``--allow-errors``: 0), or the run stopped early and resumes; 128 +
+#: the signal's number when Ctrl-C or SIGTERM stopped it (130, 143: ieqa.cli.main)
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_PARTIAL = 0, 1, 2, 3
 #: the old name of :data:`EXIT_PARTIAL`
 EXIT_FAILED = EXIT_PARTIAL
