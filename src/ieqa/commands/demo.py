@@ -23,7 +23,7 @@ def command(
     train_recipe: str = typer.Option("editreward", "--train-recipe", help="Recipe the demo "
                                      "trains a tiny VLM with (ieqa list recipes); 'none' skips training."),
     train_steps: int = typer.Option(500, "--train-steps", min=1, help="Training steps per "
-                                    "stage (500: about a minute on two CPU cores)."),
+                                    "stage (500: about 80 s on two CPU cores; the whole demo takes about two minutes)."),
 ) -> None:
     """Run the end-to-end demo: generate a ShapesEdit set, score it with `classic`,
     benchmark the scores against the ground truth and write the HTML report; then train a
@@ -100,7 +100,7 @@ def print_closing(out: Path, manifest: Path, scores: Path, report: Path,
                       soft_wrap=True)  # a path is never broken across lines
     console.print("next:", highlight=False)
     for page, what in NEXT_PAGES:
-        console.print(f"  {page}  {what}", highlight=False)
+        console.print(f"  {page}  {what}", highlight=False, soft_wrap=True)
     console.print(f"done in {seconds:.1f} s (everything is in {escape(str(out))})",
                   highlight=False, soft_wrap=True)
 
