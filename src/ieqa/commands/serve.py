@@ -82,6 +82,8 @@ def serve_on_ray(build: Callable[[], Scorer], make_rule: Callable[[Scorer], Rewa
                  min_replicas: int | None, max_replicas: int | None, auth: int) -> None:
     """``ieqa serve --replicas N``: deploy on Ray Serve and wait for Ctrl-C (or SIGTERM),
     then delete the deployment (and stop the local Ray instance this started)."""
+    from ieqa.errors import IeqaError
+
     try:
         import ray
 
@@ -98,8 +100,11 @@ def serve_on_ray(build: Callable[[], Scorer], make_rule: Callable[[Scorer], Rewa
     started_ray = not ray.is_initialized()
     application = rayserve.build_application(build, rule=make_rule, config=config, plan=plan)
     try:
-        url = rayserve.deploy(application, host=host, port=port, ray_address=ray_address,
-                              plan=plan)
+        try:
+            url = rayserve.deploy(application, host=host, port=port, ray_address=ray_address,
+                                  plan=plan)
+        except (rayserve.ReplicaStartError, TimeoutError) as exc:
+            raise IeqaError(str(exc)) from None
         scale = (f"{plan.replicas} replica(s)" if plan.bounds is None
                  else f"{plan.replicas} replica(s), autoscaling within {list(plan.bounds)}")
         console.print(f"serving on Ray Serve at {url} with {scale}, "

@@ -41,7 +41,8 @@ except ImportError as _exc:  # pragma: no cover - exercised where ray is missing
     raise ImportError(f"Ray Serve is not installed ({_exc}); install it with "
                       "pip install 'ieqa[ray]'") from None
 
-__all__ = ["APP_NAME", "RayPlan", "ScorerReplica", "build_application", "deploy", "shutdown"]
+__all__ = ["APP_NAME", "RayPlan", "ReplicaStartError", "ScorerReplica", "build_application", "deploy",
+           "shutdown"]
 
 #: the Ray Serve application name of the reward service
 APP_NAME = "ieqa"
@@ -182,6 +183,8 @@ def deploy(application: Any, *, host: str = "127.0.0.1", port: int = 8000,
         RayStartError: the address cannot be reached or a replica does not fit (within
             seconds, instead of Ray waiting for ever).
         TimeoutError: no replica was ready within ``ready_timeout_s``.
+        ReplicaStartError: Ray Serve gave up starting the replicas (after its retries, in
+            seconds for a scorer or rule that fails at once): the failure's last line.
         RuntimeError: Ray Serve could not deploy the application (its message says why,
             e.g. a replica's scorer failed to build).
     """
@@ -191,8 +194,14 @@ def deploy(application: Any, *, host: str = "127.0.0.1", port: int = 8000,
               num_cpus=plan.cpus_per_replica if plan else 0.0, include_dashboard=False,
               log_to_driver=False)
     serve.start(http_options={"host": host, "port": port})
-    serve.run(application, name=APP_NAME, route_prefix="/", blocking=False)
     url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}"
+    try:
+        serve.run(application, name=APP_NAME, route_prefix="/", blocking=False)
+    except RuntimeError as exc:  # Ray Serve gave up; its status holds the replica's error
+        failure = _deploy_failure(serve.status()) or str(exc)
+        raise ReplicaStartError(
+            f"the replicas of {url} failed to start: {failure} (the whole report: ray "
+            "logs, or /tmp/ray/session_latest/logs)") from None
     deadline = time.monotonic() + ready_timeout_s
     while True:
         try:
@@ -200,10 +209,32 @@ def deploy(application: Any, *, host: str = "127.0.0.1", port: int = 8000,
                 return url
         except httpx.HTTPError:
             pass
+        failure = _deploy_failure(serve.status())
+        if failure is not None:
+            raise ReplicaStartError(
+                f"the replicas of {url} failed to start: {failure} (the whole report: ray "
+                "logs, or /tmp/ray/session_latest/logs)")
         if time.monotonic() > deadline:
             raise TimeoutError(f"no replica of {url} was ready within {ready_timeout_s:.0f} s; "
                                "see the replica logs (ray logs, or /tmp/ray/session_latest/logs)")
         time.sleep(0.2)
+
+
+class ReplicaStartError(RuntimeError):
+    """Ray Serve gave up starting the replicas (their constructor failed each time it
+    tried: the scorer could not be built, or the reward rule does not fit it)."""
+
+
+def _deploy_failure(status: Any) -> str | None:
+    """The reason Ray Serve's ``status`` gives for the application's failed deployment (the
+    exception's last line), or ``None`` while it has not failed."""
+    app = getattr(status, "applications", {}).get(APP_NAME)
+    if app is None or str(getattr(app.status, "value", app.status)) != "DEPLOY_FAILED":
+        return None
+    messages = [d.message for d in getattr(app, "deployments", {}).values() if d.message]
+    text = "\n".join(messages) or app.message or "no reason given"
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1] if lines else "no reason given"
 
 
 def shutdown(stop_ray: bool = True) -> None:
