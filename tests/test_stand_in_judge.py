@@ -70,7 +70,19 @@ def test_the_server_answers_chat_health_and_models_and_refuses_the_rest():
         assert bad.status_code == 400 and "not a chat-completions request" in bad.text
         assert httpx.post(f"{judge.url}/chat/completions", json={"model": "m"}).status_code == 400
         assert httpx.get(f"{base}/elsewhere").status_code == 404
+        assert httpx.post(f"{judge.url}/chat/completions", json=_request("x", n=0)).status_code == 400
+        import http.client
+
+        host, port = judge.server_address[:2]
+        conn = http.client.HTTPConnection(host, port, timeout=30)
+        conn.putrequest("POST", "/v1/chat/completions")
+        conn.putheader("Content-Length", "abc")  # a client's bug: answered, not a traceback
+        conn.endheaders(b"{}")
+        assert conn.getresponse().status == 400
+        conn.close()
         assert judge.requests == 1  # the refused ones are not counted
+        one = httpx.post(f"{judge.url}/chat/completions", json=_request("x", n=None)).json()
+        assert len(one["choices"]) == 1  # null n is one choice, as OpenAI's API reads it
 
 
 def _start(port: int) -> subprocess.Popen:

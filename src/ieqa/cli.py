@@ -25,9 +25,13 @@ class _LazyCommands(TyperGroup):
 
     def invoke(self, ctx: click.Context) -> Any:
         # Ctrl-C or SIGTERM: past click, which would print "Aborted!" and exit 1, to main()
+        # (only under main(): app() called otherwise, by CliRunner say, keeps click's way)
+        _SIGNAL["last"] = 2
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt:
+            if not _SIGNAL["main"]:
+                raise
             raise Stopped(_SIGNAL["last"]) from None
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
@@ -82,8 +86,9 @@ class Stopped(Exception):
         self.signum = signum
 
 
-#: the signal that stopped the command (SIGINT unless SIGTERM's handler saw one)
-_SIGNAL: dict[str, int] = {"last": 2}
+#: the signal that stopped the command (SIGINT unless SIGTERM's handler saw one), and
+#: whether main() runs it
+_SIGNAL: dict[str, int] = {"last": 2, "main": 0}
 
 
 def _on_sigterm(signum: int, frame: Any) -> None:
@@ -102,6 +107,7 @@ def main() -> None:
     if (threading.current_thread() is threading.main_thread()
             and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL):
         signal.signal(signal.SIGTERM, _on_sigterm)
+    _SIGNAL["main"] = 1
     try:
         app()
     except IeqaError as exc:  # a run that could not be done: exit 1 (2 is a usage error)

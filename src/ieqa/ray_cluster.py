@@ -115,17 +115,27 @@ def start_ray(address: str | None = None, *, num_gpus: float = 0.0, num_cpus: fl
         RayStartError: the address cannot be reached, ``ray.init`` failed, or a replica's
             request does not fit the cluster (Ray is shut down again then).
     """
+    import signal
+    import threading
+
     import ray
 
     started = False
     if not ray.is_initialized():
         check_address(address, connect_timeout_s)
+        # ray.init sets its own SIGTERM handler (sys.exit(15)) and never puts ours back:
+        # SIGTERM would then end the command with 15 instead of stopping it cleanly (143)
+        main = threading.current_thread() is threading.main_thread()
+        sigterm = signal.getsignal(signal.SIGTERM) if main else None
         try:
             ray.init(address=address, **init_kwargs)
         except (ConnectionError, RuntimeError, ValueError) as exc:
             raise RayStartError(f"could not start or join Ray at {address or 'a local Ray'} "
                                 f"({exc}); check the address, or leave it out to start a "
                                 "local Ray") from None
+        finally:
+            if main and sigterm is not None:
+                signal.signal(signal.SIGTERM, sigterm)
         started = True
     try:
         check_resources(ray, num_gpus=num_gpus, num_cpus=num_cpus)

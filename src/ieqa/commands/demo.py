@@ -63,12 +63,15 @@ def command(
     paths = write_bench_outputs(result, out / "bench")
     console.print(f"report: [bold]{paths['html']}[/bold]")
 
-    trained = None
+    trained: dict[str, Path] = {}
     if train_recipe != "none":
         from ieqa.commands.train import train_demo
 
         console.rule(f"[bold]train[/bold] a tiny VLM with the {train_recipe} recipe")
-        trained = train_demo(out, train_recipe, train_steps).evaluator_dir
+        result = train_demo(out, train_recipe, train_steps)
+        trained = {dim: Path(run.evaluator_dir)  # a per-dimension recipe: one per dimension
+                   for dim, run in (result.children or {"": result}).items()
+                   if run.evaluator_dir is not None}
     console.rule("[bold]what the demo wrote[/bold]")
     print_closing(out, manifest, summary.out, paths["html"], trained,
                   time.perf_counter() - t0)
@@ -84,19 +87,21 @@ NEXT_PAGES = (
 
 
 def print_closing(out: Path, manifest: Path, scores: Path, report: Path,
-                  evaluator: Path | None, seconds: float) -> None:
-    """The demo's last words: each file it wrote and what it holds, and what to read next."""
+                  evaluators: dict[str, Path], seconds: float) -> None:
+    """The demo's last words: each file it wrote and what it holds (``evaluators``: the
+    trained evaluator of each dimension, ``""`` for one of all), and what to read next."""
     from rich.markup import escape
 
     rows = [(manifest, "the generated ShapesEdit edits (a manifest: source, edited, "
                        "instruction, ground truth)"),
             (scores, "the classic scorer's scores, one row per edit"),
             (report, "the benchmark report against the ground truth: open it in a browser")]
-    if evaluator is not None:
-        rows.append((evaluator, "the trained tiny evaluator: ieqa score MANIFEST --checkpoint "
-                                f"{evaluator} -o OUT scores with it"))
+    for dim, evaluator in evaluators.items():
+        rows.append((evaluator, f"the trained tiny evaluator{f' of {dim}' if dim else ''}: "
+                                f"ieqa score MANIFEST --checkpoint {evaluator} -o OUT scores "
+                                "with it"))
     for path, what in rows:
-        console.print(f"  [bold]{escape(str(path))}[/bold]  {what}", highlight=False,
+        console.print(f"  [bold]{escape(str(path))}[/bold]  {escape(what)}", highlight=False,
                       soft_wrap=True)  # a path is never broken across lines
     console.print("next:", highlight=False)
     for page, what in NEXT_PAGES:

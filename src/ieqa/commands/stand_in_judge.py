@@ -12,7 +12,6 @@ It judges nothing: its answers are derived from each request's bytes
 
 from __future__ import annotations
 
-import signal
 import sys
 
 import typer
@@ -20,10 +19,6 @@ from rich.console import Console
 
 NAME = "stand-in-judge"
 console = Console()
-
-
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
 
 
 def command(
@@ -43,11 +38,10 @@ def command(
     except OSError as exc:
         raise IeqaError(f"cannot listen on {host}:{port}: {exc.strerror or exc}. Give another "
                         "--port (0 picks a free one), or stop what holds this one") from None
-    signal.signal(signal.SIGTERM, _interrupt)  # SIGTERM stops it as Ctrl-C does
     console.print(f"stand-in judge on {server.url} (it judges nothing: answers derive from "
                   "each request's bytes); Ctrl-C stops it", highlight=False)
     sys.stdout.flush()
-    try:
+    try:  # Ctrl-C, or SIGTERM (ieqa.cli.main makes it one)
         server.serve_forever()
     except KeyboardInterrupt:
         pass

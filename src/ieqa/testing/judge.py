@@ -124,7 +124,9 @@ def stand_in_answer(body: dict[str, Any]) -> dict[str, Any]:
     else:
         scores = {d: 1 + digest[i] % 5 for i, d in enumerate(_DIMENSIONS)}
         content = json.dumps({**scores, "reasoning": "stand-in judge"})
-    n = int(body.get("n", 1))
+    n = 1 if body.get("n") is None else int(body["n"])
+    if not 1 <= n <= 128:
+        raise ValueError(f"n must be in 1..128, got {n}")
     choices = []
     for i in range(n):
         if '"PA": <0|1|2>' in text:  # explanation judge: one 0-2 vote per concern
@@ -192,8 +194,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(404, {"error": {"message": f"no {self.path} here: POST "
                                                   "/v1/chat/completions"}})
             return
-        length = int(self.headers.get("Content-Length") or 0)
         try:
+            length = int(self.headers.get("Content-Length") or 0)
             answer = stand_in_answer(json.loads(self.rfile.read(length)))
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             self._send(400, {"error": {"message": "not a chat-completions request (a JSON "
