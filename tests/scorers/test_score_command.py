@@ -95,6 +95,22 @@ def _score_cmd(manifest: Path, out: Path) -> list[str]:
             "--scorer", "classic", "--batch-size", "2", "--workers", "1"]
 
 
+def _signal_after_three_parts(proc: subprocess.Popen, parts: Path,
+                              sig: signal.Signals) -> tuple[str | None, str | None]:
+    """Send ``sig`` to a running ``ieqa score`` once it has written 3 parts (at most 120 s
+    on); its output once it ended (killed after 60 s more)."""
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and len(list(parts.glob("part-*.parquet"))) < 3:
+            time.sleep(0.05)
+        proc.send_signal(sig)
+        return proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_stops_a_run_cleanly_and_it_resumes_to_the_clean_output(
         tmp_path: Path, shapes: Path, sig: signal.Signals) -> None:
@@ -107,16 +123,7 @@ def test_a_signal_stops_a_run_cleanly_and_it_resumes_to_the_clean_output(
     parts = out.with_name(out.name + ".parts")
     proc = subprocess.Popen(_score_cmd(shapes, out), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and len(list(parts.glob("part-*.parquet"))) < 3:
-            time.sleep(0.05)
-        proc.send_signal(sig)
-        _, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    _, err = _signal_after_three_parts(proc, parts, sig)
     assert proc.returncode == 128 + sig, (proc.returncode, err)
     assert f"stopped by {sig.name}" in _flat(err) and "re-run resumes" in _flat(err), err
     assert "Traceback" not in err and "Aborted" not in err, err
@@ -136,13 +143,7 @@ def test_killed_run_resumes_to_the_clean_output(tmp_path: Path, shapes: Path) ->
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen(_score_cmd(shapes, out), stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, env=env)
-    try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and len(list(parts.glob("part-*.parquet"))) < 3:
-            time.sleep(0.05)
-        proc.send_signal(signal.SIGKILL)
-    finally:
-        proc.wait(timeout=30)
+    _signal_after_three_parts(proc, parts, signal.SIGKILL)
     n_parts = len(list(parts.glob("part-*.parquet")))
     assert not out.exists() and 3 <= n_parts < 24, n_parts  # killed mid-run
     res = subprocess.run(_score_cmd(shapes, out), check=True, capture_output=True, text=True,

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ieqa.data.textfile import text_lines
 from ieqa.explain.judge_protocol import (
     JUDGE_DIMENSIONS,
     JudgeItem,
@@ -76,20 +77,20 @@ def _rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
     if not path.is_file():
         raise ExplainMetricError(f"{path}: no such file")
     out = []
-    with path.open(encoding="utf-8") as fh:
-        for n, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ExplainMetricError(f"{path}:{n}: not JSON ({exc.msg}); write one JSON "
-                                         "object per line") from None
-            if not isinstance(row, dict):
-                raise ExplainMetricError(f"{path}:{n}: expected a JSON object per line")
-            if "id" not in row or row["id"] is None:
-                raise ExplainMetricError(f"{path}:{n}: the row has no 'id'")
-            out.append((n, row))
+    # the one decoding path: a non-UTF-8 byte or a damaged .gz names its line too
+    for n, line in text_lines(path, error=ExplainMetricError):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ExplainMetricError(f"{path}:{n}: not JSON ({exc.msg}); write one JSON "
+                                     "object per line") from None
+        if not isinstance(row, dict):
+            raise ExplainMetricError(f"{path}:{n}: expected a JSON object per line")
+        if "id" not in row or row["id"] is None:
+            raise ExplainMetricError(f"{path}:{n}: the row has no 'id'")
+        out.append((n, row))
     return out
 
 
