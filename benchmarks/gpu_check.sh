@@ -15,6 +15,12 @@
 #   bash benchmarks/gpu_check.sh --smoke         # the same scripts on tiny models on the CPU
 #   ARCHS="qwen2.5-vl-7b" REPEATS=3 bash benchmarks/gpu_check.sh
 #   DTYPE=float32 ARCHS="qwen2.5-vl-7b" REPEATS=1 bash benchmarks/gpu_check.sh   # strict logits
+#   EDITSCORE_TOKENS=512 bash benchmarks/gpu_check.sh   # EditScore's full answer length (+2.5 min)
+#
+# The whole check is sized to one device command (10 minutes): on an H200 (2026-11-29) the
+# three architectures, the float32 check and editreward took about 7 minutes, and EditScore
+# at 512 new tokens about 2.5 more, so the default is 128 new tokens (about 45 s). Each
+# section prints its wall time ("-- took N s").
 #
 # PY selects the interpreter (default: .venv/bin/python if there, else python3).
 set -euo pipefail
@@ -24,8 +30,14 @@ if [[ -z "${PY:-}" ]]; then
 fi
 export HF_HUB_OFFLINE=1
 failed=()
+SECONDS=0
+section() {  # the wall time of the section before, then this one's header
+  if [[ -n "${_section:-}" ]]; then echo "-- took $((SECONDS - _t0)) s: $_section"; fi
+  _section="$1"; _t0=$SECONDS; [[ -z "$1" ]] || echo "== $1"
+}
 if [[ "${1:-}" == "--smoke" ]]; then
   # the code paths of the GPU check on tiny random models, in well under a minute on 2 cores
+  section "smoke"
   "$PY" benchmarks/vlm_throughput.py --tiny qwen2.5-vl --device cpu --repeats 1 \
     --batch-sizes 1,4 --shared-batch-sizes 4 --image-size 56x56 || failed+=("vlm_throughput")
   "$PY" benchmarks/editreward_throughput.py --device cpu --groups 1 --k 2 --batch 2 \
@@ -40,26 +52,28 @@ else
   # Every architecture runs even when one fails its logits checks; the exit status says
   # which failed. DTYPE=float32 gives the strict check (tolerance 1e-4 instead of 1e-1).
   for arch in ${ARCHS:-qwen2.5-vl-7b qwen2-vl-7b qwen3-vl-8b}; do
-    echo "== $arch (${DTYPE:-bfloat16})"
+    section "$arch (${DTYPE:-bfloat16})"
     "$PY" benchmarks/vlm_throughput.py --arch "$arch" --device cuda \
-      --dtype "${DTYPE:-bfloat16}" --repeats "${REPEATS:-5}" || failed+=("$arch")
+      --dtype "${DTYPE:-bfloat16}" --repeats "${REPEATS:-3}" || failed+=("$arch")
   done
   if [[ -z "${DTYPE:-}" && -z "${ARCHS:-}" ]]; then
     # The strict check: one architecture in float32 (TF32 off), batch 32 against batch 1.
-    echo "== qwen2.5-vl-7b (float32, strict logits check)"
+    section "qwen2.5-vl-7b (float32, strict logits check)"
     "$PY" benchmarks/vlm_throughput.py --arch qwen2.5-vl-7b --device cuda \
       --dtype float32 --repeats 1 --batch-sizes 1,32 --shared-batch-sizes 32 || failed+=("qwen2.5-vl-7b float32")
-    echo "== editreward on qwen2.5-vl-7b (bfloat16)"
+    section "editreward on qwen2.5-vl-7b (bfloat16)"
     "$PY" benchmarks/editreward_throughput.py --arch qwen2.5-vl-7b --device cuda \
       --groups 8 --k 4 --batch 8 --repeats "${REPEATS:-3}" || failed+=("editreward")
-    echo "== editscore generation on qwen2.5-vl-7b (bfloat16)"
+    section "editscore generation on qwen2.5-vl-7b (bfloat16, ${EDITSCORE_TOKENS:-128} new tokens)"
     "$PY" benchmarks/editscore_throughput.py --arch qwen2.5-vl-7b --device cuda \
-      --edits 1 --passes 4 --max-new-tokens 512 || failed+=("editscore")
-    echo "== ieqa serve under load, qwen2.5-vl-7b forward-only (bfloat16)"
+      --edits 1 --passes 4 --max-new-tokens "${EDITSCORE_TOKENS:-128}" || failed+=("editscore")
+    section "ieqa serve under load, qwen2.5-vl-7b forward-only (bfloat16)"
     "$PY" benchmarks/serve_load.py --arch qwen2.5-vl-7b --device cuda --image-size 448 \
       --duration-s 10 || failed+=("serve_load")
   fi
 fi
+section ""
+echo "gpu_check: ${SECONDS} s in all"
 if ((${#failed[@]})); then
   echo "gpu_check: failed (logits checks or errors, see above): ${failed[*]}" >&2
   exit 1
