@@ -143,7 +143,7 @@ def test_an_explain_output_is_a_score_file_for_bench_and_rank_editors(tmp_path: 
     rows = []
     for s in read_manifest(shapes):
         row = _row(s.id, s.scores["visual_quality"], s.scores["content_preservation"],
-                   editor=s.editor, group=s.group_id)
+                   editor=s.editor, group=s.group_id, source=str(s.source), edited=str(s.edited))
         row.update({"explanation": "The edit is good.", "format": "reasonedit",
                     "parse_status": "ok", "parse_error": None,
                     "raw": {"format": "reasonedit", "parse_status": "ok"}})

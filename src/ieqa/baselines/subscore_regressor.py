@@ -79,29 +79,40 @@ class SubscoreTable:
                              [self.groups[i] for i in idx], self.features, self.target)
 
 
-def _read_scores(path: Path) -> tuple[dict[str, dict[str, float]], dict[str, str], dict[str, str]]:
-    """``(scores by id, group by id, failed by id)`` of a manifest or predictions file."""
+def _read_scores(path: Path, scorer: str | None = None
+                 ) -> tuple[dict[str, dict[str, float]], dict[str, str], dict[str, str],
+                            dict[str, dict[str, Any]]]:
+    """``(scores by id, group by id, failed by id, inputs by id)`` of a manifest or
+    predictions file (``scorer``: the rows of that scorer only)."""
     from ieqa.bench.predictions import is_predictions_file, read_predictions
 
     if not path.is_file():
         raise BaselineError(f"{path}: no such file; give a manifest or a score file of `ieqa score`")
     if is_predictions_file(path):
-        preds = read_predictions(path)
-        return {k: dict(v) for k, v in preds.items()}, {}, dict(preds.failed)
+        preds = read_predictions(path, scorer=scorer)
+        return {k: dict(v) for k, v in preds.items()}, {}, dict(preds.failed), preds.inputs
+    if scorer is not None:
+        raise BaselineError(f"{path} is a manifest, which holds one set of scores: "
+                            "--from-scorer chooses among the scorers of a score file; drop it")
     from ieqa.data.manifest import iter_manifest
 
     scores: dict[str, dict[str, float]] = {}
     groups: dict[str, str] = {}
+    inputs: dict[str, dict[str, Any]] = {}
     for sample in iter_manifest(path):
         scores[sample.id] = dict(sample.scores)
+        inputs[sample.id] = {k: str(v) if isinstance(v, (str, os.PathLike)) else None
+                             for k, v in (("source", sample.source), ("edited", sample.edited))}
+        inputs[sample.id]["editor"] = sample.editor
         if sample.group_id:
             groups[sample.id] = sample.group_id
-    return scores, groups, {}
+    return scores, groups, {}, inputs
 
 
 def load_subscore_table(data: str | os.PathLike[str], features: Sequence[str],
                         target: str = "overall", *,
-                        truth: str | os.PathLike[str] | None = None) -> SubscoreTable:
+                        truth: str | os.PathLike[str] | None = None,
+                        scorer: str | None = None, max_mismatch: float = 0.0) -> SubscoreTable:
     """The feature/target table of the edits both files score.
 
     Args:
@@ -110,7 +121,10 @@ def load_subscore_table(data: str | os.PathLike[str], features: Sequence[str],
             local_naturalness``.
         target: the dimension to predict (from ``truth``).
         truth: the manifest holding the target (default: ``data``); its ``group_id``
-            drives the split.
+            drives the split. Joined with ``data`` by id after checking that the ids name
+            the same edits (:func:`ieqa.data.scorefile.check_join`).
+        scorer: read only this scorer's rows of a ``data`` score file that holds several.
+        max_mismatch: the share of joined edits whose inputs may differ (default 0).
 
     Raises:
         BaselineError: a file is missing, or no edit has every feature and the target.
@@ -122,12 +136,16 @@ def load_subscore_table(data: str | os.PathLike[str], features: Sequence[str],
                             "harmony,local_naturalness")
     if tgt in feats:
         raise BaselineError(f"the target {tgt!r} is also a feature; predict it from other dimensions")
-    x_scores, x_groups, dropped = _read_scores(Path(data))
+    x_scores, x_groups, dropped, x_inputs = _read_scores(Path(data), scorer)
     if truth is None:
         y_scores, y_groups = x_scores, x_groups
     else:
-        y_scores, y_groups, failed = _read_scores(Path(truth))
+        y_scores, y_groups, failed, y_inputs = _read_scores(Path(truth))
         dropped.update({k: f"truth: {v}" for k, v in failed.items()})
+        from ieqa.data.scorefile import check_join
+
+        check_join(x_inputs, y_inputs, sides=(str(data), str(truth)), max_mismatch=max_mismatch,
+                   error=BaselineError)
     groups = {**x_groups, **y_groups}
     ids, rows, ys = [], [], []
     for ident, scores in x_scores.items():
@@ -309,11 +327,14 @@ def run_subscore_baseline(data: str | os.PathLike[str], features: Sequence[str],
                           test_truth: str | os.PathLike[str] | None = None,
                           test_fraction: float = 0.2, seed: int = 0,
                           model: SubscoreRegressor | None = None,
+                          scorer: str | None = None, max_mismatch: float = 0.0,
                           **forest: Any) -> dict[str, Any]:
     """Fit (unless ``model`` is given) and evaluate the baseline.
 
     Args:
-        data, features, target, truth: as :func:`load_subscore_table`.
+        data, features, target, truth, scorer, max_mismatch: as
+            :func:`load_subscore_table` (``scorer`` and ``max_mismatch`` apply to ``test``
+            too).
         test: a separate test file (its features; target from ``test_truth``, default
             ``test``); without it a seeded split of ``data`` by group (``test_fraction``).
         model: a fitted regressor to evaluate on all of ``data`` (or ``test``) instead.
@@ -326,12 +347,15 @@ def run_subscore_baseline(data: str | os.PathLike[str], features: Sequence[str],
     """
     if model is not None:
         features, target = model.features, model.target
-    table = load_subscore_table(data, features, target, truth=truth)
+    join = {"scorer": scorer, "max_mismatch": max_mismatch}
+    table = load_subscore_table(data, features, target, truth=truth, **join)
     if model is not None:
         train_t, test_t = None, (table if test is None else
-                                 load_subscore_table(test, features, target, truth=test_truth))
+                                 load_subscore_table(test, features, target, truth=test_truth,
+                                                     **join))
     elif test is not None:
-        train_t, test_t = table, load_subscore_table(test, features, target, truth=test_truth)
+        train_t, test_t = table, load_subscore_table(test, features, target, truth=test_truth,
+                                                     **join)
     else:
         train_t, test_t = split_by_group(table, test_fraction, seed)
     if model is None:

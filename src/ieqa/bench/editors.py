@@ -57,7 +57,8 @@ class EditorRanking:
 def rank_editors(scores: str | Path | None = None, *, human: str | Path | None = None,
                  rankings: str | Path | None = None, win_rate: bool = False,
                  weights: str | dict[str, float] | None = None, by_task: bool = False,
-                 common_groups_only: bool = False, n_boot: int = 0) -> EditorRanking:
+                 common_groups_only: bool = False, n_boot: int = 0, scorer: str | None = None,
+                 max_mismatch: float = 0.0) -> EditorRanking:
     """Rank editors by their mean scores per dimension and overall (EditHF Table 3).
 
     Args:
@@ -70,6 +71,11 @@ def rank_editors(scores: str | Path | None = None, *, human: str | Path | None =
             0.3/0.4/0.3 by default, normalised to sum 1.
         by_task: also rank per task. common_groups_only: only groups every editor covers.
         n_boot: bootstrap resamples for the CIs (0: normal approximation; else >= 2).
+        scorer: read only this scorer's rows of a score file that holds several
+            (``NAME@HASH``, ``NAME`` or ``"none"``); without it such a file is refused.
+        max_mismatch: with ``human``, the share of edits joined by id whose source, edited
+            image or editor may differ between the two files before the join is refused
+            (:func:`ieqa.data.scorefile.check_join`).
 
     Raises :class:`EditorRankingError` (naming the argument) for inputs that cannot be
     ranked, and other :class:`~ieqa.errors.IeqaError` for unreadable files.
@@ -108,7 +114,8 @@ def rank_editors(scores: str | Path | None = None, *, human: str | Path | None =
                 "with --rankings the scores must name each edit's editor: give a manifest with "
                 "scores or an ieqa score output of edits with editors (a bare predictions file "
                 "joins editors from --human MANIFEST instead)", option="SCORES")
-        pred_table, human_table = load_tables(scores, None if rankings else human, notes)
+        pred_table, human_table = load_tables(scores, None if rankings else human, notes,
+                                              scorer=scorer, max_mismatch=max_mismatch)
         human_table = ranked_table if rankings is not None else human_table
     opts = {"weights": w, "by_task": by_task, "common_groups_only": common_groups_only,
             "n_boot": n_boot}
@@ -147,15 +154,40 @@ def _shared_ids(pred: ScoreTable, human: ScoreTable, notes: list[str]) -> tuple[
     return pred, human
 
 
-def _score_file_table(path: Path, notes: list[str]) -> ScoreTable:
+def _manifest_fields(path: Path) -> dict[str, dict[str, Any]]:
+    """``{id: {"source", "edited", "editor"}}`` of a manifest's edits (for :func:`check_join`)."""
+    from ieqa.data.manifest import iter_manifest
+
+    def ref(x: Any) -> str | None:
+        return str(x) if isinstance(x, (str, Path)) else None
+
+    return {s.id: {"source": ref(s.source), "edited": ref(s.edited), "editor": s.editor}
+            for s in iter_manifest(path)}
+
+
+def _check_join(left: dict[str, dict[str, Any]], left_path: Path, right_path: Path,
+                max_mismatch: float, notes: list[str]) -> None:
+    from ieqa.data.scorefile import check_join
+
+    join = check_join(left, _manifest_fields(right_path), sides=(str(left_path), str(right_path)),
+                      max_mismatch=max_mismatch)
+    if join.note():
+        notes.append(join.note())
+
+
+def _score_file_table(path: Path, notes: list[str], scorer: str | None = None) -> ScoreTable:
     """The scored edits of an ``ieqa score`` output (editor, group and task from the file),
     read by the one score-file reader (:func:`ieqa.data.scorefile.iter_score_rows`)."""
-    from ieqa.data.scorefile import ScoreFileError, iter_score_rows
+    from ieqa.data.scorefile import ScoreFileError, ScoreRowChecker, iter_score_rows
 
+    checker = ScoreRowChecker(path, scorer=scorer)
     try:
-        rows = list(iter_score_rows(path))
+        rows = list(iter_score_rows(path, checker=checker))
     except ScoreFileError as exc:
         raise IeqaError(str(exc)) from None
+    if checker.n_other:
+        notes.append(f"{checker.n_other} rows of other scorers than {scorer} were left out "
+                     "(--from-scorer)")
     failed = [r for r in rows if r.failed is not None]
     rows = [r for r in rows if r.failed is None]
     if failed:
@@ -197,11 +229,18 @@ def _is_score_file(path: Path) -> bool:
     return keys is not None and "editor" in keys and looks_like_score_file(keys)
 
 
-def load_tables(scores: Path, human: Path | None, notes: list[str]) -> tuple[ScoreTable, ScoreTable | None]:
+def load_tables(scores: Path, human: Path | None, notes: list[str], *, scorer: str | None = None,
+                max_mismatch: float = 0.0) -> tuple[ScoreTable, ScoreTable | None]:
     """The scored edits of ``scores`` and, with ``human``, of the human manifest, restricted
-    to the edits both have. A predictions file without editor names needs ``human``."""
+    to the edits both have, after checking that the ids name the same edits in both
+    (:func:`ieqa.data.scorefile.check_join`). A predictions file without editor names needs
+    ``human``."""
     if human is None and _is_score_file(scores):
-        return _score_file_table(scores, notes), None
+        return _score_file_table(scores, notes, scorer), None
+    if scorer is not None and not is_predictions_file(scores):
+        raise EditorRankingError(f"{scores} is a manifest, which holds one set of scores: "
+                                 "--from-scorer chooses among the scorers of a score file; drop "
+                                 "it", option="--from-scorer")
     if is_predictions_file(scores):
         if human is None:
             raise EditorRankingError(
@@ -209,7 +248,12 @@ def load_tables(scores: Path, human: Path | None, notes: list[str]) -> tuple[Sco
                 "edit id (an ieqa score output of a folder or manifest with editors needs none)",
                 option="SCORES")
         human_table = _manifest_table(human)
-        preds = read_predictions(scores)
+        preds = read_predictions(scores, scorer=scorer)
+        if preds.other_scorer_rows:
+            notes.append(f"{preds.other_scorer_rows} rows of other scorers than {scorer} were "
+                         "left out (--from-scorer)")
+        if preds.inputs:
+            _check_join(preds.inputs, scores, human, max_mismatch, notes)
         pred_table = score_table(human_table, predictions=preds, missing="drop")
         if len(pred_table) < len(human_table):
             notes.append(f"{len(human_table) - len(pred_table)} of {len(human_table)} human-rated "
@@ -224,6 +268,7 @@ def load_tables(scores: Path, human: Path | None, notes: list[str]) -> tuple[Sco
     pred_table = _manifest_table(scores)
     if human is None:
         return pred_table, None
+    _check_join(_manifest_fields(scores), scores, human, max_mismatch, notes)
     pred_table, human_table = _shared_ids(pred_table, _manifest_table(human), notes)
     return pred_table, human_table
 

@@ -31,8 +31,10 @@ from typing import Any
 from ieqa.bench.errors import PredictionsError
 from ieqa.data.manifest import first_row_keys
 from ieqa.data.scorefile import (
+    JOIN_FIELDS,
     NON_SCORE_COLUMNS,
     ScoreFileError,
+    ScoreRowChecker,
     iter_score_rows,
     looks_like_score_file,
 )
@@ -51,11 +53,17 @@ IGNORED_KEYS = NON_SCORE_COLUMNS - {"id"}
 class Predictions(dict):
     """``{edit id: {canonical dimension: score}}`` read from a file, with ``failed``:
     ``{edit id: reason}`` of the rows that are in the file but are not predictions (their
-    scoring failed, or a score is NaN or infinite)."""
+    scoring failed, or a score is NaN or infinite), ``inputs``: ``{edit id: {"source",
+    "edited", "editor"}}`` as the file gives them (for checking a join by id,
+    :func:`ieqa.data.scorefile.check_join`; empty for a file without input columns),
+    ``name``: the file, and ``other_scorer_rows``: rows of other scorers left out."""
 
     def __init__(self, *args: Any, failed: dict[str, str] | None = None, **kw: Any) -> None:
         super().__init__(*args, **kw)
         self.failed: dict[str, str] = dict(failed or {})
+        self.inputs: dict[str, dict[str, Any]] = {}
+        self.name: str = "the predictions"
+        self.other_scorer_rows = 0
 
 
 def is_predictions_file(path: str | os.PathLike[str]) -> bool:
@@ -77,7 +85,8 @@ def is_predictions_file(path: str | os.PathLike[str]) -> bool:
     return "id" in keys or not p.name.endswith(".parquet")
 
 
-def read_predictions(path: str | os.PathLike[str], reading: str = "ieqa") -> Predictions:
+def read_predictions(path: str | os.PathLike[str], reading: str = "ieqa",
+                     scorer: str | None = None) -> Predictions:
     """Read a predictions file into ``{edit id: {canonical dimension: score}}``.
 
     The file is read and checked by :func:`ieqa.data.scorefile.iter_score_rows`, the one
@@ -87,15 +96,21 @@ def read_predictions(path: str | os.PathLike[str], reading: str = "ieqa") -> Pre
     (:data:`READINGS`); a row without one (the released code could not read its answers,
     or the scorer records none) is listed in ``.failed`` with the reason. Raises
     :class:`~ieqa.bench.errors.PredictionsError` with the reader's message (file, row and
-    what to do) for malformed content, for a file with no rows and for one whose every row
-    failed.
+    what to do) for malformed content, for a file with no rows, for one whose every row
+    failed and for one with rows of two scorers (unless ``scorer`` says which to read:
+    ``NAME@HASH``, ``NAME`` or ``"none"``).
     """
     if reading not in READINGS:
         raise PredictionsError(f"reading must be one of {', '.join(READINGS)}, got {reading!r}")
     p = Path(path)
     out = Predictions()
+    out.name = str(p)
+    checker = ScoreRowChecker(p, scorer=scorer)
     try:
-        for row in iter_score_rows(p):
+        for row in iter_score_rows(p, checker=checker):
+            known = {f: row.inputs.get(f) for f in JOIN_FIELDS if row.inputs.get(f)}
+            if known:
+                out.inputs[row.id] = known
             if reading == "released":
                 scores, why = released_scores(row.columns.get("raw"))
                 if scores:
@@ -108,6 +123,7 @@ def read_predictions(path: str | os.PathLike[str], reading: str = "ieqa") -> Pre
                 out[row.id] = row.scores
     except ScoreFileError as exc:
         raise PredictionsError(str(exc)) from None
+    out.other_scorer_rows = checker.n_other
     return out
 
 

@@ -50,6 +50,7 @@ gives every public name.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Mapping
 
 from ieqa.bench._common import Missing, Predictions, _settings
@@ -71,6 +72,7 @@ from ieqa.bench.protocols import protocol_for
 from ieqa.bench.results import BenchResult, Coverage, MetricRow
 from ieqa.data.dimensions import canonical_dimension
 from ieqa.data.loaders.base import BenchmarkData
+from ieqa.data.scorefile import check_join
 from ieqa.errors import UnknownDimensionError
 
 __all__ = [
@@ -91,6 +93,7 @@ def evaluate_predictions(
     ci: float = 0.95,
     dimension: str | None = None,
     higher_better: bool = True,
+    max_mismatch: float = 0.0,
 ) -> BenchResult:
     """Compute ``bench``'s own metric set (:mod:`ieqa.bench.protocols`) from predictions.
 
@@ -110,6 +113,11 @@ def evaluate_predictions(
         dimension: evaluate only this dimension (pointwise), or read this predicted
             dimension for every preference (pairwise / multi-way).
         higher_better: ``False`` when the predictions are lower-is-better (distances).
+        max_mismatch: predictions that carry their inputs (a score file of ``ieqa score``)
+            are joined with the benchmark's edits by id only after checking that they are
+            the same edits (source, edited image, editor:
+            :func:`ieqa.data.scorefile.check_join`); :class:`BenchError` when the share of
+            mismatched ids is above this.
     """
     st = _settings(missing, eps, n_boot, seed, ci, dimension, higher_better)
     if isinstance(predictions, JudgeResults):
@@ -121,6 +129,18 @@ def evaluate_predictions(
         raise BenchError(f"predictions must map sample ids to {{dimension: score}}, got "
                          f"{type(predictions).__name__}")
     st.failed = dict(getattr(predictions, "failed", {}) or {})
+    inputs = getattr(predictions, "inputs", None)
+    if inputs:
+        fields = {s.id: {"source": _ref(s.source), "edited": _ref(s.edited), "editor": s.editor}
+                  for s in bench.samples}
+        join = check_join(inputs, fields, sides=(getattr(predictions, "name", "the predictions"),
+                                                 f"the {bench.name} data"),
+                          max_mismatch=max_mismatch, error=BenchError)
+        if join.note():
+            st.notes.append(join.note())
+    if getattr(predictions, "other_scorer_rows", 0):
+        st.notes.append(f"{predictions.other_scorer_rows} rows of other scorers in "  # type: ignore[union-attr]
+                        f"{getattr(predictions, 'name', 'the predictions')} were left out (--from-scorer)")
     predictions = _canonical_predictions(predictions)
     specs, generic = protocol_for(bench.name, bench.protocol)
     if generic:
@@ -136,6 +156,11 @@ def evaluate_predictions(
             "bootstrap": "percentile; resamples whole groups when the data has group ids"
                          if st.n_boot else "off"}
     return BenchResult(bench.name, bench.protocol, rows, coverage, pairs, specs, st.notes, meta)
+
+
+def _ref(ref: object) -> str | None:
+    """An image reference as a path string (None for an in-memory image)."""
+    return str(ref) if isinstance(ref, (str, os.PathLike)) else None
 
 
 def _canonical_predictions(predictions: Predictions) -> dict[str, dict[str, float]]:

@@ -18,6 +18,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ieqa.commands.options import FROM_SCORER_OPT, MAX_MISMATCH_OPT
+
 NAME = "baseline"
 console = Console()
 METHODS = ("subscore-rf",)
@@ -54,6 +56,8 @@ def command(
     predictions: Path | None = typer.Option(None, "--predictions", help="write the test "
                                             "predictions (id, target) as JSONL."),
     as_json: bool = typer.Option(False, "--json", help="print the results as JSON."),
+    from_scorer: str | None = FROM_SCORER_OPT,
+    max_mismatch: float = MAX_MISMATCH_OPT,
 ) -> None:
     """Fit and evaluate a baseline: `ieqa baseline subscore-rf SCORES --truth MANIFEST
     --features visual_quality,content_preservation -o rf.skops` fits a random forest from
@@ -74,7 +78,8 @@ def command(
                                  f"says {features}", param_hint="--features")
     result = run_subscore_baseline(data, feats, target, truth=truth, test=test,
                                    test_truth=test_truth, test_fraction=test_fraction, seed=seed,
-                                   model=model, n_estimators=n_estimators, max_depth=max_depth)
+                                   model=model, n_estimators=n_estimators, max_depth=max_depth,
+                                   scorer=from_scorer, max_mismatch=max_mismatch)
     if out is not None:
         result["model"].save(out)
     if predictions is not None:

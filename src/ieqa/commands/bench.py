@@ -45,6 +45,8 @@ from ieqa.bench.run import (
 )
 from ieqa.commands.options import (
     CHECKPOINT_OPT,
+    FROM_SCORER_OPT,
+    MAX_MISMATCH_OPT,
     MODEL_OPT,
     OPTION_OPT,
     benchmark_input_id,
@@ -179,6 +181,8 @@ def command(
                                         "another scorer configuration"),
     lower_better: bool = typer.Option(False, "--lower-better",
                                       help="the predictions are lower-is-better (distances)"),
+    from_scorer: str | None = FROM_SCORER_OPT,
+    max_mismatch: float = MAX_MISMATCH_OPT,
 ) -> None:
     """Compute a benchmark's own metrics from predictions, judge verdicts, or a scorer run now."""
     scoring = scorer_name is not None or checkpoint is not None  # a checkpoint names its scorer
@@ -208,9 +212,10 @@ def command(
         source = predictions.name
     else:
         bench = load_benchmark_arg(benchmark, root, view)
-        result = evaluate_predictions(bench, read_predictions(predictions), missing=missing,
-                                      eps=eps, n_boot=n_boot, seed=seed, dimension=dimension,
-                                      higher_better=not lower_better)
+        result = evaluate_predictions(bench, read_predictions(predictions, scorer=from_scorer),
+                                      missing=missing, eps=eps, n_boot=n_boot, seed=seed,
+                                      dimension=dimension, higher_better=not lower_better,
+                                      max_mismatch=max_mismatch)
         source = predictions.name
     print_bench_result(result, source)
     if out is not None:
@@ -218,17 +223,19 @@ def command(
         console.print(f"wrote [bold]{paths['json']}[/bold], results.csv and report.html")
     file = scores if scoring else predictions
     if file is not None and not is_judge_results(file):
-        _released_pair(bench, file, out, source, eps=eps, n_boot=n_boot, seed=seed,
+        _released_pair(bench, file, out, source, from_scorer, eps=eps, n_boot=n_boot, seed=seed,
+                       max_mismatch=max_mismatch,
                        dimension=dimension,
                        higher_better=scorer.higher_better if scoring else not lower_better)
 
 
-def _released_pair(bench, file: Path, out: Path | None, source: str, **settings) -> None:
+def _released_pair(bench, file: Path, out: Path | None, source: str, from_scorer: str | None,
+                   **settings) -> None:
     """The same metrics over the released code's reading of the judge's answers, where the
     scores hold one (``raw["released"]``: ``viescore``, ``editscore``, ``gedit-judge``):
     printed after ieqa's, written to ``OUT/released-reading/``. Rows without one are left
     out and counted."""
-    released = read_predictions(file, reading="released")
+    released = read_predictions(file, reading="released", scorer=from_scorer)
     if not released:
         return
     try:

@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from ieqa.commands.curate import BY_HELP, errored_exit, make_rule
+from ieqa.commands.options import FROM_SCORER_OPT
 from ieqa.curate.groups import best_of_n, parse_group_by
 from ieqa.curate.source import CurateError
 
@@ -39,6 +40,7 @@ def command(
     allow_errors: bool = typer.Option(False, "--allow-errors",
                                       help="exit 0 even when input rows had errors or some groups had no "
                                            "scorable candidate"),
+    from_scorer: str | None = FROM_SCORER_OPT,
 ) -> None:
     """Pick the best candidate of each group (ties: lowest sigma, then smallest id).
 
@@ -53,7 +55,8 @@ def command(
         raise typer.BadParameter("the output manifest must end in .jsonl, .jsonl.gz or .parquet",
                                  param_hint="--out")
     rule = make_rule(by, penalty, floor)
-    result = best_of_n(scores, out, group_by=fields, rule=rule, drop_flagged=drop_flagged, progress=True)
+    result = best_of_n(scores, out, group_by=fields, rule=rule, drop_flagged=drop_flagged, progress=True,
+                       scorer=from_scorer)
     console.print(f"picked [bold]{result.n_picked}[/bold] of {result.n_groups} groups ({result.n_rows} "
                   f"rows, reward {escape(rule.formula())}) -> [bold]{escape(str(result.manifest))}[/bold]")
     if result.ungrouped:
@@ -65,6 +68,9 @@ def command(
     if len(result.failed) > _MAX_LISTED:
         console.print(f"... and {len(result.failed) - _MAX_LISTED} more (all in "
                       f"{escape(str(result.report_json))})")
+    if result.other_scorer_rows:
+        console.print(f"{result.other_scorer_rows} rows of other scorers than {escape(str(from_scorer))} "
+                      "left out (--from-scorer)")
     if result.error_rows:
         console.print(f"[yellow]{result.error_rows} of {result.n_rows} input rows[/yellow] failed to "
                       "score or hold a NaN/infinite score: never picked")

@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ieqa.commands.options import EXIT_PARTIAL
+from ieqa.commands.options import EXIT_PARTIAL, FROM_SCORER_OPT
 from ieqa.curate.select import KeepRule, curate
 from ieqa.curate.source import CurateError
 from ieqa.rewards.rule import REWARD_RULES, RewardRule, RewardRuleError
@@ -64,6 +64,7 @@ def command(
     link: bool = typer.Option(False, "--link", help="symlink the kept images into OUT/images"),
     fmt: str = typer.Option("jsonl", "--format", help="kept manifest format: jsonl or parquet"),
     allow_errors: bool = typer.Option(False, "--allow-errors", help="exit 0 even when input rows had errors"),
+    from_scorer: str | None = FROM_SCORER_OPT,
 ) -> None:
     """Keep the best-scored edits: a kept manifest plus an HTML/JSON report (distributions
     before and after, counts per task and editor, thresholds, a gallery).
@@ -84,7 +85,7 @@ def command(
     except CurateError as exc:
         raise typer.BadParameter(str(exc), param_hint="--keep") from None
     rule = make_rule(by, penalty, floor)
-    result = curate(scores, out, rule_keep, rule=rule, per=per, quota=quota,  # type: ignore[arg-type]
+    result = curate(scores, out, rule_keep, rule=rule, per=per, quota=quota, scorer=from_scorer,  # type: ignore[arg-type]
                     max_sigma=max_sigma, drop_flagged=drop_flagged,
                     images="copy" if copy else "link" if link else "as-is", format=fmt,  # type: ignore[arg-type]
                     progress=True)
@@ -102,4 +103,7 @@ def command(
     console.print(table)
     console.print(f"left out before selection: {c['errors']} errors, {c['dropped_flagged']} flagged, "
                   f"{c['dropped_sigma']} above --max-sigma; report: {escape(str(result.report_html))}")
+    if c.get("other_scorer_rows"):
+        console.print(f"{c['other_scorer_rows']} rows of other scorers than {escape(str(from_scorer))} "
+                      "left out (--from-scorer)")
     errored_exit(c["errors"], c["rows"], allow_errors, "input rows had errors")

@@ -17,6 +17,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ieqa.commands.curate import BY_HELP, errored_exit, make_rule
+from ieqa.commands.options import FROM_SCORER_OPT, MAX_MISMATCH_OPT
 from ieqa.curate.dpo import DROP_REASONS, dpo_pairs
 from ieqa.curate.groups import parse_group_by
 from ieqa.curate.source import CurateError
@@ -51,8 +52,11 @@ def command(
     drop_flagged: bool = typer.Option(False, "--drop-flagged", help="flagged edits never enter a pair"),
     reference: Path | None = typer.Option(None, "--reference", exists=True, dir_okay=False,
                                           help="manifest whose scores (e.g. ground truth) the pairs "
-                                               "are checked against"),
+                                               "are checked against (joined by id, after checking "
+                                               "that its edits are the pairs')"),
     allow_errors: bool = typer.Option(False, "--allow-errors", help="exit 0 even when input rows had errors"),
+    from_scorer: str | None = FROM_SCORER_OPT,
+    max_mismatch: float = MAX_MISMATCH_OPT,
 ) -> None:
     """Build DPO pairs (EditHF §5.5): best vs worst candidate per group, low-score groups
     dropped, pairs ranked per task by the chosen edit's reward.
@@ -75,7 +79,7 @@ def command(
     result = dpo_pairs(scores, out, mode=mode, rule=rule, group_by=fields,  # type: ignore[arg-type]
                        threshold=threshold, min_margin=min_margin, min_prob=min_prob,
                        keep_fraction=keep_fraction, drop_flagged=drop_flagged, reference=reference,
-                       progress=True)
+                       progress=True, scorer=from_scorer, max_mismatch=max_mismatch)
     s = result.stats
     console.print(f"[bold]{s['pairs']}[/bold] {mode} pairs from {s['groups']} groups ({s['rows']} rows, "
                   f"reward {escape(rule.formula())}) -> [bold]{escape(str(result.dpo))}[/bold], "
@@ -90,5 +94,11 @@ def command(
             table.add_row(dim, str(a["agree"]), str(a["tie"]), str(a["disagree"]),
                           "-" if acc is None else f"{acc:.3f}")
         console.print(table)
+        note = (s.get("reference_join") or {}).get("note")
+        if note:
+            console.print(f"[yellow]{escape(note)}[/yellow]")
+    if s.get("other_scorer_rows"):
+        console.print(f"{s['other_scorer_rows']} rows of other scorers than {escape(str(from_scorer))} "
+                      "left out (--from-scorer)")
     console.print(f"report: {escape(str(result.report_html))}")
     errored_exit(s["error_rows"], s["rows"], allow_errors, "input rows had errors")

@@ -89,6 +89,24 @@ STRICT_OPT = typer.Option(False, "--strict",
                                "row, before running anything")
 ALLOW_ERRORS_OPT = typer.Option(False, "--allow-errors",
                                 help="exit 0 even when some rows have errors")
+FROM_SCORER_OPT = typer.Option(
+    None, "--from-scorer", metavar="NAME[@HASH]",
+    help="read only this scorer's rows of a score file that holds rows of several (NAME@HASH "
+         "as in its scorer column, NAME for any configuration of it, 'none' for rows without "
+         "one); the others are counted and left out. Without it such a file is refused")
+
+
+def _share(value: float) -> float:
+    if not 0.0 <= value <= 1.0:  # NaN too
+        raise typer.BadParameter(f"a share in [0, 1] (0.05 accepts up to 5 % mismatched "
+                                 f"edits), got {value}")
+    return value
+
+
+MAX_MISMATCH_OPT = typer.Option(
+    0.0, "--max-mismatch", metavar="SHARE", callback=_share,
+    help="share of the edits joined by id whose source, edited image or editor may differ "
+         "between the two files before the join is refused (default 0: any)")
 
 
 #: the scorer of ``ieqa score`` / ``ieqa bench`` when neither --scorer nor --checkpoint names one

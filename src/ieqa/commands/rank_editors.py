@@ -42,6 +42,7 @@ from ieqa.bench.editors import (
     write_outputs,
 )
 from ieqa.bench.leaderboard import Leaderboard
+from ieqa.commands.options import FROM_SCORER_OPT, MAX_MISMATCH_OPT
 
 NAME = "rank-editors"
 console = Console()
@@ -93,12 +94,15 @@ def command(
         False, "--common-groups-only", help="use only the groups (source + instruction) every editor covers"),
     n_boot: int = typer.Option(0, "--bootstrap", min=0,
                                help="bootstrap resamples for the CIs (0: normal approximation)"),
+    from_scorer: str | None = FROM_SCORER_OPT,
+    max_mismatch: float = MAX_MISMATCH_OPT,
 ) -> None:
     """Rank image-editing models by their mean scores per dimension and overall (EditHF Table 3)."""
     try:
         result = rank_editors(scores, human=human, rankings=rankings, win_rate=win_rate,
                               weights=weights, by_task=by_task,
-                              common_groups_only=common_groups_only, n_boot=n_boot)
+                              common_groups_only=common_groups_only, n_boot=n_boot,
+                              scorer=from_scorer, max_mismatch=max_mismatch)
     except EditorRankingError as exc:
         raise typer.BadParameter(str(exc), param_hint=exc.option) from None
     lb, human_lb, comparisons = result.leaderboard, result.human, result.comparisons

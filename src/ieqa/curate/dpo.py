@@ -63,7 +63,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -75,6 +75,7 @@ from ieqa.curate.report import summary_stats
 from ieqa.curate.source import CurateError, ScoredRow, ScoredSource
 from ieqa.data.manifest import write_preferences
 from ieqa.data.schema import Preference
+from ieqa.data.scorefile import JoinCheck, check_join
 from ieqa.errors import IeqaError
 from ieqa.report import HtmlReport, histogram_chart, write_json
 from ieqa.rewards.local import p_better
@@ -167,7 +168,9 @@ def build_pairs(groups: Sequence[GroupSummary], *, threshold: float | None = Non
 
 
 def pair_agreement(pairs: Sequence[tuple[str, str]], reference: str | os.PathLike[str] | ScoredSource,
-                   dimensions: Sequence[str] | None = None) -> dict[str, dict[str, float | int | None]]:
+                   dimensions: Sequence[str] | None = None, *,
+                   fields: Mapping[str, Mapping[str, Any]] | None = None,
+                   max_mismatch: float = 0.0) -> dict[str, dict[str, float | int | None]]:
     """How often ``(chosen id, rejected id)`` pairs agree with a reference's scores.
 
     ``reference`` is a manifest (e.g. ground truth, human MOS) or a score file. Per
@@ -175,14 +178,35 @@ def pair_agreement(pairs: Sequence[tuple[str, str]], reference: str | os.PathLik
     ``tie`` (equal), ``disagree``, ``missing`` (an id not in the reference or without that
     score), ``accuracy`` = agree / (agree + tie + disagree) (ties count as wrong) and
     ``accuracy_no_ties`` = agree / (agree + disagree); None when undefined. Streams the
-    reference, holding only the scores of the pairs' ids.
+    reference, holding only the scores of the pairs' ids. With ``fields`` (``{id:
+    {"source": ..., "edited": ..., "editor": ...}}`` of the pairs' edits), the join by id is
+    first checked (:func:`ieqa.data.scorefile.check_join`, :class:`CurateError` above
+    ``max_mismatch``).
     """
+    scores, _ = _reference_scores(pairs, reference, fields, max_mismatch)
+    return _agreement(pairs, scores, dimensions)
+
+
+def _reference_scores(pairs: Sequence[tuple[str, str]], reference: str | os.PathLike[str] | ScoredSource,
+                      fields: Mapping[str, Mapping[str, Any]] | None, max_mismatch: float
+                      ) -> tuple[dict[str, dict[str, float]], JoinCheck | None]:
     wanted = {i for pr in pairs for i in pr}
     source = reference if isinstance(reference, ScoredSource) else ScoredSource(reference)
     scores: dict[str, dict[str, float]] = {}
+    ref_fields: dict[str, dict[str, Any]] = {}
     for row in source.rows():
         if row.id in wanted:
             scores[row.id] = dict(row.result.scores)
+            ref_fields[row.id] = row.fields
+    join = None
+    if fields is not None:
+        join = check_join(fields, ref_fields, sides=("the pairs' score file", str(source.path)),
+                          max_mismatch=max_mismatch, error=CurateError)
+    return scores, join
+
+
+def _agreement(pairs: Sequence[tuple[str, str]], scores: dict[str, dict[str, float]],
+               dimensions: Sequence[str] | None) -> dict[str, dict[str, float | int | None]]:
     dims = list(dimensions) if dimensions is not None else sorted({d for v in scores.values() for d in v})
     out: dict[str, dict[str, float | int | None]] = {}
     for d in dims:
@@ -248,6 +272,8 @@ def dpo_pairs(
     drop_flagged: bool = False,
     reference: str | os.PathLike[str] | None = None,
     progress: bool = False,
+    scorer: str | None = None,
+    max_mismatch: float = 0.0,
 ) -> DpoResult:
     """Build DPO pairs from a score file or manifest (see the module docstring).
 
@@ -264,8 +290,13 @@ def dpo_pairs(
             :data:`DEFAULT_KEEP_FRACTION` of the mode).
         drop_flagged: flagged candidates never enter a pair.
         reference: a manifest (e.g. ground truth, human MOS) or score file whose scores
-            the pairs are checked against in the stats.
+            the pairs are checked against in the stats; joined by id, after checking that
+            its edits are the pairs' (:func:`ieqa.data.scorefile.check_join`).
         progress: show progress on stderr.
+        scorer: read only this scorer's rows of a score file that holds several
+            (``NAME@HASH`` or ``NAME``); the others are counted in the stats.
+        max_mismatch: with ``reference``, the share of joined edits whose inputs may differ
+            (source, edited image, editor) before the join is refused.
 
     Raises:
         CurateError: bad options or input.
@@ -276,7 +307,7 @@ def dpo_pairs(
     rule = rule if isinstance(rule, RewardRule) else RewardRule(rule or "mean")
     fields = parse_group_by(group_by) if group_by is not None else DEFAULT_GROUP_BY[mode]
     fraction = DEFAULT_KEEP_FRACTION[mode] if keep_fraction is None else float(keep_fraction)
-    source = ScoredSource(scores, rule)
+    source = ScoredSource(scores, rule, scorer=scorer)
     ref_source = None if reference is None else ScoredSource(reference)
     groups, ungrouped, errors = scan_groups(source, fields, drop_flagged=drop_flagged, progress=progress)
     pairs, dropped, per_task = build_pairs(list(groups.values()), threshold=threshold,
@@ -293,6 +324,12 @@ def dpo_pairs(
         partner[pr.rejected.index] = (pr.chosen.index, pr)
     select = np.zeros(source.n_rows, dtype=bool)
     select[list(partner)] = True
+    agreement = join = None
+    if ref_source is not None:  # checked before anything is written
+        id_pairs = [(p.chosen.id, p.rejected.id) for p in pairs]
+        ref_scores, join = _reference_scores(
+            id_pairs, ref_source, {row.id: row.fields for row in source.rows(select)}, max_mismatch)
+        agreement = _agreement(id_pairs, ref_scores, None)
     dpo_path = out_dir / "dpo.jsonl"
     tmp = dpo_path.with_name(f".{dpo_path.name}.tmp")
 
@@ -328,9 +365,15 @@ def dpo_pairs(
         "chosen_reward": summary_stats(np.array([p.chosen.reward for p in pairs])),
         "rejected_reward": summary_stats(np.array([p.rejected.reward for p in pairs])),
     }
+    if scorer is not None:
+        stats["scorer"] = scorer
+        stats["other_scorer_rows"] = source.n_other
     if reference is not None:
         stats["reference"] = str(reference)
-        stats["reference_agreement"] = pair_agreement([(p.chosen.id, p.rejected.id) for p in pairs], ref_source)  # type: ignore[arg-type]
+        stats["reference_agreement"] = agreement
+        if join is not None:
+            stats["reference_join"] = {"joined": join.n_joined, "compared": join.n_compared,
+                                       "mismatched": len(join.mismatched), "note": join.note()}
     stats_path = write_json(out_dir / "stats.json", stats)
     html_path = _dpo_html(out_dir / "report.html", stats, margins)
     return DpoResult(dpo_path, prefs_path, stats_path, html_path, pairs, stats)

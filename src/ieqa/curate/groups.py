@@ -135,6 +135,7 @@ class BestOfNResult:
         picks: ``{id of the pick: number of candidates in its group}``.
         error_rows: input rows that failed to score or hold a NaN/infinite score (never
             picked; counted in the report).
+        other_scorer_rows: rows of other scorers left out (``scorer`` given).
     """
 
     manifest: Path
@@ -146,6 +147,7 @@ class BestOfNResult:
     ungrouped: int
     picks: dict[str, int] = field(default_factory=dict)
     error_rows: int = 0
+    other_scorer_rows: int = 0
 
 
 def best_of_n(
@@ -156,6 +158,7 @@ def best_of_n(
     rule: RewardRule | str | None = None,
     drop_flagged: bool = False,
     progress: bool = False,
+    scorer: str | None = None,
 ) -> BestOfNResult:
     """The best candidate per group, as a manifest.
 
@@ -167,6 +170,8 @@ def best_of_n(
         rule: the reward rule (default ``"overall"``).
         drop_flagged: flagged candidates are not picked.
         progress: show progress on stderr.
+        scorer: read only this scorer's rows of a score file that holds several
+            (``NAME@HASH`` or ``NAME``); the others are counted in the report.
 
     The pick is the first candidate of the documented order: highest reward, then
     lowest reward sigma (unknown sigma after any known one), then smallest id — the same
@@ -176,7 +181,7 @@ def best_of_n(
     """
     rule = rule if isinstance(rule, RewardRule) else RewardRule(rule or "overall")
     fields = parse_group_by(group_by)
-    source = ScoredSource(scores, rule)
+    source = ScoredSource(scores, rule, scorer=scorer)
     groups, ungrouped, errors = scan_groups(source, fields, drop_flagged=drop_flagged, progress=progress)
     n = source.n_rows
     picks = {g.best.index: g for g in groups.values() if g.best is not None}
@@ -198,8 +203,9 @@ def best_of_n(
     report = {"input": str(source.path), "rule": rule.describe(), "group_by": list(fields),
               "rows": n, "groups": len(groups), "picked": len(written), "ungrouped_rows": ungrouped,
               "error_rows": errors, "failed_groups": failed,
+              **({"scorer": scorer, "other_scorer_rows": source.n_other} if scorer else {}),
               "tie_break": "reward high first, then reward sigma low first (unknown last), then id ascending"}
     report_json = write_json(out.with_name(out.name + ".report.json"), report)
     return BestOfNResult(out, report_json, n, len(groups), len(written), failed, ungrouped, written,
-                         errors)
+                         errors, source.n_other)
 

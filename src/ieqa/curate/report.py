@@ -113,7 +113,9 @@ def write_curate_report(
         "max_sigma": max_sigma, "drop_flagged": drop_flagged,
         "counts": {"rows": n, "kept": int(kept.sum()), "errors": dropped["error"],
                    "dropped_flagged": dropped["flagged"], "dropped_sigma": dropped["sigma"],
-                   "eligible": int(eligible.sum()), "not_selected": int((eligible & ~kept).sum())},
+                   "eligible": int(eligible.sum()), "not_selected": int((eligible & ~kept).sum()),
+                   **({"other_scorer_rows": source.n_other} if source.scorer else {})},
+        **({"scorer": source.scorer} if source.scorer else {}),
         "cuts": cuts,
         "by_task": _counts(cols, "task", kept, eligible),
         "by_editor": _counts(cols, "editor", kept, eligible),
@@ -125,7 +127,9 @@ def write_curate_report(
     html = HtmlReport(f"Curated subset: {report['counts']['kept']} of {n} edits")
     html.add_paragraph(f"Input {source.path} ({source.kind}); kept {keep}"
                        f"{f' per {per}' if per else ''}{f', at most {quota} each' if quota else ''} "
-                       f"by the reward {rule.formula()}; manifest {manifest.name} (images {images}).")
+                       f"by the reward {rule.formula()}; manifest {manifest.name} (images {images})."
+                       + (f" Only the rows of scorer {source.scorer} were read; {source.n_other} "
+                          "rows of other scorers were left out." if source.scorer else ""))
     c = report["counts"]
     html.add_table([[c["rows"], c["errors"], c["dropped_flagged"], c["dropped_sigma"], c["eligible"],
                      c["kept"]]], ["rows", "errors (never kept)", "dropped: flagged",

@@ -221,6 +221,7 @@ def curate(
     format: Literal["jsonl", "parquet"] = "jsonl",
     gallery: int = 4,
     progress: bool = False,
+    scorer: str | None = None,
 ) -> CurateResult:
     """Keep the best-scored edits of a score file or manifest (see the module docstring).
 
@@ -240,6 +241,8 @@ def curate(
         format: the kept manifest's format.
         gallery: edits shown per gallery row (best/worst kept and dropped), >= 0.
         progress: show progress on stderr.
+        scorer: read only this scorer's rows of a score file that holds several
+            (``NAME@HASH`` or ``NAME``); the others are counted in the report.
 
     Raises:
         CurateError: bad options, an unreadable input, ``max_sigma`` with a scorer that
@@ -256,7 +259,7 @@ def curate(
         raise CurateError(f"--max-sigma must be a finite number >= 0, got {max_sigma}")
     if format not in ("jsonl", "parquet"):
         raise CurateError(f"format must be jsonl or parquet, got {format!r}")
-    source = ScoredSource(scores, rule)
+    source = ScoredSource(scores, rule, scorer=scorer)
     out_dir = Path(out)
     if out_dir.exists() and not out_dir.is_dir():
         raise CurateError(f"{out_dir} is a file; -o names the output folder of the subset")

@@ -38,7 +38,7 @@ import pyarrow.parquet as pq
 
 from ieqa.data.manifest import first_row_keys, iter_manifest
 from ieqa.data.schema import EditSample
-from ieqa.data.scorefile import ScoreRowChecker, looks_like_score_file
+from ieqa.data.scorefile import SCORER_COLUMN, ScoreRowChecker, looks_like_score_file
 from ieqa.data.textfile import text_lines
 from ieqa.errors import IeqaError
 from ieqa.rewards.rule import Reward, RewardRule, order_key
@@ -118,14 +118,21 @@ class ScoredSource:
         path: ``.parquet`` or ``.jsonl`` score file of ``ieqa score``, or a manifest
             (``.jsonl``, ``.jsonl.gz``, ``.parquet``, ``.csv``).
         rule: the reward rule (default: ``RewardRule("overall")``).
+        scorer: read only this scorer's rows of a score file that holds several
+            (:func:`ieqa.data.scorefile.scorer_matches`); :attr:`n_other` counts the others
+            after a full pass. None: a file with rows of two scorers is refused.
 
     Raises:
         CurateError: the file does not exist or is neither a score file nor a manifest.
     """
 
-    def __init__(self, path: str | os.PathLike[str], rule: RewardRule | None = None) -> None:
+    def __init__(self, path: str | os.PathLike[str], rule: RewardRule | None = None,
+                 scorer: str | None = None) -> None:
         self.path = Path(path)
         self.rule = rule if rule is not None else RewardRule("overall")
+        self.scorer = scorer
+        #: rows of other scorers left out (``scorer`` given; known after a full pass)
+        self.n_other = 0
         if not self.path.is_file():
             raise CurateError(f"{self.path} does not exist: give a score file of ieqa score "
                               "(.parquet or .jsonl) or a manifest with scores")
@@ -140,12 +147,16 @@ class ScoredSource:
             self.kind: Kind = "scores"
         elif "edited" in keys:
             self.kind = "manifest"
+            if scorer is not None:
+                raise CurateError(f"{self.path} is a manifest, which holds one set of scores: "
+                                  "--from-scorer chooses among the scorers of a score file; drop it")
         else:
             raise CurateError(
                 f"{self.path} has no edited image column: give the score file of `ieqa score "
                 "MANIFEST -o scores.parquet` (it carries the inputs next to the scores) or a "
                 "manifest with scores, not a bare predictions file")
-        self._n_rows: int | None = None
+        self._n_rows: int | None = None  # rows in the file
+        self._mine: np.ndarray | None = None  # file positions of --from-scorer rows
 
     # ------------------------------------------------------------------ reading
     def rows(self, select: np.ndarray | None = None) -> Iterator[ScoredRow]:
@@ -154,7 +165,9 @@ class ScoredSource:
 
         A score file's rows are checked by the one score-file reader's rules
         (:class:`~ieqa.data.scorefile.ScoreRowChecker`); a pass over every row also
-        refuses duplicate ids and a file whose every row failed.
+        refuses duplicate ids and a file whose every row failed. With ``scorer``, the rows
+        of the other scorers are left out: positions (``ScoredRow.index``, ``select``,
+        :attr:`n_rows`) then count the chosen scorer's rows only.
 
         Raises:
             ScoreFileError: a row or the file breaks those rules (file, row, what to do).
@@ -162,17 +175,65 @@ class ScoredSource:
         if self.kind == "manifest":
             yield from self._manifest_rows(select)
             return
-        checker = ScoreRowChecker(self.path, unique_ids=select is None)
+        mine = self._positions()
+        if mine is None:
+            yield from self._file_rows(select)
+            return
+        file_select = np.zeros(self._n_file_rows(), dtype=bool)
+        file_select[mine if select is None else mine[np.asarray(select, dtype=bool)[:len(mine)]]] = True
+        for row in self._file_rows(file_select):
+            row.index = int(np.searchsorted(mine, row.index))
+            yield row
+
+    def _file_rows(self, select: np.ndarray | None) -> Iterator[ScoredRow]:
+        checker = ScoreRowChecker(self.path, unique_ids=select is None, scorer=self.scorer)
         if self.path.name.endswith(".parquet"):
             yield from self._parquet_rows(select, checker)
         else:
             yield from self._jsonl_rows(select, checker)
         if select is None:
             checker.finish()
+            self.n_other = checker.n_other
 
-    @property
-    def n_rows(self) -> int:
-        """Number of rows (Parquet: from the footer; otherwise counted once)."""
+    def _positions(self) -> np.ndarray | None:
+        """The file positions of the chosen scorer's rows (None without ``scorer``): one
+        pass over the ids and scorers (Parquet: those two columns only), which also checks
+        the file (duplicate ids, no row of that scorer)."""
+        if self.scorer is None:
+            return None
+        if self._mine is None:
+            checker = ScoreRowChecker(self.path, scorer=self.scorer)
+            mask: list[bool] = []
+            if self.path.name.endswith(".parquet"):
+                try:
+                    with pq.ParquetFile(self.path, pre_buffer=False) as pf:
+                        cols = [c for c in ("id", SCORER_COLUMN) if c in pf.schema_arrow.names]
+                        for batch in pf.iter_batches(batch_size=BATCH_ROWS, columns=cols,
+                                                     use_threads=False):
+                            for raw in batch.to_pylist():
+                                where = f"{self.path}: row {len(mask) + 1}"
+                                mask.append(checker.check(len(mask), where, raw) is not None)
+                except pa.ArrowException as exc:
+                    raise CurateError(f"{self.path}: cannot read as Parquet ({exc})") from None
+            else:
+                for lineno, line in self._raw_lines():
+                    try:
+                        raw = json.loads(line)
+                    except ValueError as exc:
+                        raise CurateError(f"{self.path}: line {lineno}: not valid JSON ({exc})") from None
+                    if not isinstance(raw, dict):
+                        raise CurateError(f"{self.path}: line {lineno}: expected a JSON object, "
+                                          f"got {type(raw).__name__}")
+                    where = f"{self.path}: line {lineno}"
+                    mask.append(checker.check(len(mask), where, raw) is not None)
+            if not any(mask):
+                checker.finish()  # names the scorers the file holds
+            self.n_other = checker.n_other
+            self._n_rows = len(mask)
+            self._mine = np.flatnonzero(np.array(mask, dtype=bool))
+        return self._mine
+
+    def _n_file_rows(self) -> int:
         if self._n_rows is None:
             if self.path.name.endswith(".parquet"):
                 self._n_rows = pq.ParquetFile(self.path).metadata.num_rows
@@ -180,10 +241,17 @@ class ScoredSource:
                 self._n_rows = sum(1 for _ in self._raw_lines())
         return self._n_rows
 
+    @property
+    def n_rows(self) -> int:
+        """Number of rows (Parquet: from the footer; otherwise counted once); with
+        ``scorer``, of that scorer's rows."""
+        mine = self._positions()
+        return self._n_file_rows() if mine is None else len(mine)
+
     def ids(self, select: np.ndarray) -> dict[int, str]:
         """``{row position: id}`` of the selected rows (reads only the id column of a
         Parquet score file)."""
-        if self.kind == "scores" and self.path.name.endswith(".parquet"):
+        if self.kind == "scores" and self.path.name.endswith(".parquet") and self.scorer is None:
             out: dict[int, str] = {}
             start = 0
             with pq.ParquetFile(self.path, pre_buffer=False) as pf:
@@ -198,8 +266,10 @@ class ScoredSource:
         return {row.index: row.id for row in self.rows(select)}
 
     def _row(self, index: int, raw: dict[str, Any], checker: ScoreRowChecker,
-             where: str | None = None) -> ScoredRow:
+             where: str | None = None) -> ScoredRow | None:
         checked = checker.check(index, where or f"{self.path}: row {index + 1}", raw)
+        if checked is None:  # a row of another scorer than --from-scorer
+            return None
         result = row_to_result(checked)
         return ScoredRow(index, result.id, checked.inputs, result, self.rule(result))
 
@@ -222,7 +292,9 @@ class ScoredSource:
                         positions = (start + hits).tolist()
                         rows = batch.take(pa.array(hits)).to_pylist()
                     for i, raw in zip(positions, rows, strict=True):
-                        yield self._row(i, raw, checker)
+                        row = self._row(i, raw, checker)
+                        if row is not None:
+                            yield row
                     start = end
         except pa.ArrowException as exc:
             raise CurateError(f"{self.path}: cannot read as Parquet ({exc})") from None
@@ -248,7 +320,9 @@ class ScoredSource:
                 raise CurateError(f"{where}: not valid JSON ({exc})") from None
             if not isinstance(raw, dict):
                 raise CurateError(f"{where}: expected a JSON object, got {type(raw).__name__}")
-            yield self._row(i, raw, checker, where)
+            row = self._row(i, raw, checker, where)
+            if row is not None:
+                yield row
         self._n_rows = n
 
     def _manifest_rows(self, select: np.ndarray | None) -> Iterator[ScoredRow]:

@@ -39,11 +39,15 @@ Output columns (Parquet, or one JSON object per line for ``.jsonl``)::
     raw           JSON object | null        scorer-specific extras
     error         str | null                why the row has no scores
     input_key     str                       content key of the row's inputs (for re-runs)
+    scorer        str                       the scorer configuration, NAME@HASH (scorer_id)
 
 In JSONL the JSON-object columns are inline objects. The Parquet file's metadata holds
 the scorer (name, configuration, info) under ``ieqa.scorer`` and the run under
-``ieqa.run``; a JSONL output keeps the run in ``<out>.run.json`` beside it. Such a file
-can be given to ``ieqa bench --predictions`` and ``ieqa rank-editors`` as is.
+``ieqa.run``; a JSONL output keeps the run in ``<out>.run.json`` beside it. The run
+record is the file's provenance (:func:`ieqa.data.scorefile.read_provenance`): the scorer,
+its configuration and ``scorer_id``, each dimension's scale, and the inputs (their
+description, count and a SHA-256 over their input keys). Such a file can be given to
+``ieqa bench --predictions`` and ``ieqa rank-editors`` as is.
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import hashlib
 import json
 import os
 import shutil
@@ -74,6 +79,7 @@ from ieqa.data.scorefile import (
     INPUT_COLUMNS,
     JSON_COLUMNS,
     NON_SCORE_COLUMNS,
+    SCORER_COLUMN,
     ScoreRow,
     ScoreRowChecker,
 )
@@ -83,7 +89,8 @@ from ieqa.version import __version__
 
 __all__ = ["attach_judge_log", "detach_judge_log", "judge_log_path", "judge_logged", "INPUT_COLUMNS", "NON_SCORE_COLUMNS", "OUTPUT_SUFFIXES", "OutputLockedError", "ScoreRun",
            "ScoreRunSummary", "output_lock", "output_schema", "read_scores", "results_to_rows",
-           "row_to_result", "score_items", "score_loaded", "score_to_file", "scorer_state"]
+           "row_to_result", "score_items", "score_loaded", "score_to_file", "scorer_id",
+           "scorer_state"]
 
 #: what ``ieqa score`` writes (a score file may also be .jsonl.gz or .csv: ieqa.data.scorefile)
 OUTPUT_SUFFIXES = (".parquet", ".jsonl")
@@ -170,7 +177,7 @@ def output_schema(dimensions: Iterable[str]) -> pa.Schema:
                pa.field("sigma", pa.string()), pa.field("unavailable", pa.string()),
                pa.field("explanation", pa.string()), pa.field("region", _REGION),
                pa.field("raw", pa.string()), pa.field("error", pa.string()),
-               pa.field("input_key", pa.string())]
+               pa.field("input_key", pa.string()), pa.field(SCORER_COLUMN, pa.string())]
     return pa.schema(fields)
 
 
@@ -218,6 +225,7 @@ def results_to_rows(results: Iterable[ScoreResult], dimensions: Iterable[str],
         row["raw"] = _json_or_none(raw)
         row["error"] = r.error
         row["input_key"] = key
+        row[SCORER_COLUMN] = None  # the run's scorer_id, set on the whole output at the end
         rows.append(row)
     return rows
 
@@ -514,6 +522,23 @@ _PATIENCE = frozenset({"timeout_s", "max_retries", "backoff_s", "max_backoff_s",
                        "max_concurrency", "max_consecutive_failures"})
 
 
+def scorer_id(state: dict[str, Any]) -> str:
+    """``NAME@HASH`` of a scorer configuration (a :func:`scorer_state` or run record): HASH is
+    the first 12 hex digits of the SHA-256 of what tells configurations apart (the same
+    parts that decide whether a run resumes: not how long requests wait, nor where
+    hash-checked files were read from). Every row of a score file carries it in its
+    ``scorer`` column."""
+    text = json.dumps(_identity(state), sort_keys=True, default=str)
+    return f"{state.get('scorer')}@{hashlib.sha256(text.encode()).hexdigest()[:12]}"
+
+
+def _scales(info: dict[str, Any], dims: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """Each dimension's scale as the scorer's info states it."""
+    rng = info.get("score_range")
+    return {d: {"range": list(rng) if rng is not None else None, "units": info.get("units"),
+                "higher_better": info.get("higher_better")} for d in dims}
+
+
 def _same_scorer(a: dict[str, Any], b: dict[str, Any]) -> bool:
     """Whether two run records come from the same scorer configuration. A config's
     ``provenance`` entry (where identical, hash-checked files were read from: the cache or a
@@ -632,6 +657,7 @@ class ScoreRun:
         self.state = {**state, "input": input_id, "ieqa": __version__}
         self.info = info
         self.dims = tuple(state["dimensions"])
+        self.scorer_id = scorer_id(state)
         self.schema = output_schema(self.dims)
         self.summary = ScoreRunSummary(out)
         self.parts = _Parts(out)
@@ -697,8 +723,18 @@ class ScoreRun:
                 new.schema.field(_INDEX), pa.array(idx, pa.int64()))
             new = pa.concat_tables([new, old])
         table = new.sort_by(_INDEX).drop_columns([_INDEX])
+        # every row is this configuration's (resume refuses another), rows of an older
+        # output without the column included
+        table = table.set_column(table.schema.get_field_index(SCORER_COLUMN), SCORER_COLUMN,
+                                 pa.array([self.scorer_id] * table.num_rows, pa.string()))
         _fill_totals(self.summary, table, self.dims)
-        meta = {"ieqa.run": json.dumps(self.state), "ieqa.scorer": json.dumps(self.info)}
+        digest = hashlib.sha256("\n".join(k or "" for k in table.column("input_key").to_pylist())
+                                .encode()).hexdigest()
+        record = {**self.state, "scorer_id": self.scorer_id,
+                  "scales": _scales(self.info, self.dims),
+                  "inputs": {"description": self.state.get("input"), "n": table.num_rows,
+                             "sha256": digest}}
+        meta = {"ieqa.run": json.dumps(record), "ieqa.scorer": json.dumps(self.info)}
         _write_output(table, self.out, self.suffix, meta)
         self.parts.remove()
         self.summary.seconds = time.perf_counter() - self.t0
