@@ -188,7 +188,8 @@ def pair_agreement(pairs: Sequence[tuple[str, str]], reference: str | os.PathLik
 
 
 def _reference_scores(pairs: Sequence[tuple[str, str]], reference: str | os.PathLike[str] | ScoredSource,
-                      fields: Mapping[str, Mapping[str, Any]] | None, max_mismatch: float
+                      fields: Mapping[str, Mapping[str, Any]] | None, max_mismatch: float,
+                      name: str = "the pairs' score file"
                       ) -> tuple[dict[str, dict[str, float]], JoinCheck | None]:
     wanted = {i for pr in pairs for i in pr}
     source = reference if isinstance(reference, ScoredSource) else ScoredSource(reference)
@@ -200,7 +201,7 @@ def _reference_scores(pairs: Sequence[tuple[str, str]], reference: str | os.Path
             ref_fields[row.id] = row.fields
     join = None
     if fields is not None:
-        join = check_join(fields, ref_fields, sides=("the pairs' score file", str(source.path)),
+        join = check_join(fields, ref_fields, sides=(name, str(source.path)),
                           max_mismatch=max_mismatch, error=CurateError)
     return scores, join
 
@@ -328,7 +329,8 @@ def dpo_pairs(
     if ref_source is not None:  # checked before anything is written
         id_pairs = [(p.chosen.id, p.rejected.id) for p in pairs]
         ref_scores, join = _reference_scores(
-            id_pairs, ref_source, {row.id: row.fields for row in source.rows(select)}, max_mismatch)
+            id_pairs, ref_source, {row.id: row.fields for row in source.rows(select)}, max_mismatch,
+            f"the pairs of {source.path}")
         agreement = _agreement(id_pairs, ref_scores, None)
     dpo_path = out_dir / "dpo.jsonl"
     tmp = dpo_path.with_name(f".{dpo_path.name}.tmp")
