@@ -50,7 +50,7 @@ import csv
 import json
 import math
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -62,7 +62,7 @@ from ieqa.data.dimensions import canonical_dimension
 from ieqa.data.textfile import text_lines
 from ieqa.errors import IeqaError, UnknownDimensionError
 
-__all__ = ["EXPLAIN_COLUMNS", "INPUT_COLUMNS", "JOIN_FIELDS", "JSON_COLUMNS",
+__all__ = ["EXPLAIN_COLUMNS", "INPUT_COLUMNS", "RESULT_COLUMN_TYPES", "output_schema", "JOIN_FIELDS", "JSON_COLUMNS",
            "NON_SCORE_COLUMNS", "NO_SCORER", "RESULT_COLUMNS", "SCORER_COLUMN",
            "SCORE_FILE_SUFFIXES", "JoinCheck", "ScoreFileError", "ScoreRow", "ScoreRowChecker",
            "check_join", "iter_score_rows", "looks_like_score_file", "read_provenance",
@@ -73,7 +73,15 @@ SCORE_FILE_SUFFIXES = (".jsonl", ".jsonl.gz", ".csv", ".parquet")
 #: the input columns every ``ieqa score`` output carries next to the scores
 INPUT_COLUMNS = ("source", "edited", "instruction", "editor", "task", "group_id")
 #: what a scorer said of the edit besides the scores
-RESULT_COLUMNS = ("flags", "sigma", "unavailable", "explanation", "region", "raw", "error")
+#: the Arrow type each result column has in a score file ieqa writes (JSON objects as
+#: JSON text; ``region`` a normalised centre/size box)
+RESULT_COLUMN_TYPES: dict[str, pa.DataType] = {
+    "flags": pa.list_(pa.string()), "sigma": pa.string(), "unavailable": pa.string(),
+    "explanation": pa.string(),
+    "region": pa.struct([("x", pa.float64()), ("y", pa.float64()), ("w", pa.float64()),
+                         ("h", pa.float64())]),
+    "raw": pa.string(), "error": pa.string()}
+RESULT_COLUMNS = tuple(RESULT_COLUMN_TYPES)
 #: the columns ``ieqa explain`` adds (how its critique parsed)
 EXPLAIN_COLUMNS = ("format", "parse_status", "parse_error")
 #: result columns stored as JSON text in Parquet
@@ -91,6 +99,18 @@ NON_SCORE_COLUMNS = frozenset(("id", *INPUT_COLUMNS, *RESULT_COLUMNS, "input_key
                                SCORER_COLUMN, *EXPLAIN_COLUMNS, "meta", "instruction_kind"))
 #: the inputs a join by id compares (:func:`check_join`)
 JOIN_FIELDS = ("source", "edited", "editor")
+
+
+def output_schema(dimensions: Iterable[str]) -> pa.Schema:
+    """The Arrow schema of a score file ieqa writes for a scorer with these dimensions:
+    ``id``, :data:`INPUT_COLUMNS`, one float column per dimension, :data:`RESULT_COLUMNS`
+    (:data:`RESULT_COLUMN_TYPES`), ``input_key`` and :data:`SCORER_COLUMN`."""
+    fields = [pa.field("id", pa.string(), nullable=False)]
+    fields += [pa.field(c, pa.string()) for c in INPUT_COLUMNS]
+    fields += [pa.field(d, pa.float64()) for d in dimensions]
+    fields += [pa.field(c, t) for c, t in RESULT_COLUMN_TYPES.items()]
+    fields += [pa.field("input_key", pa.string()), pa.field(SCORER_COLUMN, pa.string())]
+    return pa.schema(fields)
 
 
 class ScoreFileError(IeqaError, ValueError):
@@ -112,6 +132,7 @@ class ScoreRow:
         inputs: the :data:`INPUT_COLUMNS` (None where absent).
         columns: the row's other non-score columns as stored (JSON columns decoded).
         scorer: the row's :data:`SCORER_COLUMN` (None where absent).
+        dimensions: the dimension columns the row has, with a score or empty.
     """
 
     index: int
@@ -122,6 +143,18 @@ class ScoreRow:
     inputs: dict[str, Any] = field(default_factory=dict)
     columns: dict[str, Any] = field(default_factory=dict)
     scorer: str | None = None
+    dimensions: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The row as a flat dict, as the file holds it: ``id``, the inputs, one key per
+        dimension column (canonical names; None without a score, and for a failed row),
+        the other columns (JSON columns decoded) and ``scorer``."""
+        out: dict[str, Any] = {"id": self.id, **self.inputs,
+                               **{d: self.scores.get(d) for d in self.dimensions},
+                               **self.scores, **self.columns}
+        if self.scorer is not None:
+            out[SCORER_COLUMN] = self.scorer
+        return out
 
 
 def scorer_matches(value: str | None, wanted: str) -> bool:
@@ -220,13 +253,12 @@ class ScoreRowChecker:
                                      "their own ids")
             self._seen[ident] = where
         scores: dict[str, float] = {}
+        dims: list[str] = []
         columns: dict[str, Any] = {}
         for key, value in raw.items():
             if key in NON_SCORE_COLUMNS:
                 if key != "id" and key not in INPUT_COLUMNS:
                     columns[key] = _decoded(key, value)
-                continue
-            if value is None:
                 continue
             dim = self._canon.get(key)
             if dim is None:
@@ -236,10 +268,12 @@ class ScoreRowChecker:
                     raise ScoreFileError(
                         f"{where}: {exc} (column {key!r} is neither a dimension nor a "
                         "score-file column: rename it to a dimension or drop it)") from None
-            if dim in scores:
+            if dim in dims:
                 raise ScoreFileError(f"{where}: dimension {dim!r} given twice (as {key!r} "
                                      "and an alias); keep one column")
-            scores[dim] = _number(value, key, where)
+            dims.append(dim)
+            if value is not None:
+                scores[dim] = _number(value, key, where)
         failed = None
         if raw.get("error"):
             failed = f"failed to score: {raw['error']}"
@@ -254,7 +288,7 @@ class ScoreRowChecker:
             if self.first_failure is None:
                 self.first_failure = (where, failed)
         inputs = {c: raw.get(c) for c in INPUT_COLUMNS}
-        return ScoreRow(index, where, ident, scores, failed, inputs, columns, scorer)
+        return ScoreRow(index, where, ident, scores, failed, inputs, columns, scorer, tuple(dims))
 
     def finish(self) -> None:
         """Raise :class:`ScoreFileError` for a file with no rows (none of the chosen
@@ -294,7 +328,8 @@ def looks_like_score_file(keys: set[str]) -> bool:
 
 
 def iter_score_rows(path: str | os.PathLike[str], scorer: str | None = None, *,
-                    checker: ScoreRowChecker | None = None) -> Iterator[ScoreRow]:
+                    checker: ScoreRowChecker | None = None,
+                    require_predictions: bool = True) -> Iterator[ScoreRow]:
     """The checked rows of a score file (``.parquet``, ``.jsonl``, ``.jsonl.gz``,
     ``.csv``), in file order, one record batch or line at a time.
 
@@ -309,6 +344,8 @@ def iter_score_rows(path: str | os.PathLike[str], scorer: str | None = None, *,
             :data:`NO_SCORER`); the others are left out. None: the file must hold one
             scorer's rows.
         checker: receives the counts (pass one to read ``n_other`` afterwards).
+        require_predictions: refuse a file with no rows or whose every row failed (a
+            command that reads a run's own output to report on its failures passes False).
     """
     p = Path(path)
     if not p.name.endswith(SCORE_FILE_SUFFIXES):
@@ -322,7 +359,8 @@ def iter_score_rows(path: str | os.PathLike[str], scorer: str | None = None, *,
         row = checker.check(index, where, raw)
         if row is not None:
             yield row
-    checker.finish()
+    if require_predictions:
+        checker.finish()
 
 
 def _raw_rows(p: Path) -> Iterator[tuple[str, dict[str, Any]]]:

@@ -82,6 +82,8 @@ from ieqa.data.scorefile import (
     SCORER_COLUMN,
     ScoreRow,
     ScoreRowChecker,
+    iter_score_rows,
+    output_schema,
 )
 from ieqa.progress import progress_bar
 from ieqa.scorers.base import Scorer, ScorerError, ScoreResult
@@ -94,8 +96,6 @@ __all__ = ["attach_judge_log", "detach_judge_log", "judge_log_path", "judge_logg
 
 #: what ``ieqa score`` writes (a score file may also be .jsonl.gz or .csv: ieqa.data.scorefile)
 OUTPUT_SUFFIXES = (".parquet", ".jsonl")
-_REGION = pa.struct([("x", pa.float64()), ("y", pa.float64()), ("w", pa.float64()),
-                     ("h", pa.float64())])
 _STATE = "state.json"
 _INDEX = "_index"
 _MAX_LISTED_ERRORS = 5
@@ -166,19 +166,6 @@ def _fill_totals(summary: ScoreRunSummary, table: pa.Table, dims: Iterable[str])
         summary.stats[dim] = {
             "n": n, "mean": pc.mean(col).as_py(), "min": mm["min"].as_py(),
             "max": mm["max"].as_py(), "unavailable": sum(dim in u for u in unavailable)}
-
-
-def output_schema(dimensions: Iterable[str]) -> pa.Schema:
-    """The Arrow schema of an output file for a scorer with these dimensions."""
-    fields = [pa.field("id", pa.string(), nullable=False)]
-    fields += [pa.field(c, pa.string()) for c in INPUT_COLUMNS]
-    fields += [pa.field(d, pa.float64()) for d in dimensions]
-    fields += [pa.field("flags", pa.list_(pa.string())),
-               pa.field("sigma", pa.string()), pa.field("unavailable", pa.string()),
-               pa.field("explanation", pa.string()), pa.field("region", _REGION),
-               pa.field("raw", pa.string()), pa.field("error", pa.string()),
-               pa.field("input_key", pa.string()), pa.field(SCORER_COLUMN, pa.string())]
-    return pa.schema(fields)
 
 
 def _json_or_none(d: dict[str, Any]) -> str | None:
@@ -847,18 +834,11 @@ def score_loaded(scorer: Scorer, batch: list[tuple[int, InputItem, EditSample | 
 
 
 def read_scores(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """The rows of an output file as dicts (JSON-object columns decoded)."""
-    path = Path(path)
-    suffix = _check_out(path)
-    if suffix == ".jsonl":
-        with open(path, encoding="utf-8") as fh:
-            return [json.loads(line) for line in fh if line.strip()]
-    rows = pq.read_table(path).to_pylist()
-    for row in rows:
-        for key in JSON_COLUMNS:
-            if row.get(key) is not None:
-                row[key] = json.loads(row[key])
-    return rows
+    """The rows of an output file as dicts (:meth:`ieqa.data.scorefile.ScoreRow.to_dict`),
+    read and checked by the one score-file reader
+    (:func:`ieqa.data.scorefile.iter_score_rows`); a file whose every row failed is read
+    too (its rows carry their errors)."""
+    return [row.to_dict() for row in iter_score_rows(path, require_predictions=False)]
 
 
 def row_to_result(row: dict[str, Any] | ScoreRow) -> ScoreResult:
