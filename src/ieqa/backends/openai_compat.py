@@ -48,7 +48,7 @@ from ieqa.backends.base import EncodedImage, Generation, Prompt, fit_pixel_budge
 from ieqa.backends.judge_log import JudgeLog, request_key
 from ieqa.backends.processor import BackendError
 from ieqa.errors import RunStopped
-from ieqa.retry import Backoff, retry_after_s
+from ieqa.retry import RetryPolicy, judge_policy
 
 if TYPE_CHECKING:
     import httpx
@@ -57,8 +57,6 @@ __all__ = ["OpenAICompatBackend"]
 
 log = logging.getLogger(__name__)
 
-#: HTTP statuses worth retrying: request timeout, conflict, rate limit (5xx are added).
-_RETRY_STATUSES = frozenset({408, 409, 429})
 #: statuses after which every further request of the batch would fail the same way
 _FATAL_STATUSES = frozenset({401, 403, 404})
 #: finish reasons of other server families mapped onto OpenAI's
@@ -566,11 +564,10 @@ class OpenAICompatBackend:
         httpx = self._httpx
         info = {} if info is None else info
         payload = json.dumps(body).encode("utf-8")
-        attempts = self.max_retries + 1
+        policy = self.retry_policy
         status: int | None = None
-        for attempt in range(attempts):
+        for attempt in range(policy.attempts):
             info["attempts"] = attempt + 1
-            retry_after: float | None = None
             try:
                 resp = self._client.post(self.url, content=payload)
             except httpx.TimeoutException as exc:
@@ -579,14 +576,17 @@ class OpenAICompatBackend:
                 hint = ("; raise it (timeout_s; -O timeout=S for ieqa score, explain and "
                         "bench-editor) or lower the load on the server")
                 fatal, kind = False, "timeout"
+                delay = policy.after_error(attempt, timeout=True)
             except httpx.ConnectError as exc:
                 problem = f"cannot connect to {self.url} ({exc})"
                 hint = "; is the server running and base_url right?"
                 fatal, kind = True, "connection"
+                delay = policy.after_error(attempt, connect=True)
             except httpx.TransportError as exc:
                 problem = f"request to {self.url} failed: {type(exc).__name__}: {exc}"
                 hint = ""
                 fatal, kind = False, "connection"
+                delay = policy.after_error(attempt)
             else:
                 status = info["status"] = resp.status_code
                 if 200 <= status < 300:
@@ -604,29 +604,28 @@ class OpenAICompatBackend:
                     return answer
                 server_message = _server_message(resp)
                 problem = f"HTTP {status} {resp.reason_phrase} from {self.url}: {server_message}"
-                if status not in _RETRY_STATUSES and status < 500:
+                if not policy.retries(status):
                     hint = self._hint(status, continues=bool(body.get("continue_final_message")),
                                       message=server_message)
                     raise _RequestFailed(problem + hint, kind="http", status=status,
                                          fatal=status in _FATAL_STATUSES)
-                retry_after = retry_after_s(resp.headers)
                 hint = ""
                 fatal, kind = False, "http"
-            if attempt + 1 >= attempts:
-                tries = f" (after {attempts} attempts)" if attempts > 1 else ""
+                delay = policy.after_status(attempt, status, resp.headers)
+            if delay is None:
+                tries = f" (after {attempt + 1} attempts)" if attempt else ""
                 raise _RequestFailed(problem + tries + hint, kind=kind, fatal=fatal,
                                      status=status if kind == "http" else None)
-            delay = self._delay(attempt, retry_after)
             log.warning("%s; retry %d of %d in %.2f s", problem, attempt + 1,
                         self.max_retries, delay)
             time.sleep(delay)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _delay(self, attempt: int, retry_after: float | None) -> float:
-        """Seconds to wait before retry ``attempt + 1`` (:class:`ieqa.retry.Backoff`, with
-        jitter)."""
-        return Backoff(self.max_retries, self.backoff_s, self.max_backoff_s,
-                       jitter=True).delay(attempt, retry_after)
+    @property
+    def retry_policy(self) -> RetryPolicy:
+        """The requests' retry policy (:func:`ieqa.retry.judge_policy` with this backend's
+        ``max_retries``, ``backoff_s`` and ``max_backoff_s``)."""
+        return judge_policy(self.max_retries, self.backoff_s, self.max_backoff_s)
 
     def _hint(self, status: int, *, continues: bool = False, message: str = "") -> str:
         """What to do about a non-retryable HTTP status (``continues``: the request

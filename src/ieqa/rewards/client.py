@@ -51,7 +51,7 @@ from pydantic import BaseModel, ValidationError
 
 from ieqa.data.schema import EditSample
 from ieqa.errors import IeqaError, ImageLoadError, ImageNotFoundError
-from ieqa.retry import Backoff, retry_after_s
+from ieqa.retry import RetryPolicy, reward_policy
 from ieqa.rewards.schema import (
     API_VERSION,
     CompareResponse,
@@ -64,7 +64,7 @@ from ieqa.rewards.schema import (
 __all__ = ["AsyncRewardClient", "RewardClient", "RewardServiceError", "ServerPath", "encode_image"]
 
 #: statuses retried with backoff (429 after its Retry-After)
-RETRY_STATUSES = frozenset({429, 502, 503, 504})
+RETRY_STATUSES = reward_policy().statuses
 #: the fields of a score item that API v1 carries
 _ITEM_FIELDS = ("id", "source", "edited", "instruction")
 #: EditSample fields that never change a score (labels and bookkeeping): not sent, no harm
@@ -278,7 +278,7 @@ class _Outcome:
     """What to do with one HTTP answer: return its JSON, retry after ``delay``, or raise."""
 
     data: Any = None
-    retry_after: float | None = None
+    delay: float | None = None
     error: RewardServiceError | None = None
 
 
@@ -315,7 +315,7 @@ _ADVICE = {
 }
 
 
-def _classify(response: httpx.Response, attempt: int, max_retries: int, label: str) -> _Outcome:
+def _classify(response: httpx.Response, attempt: int, policy: RetryPolicy, label: str) -> _Outcome:
     status = response.status_code
     if status < 300:
         try:
@@ -324,13 +324,14 @@ def _classify(response: httpx.Response, attempt: int, max_retries: int, label: s
             return _Outcome(error=RewardServiceError(
                 f"{label}: the server answered {status} with a body that is not JSON; is base_url "
                 "an ieqa serve?", status=status, detail=response.text[:500]))
-    if status in RETRY_STATUSES and attempt < max_retries:
-        return _Outcome(retry_after=retry_after_s(response.headers) if status in (429, 503) else None)
+    delay = policy.after_status(attempt, status, response.headers)
+    if delay is not None:
+        return _Outcome(delay=delay)
     detail = _detail(response)
     advice = _ADVICE.get(status) or (
         "the server failed on this request: see its log; retrying will not help if it fails again"
         if status >= 500 else "see the server's detail above")
-    tried = f" after {attempt + 1} attempts" if status in RETRY_STATUSES else ""
+    tried = f" after {attempt + 1} attempts" if policy.retries(status) else ""
     return _Outcome(error=RewardServiceError(
         f"{label}: HTTP {status}{tried}: {detail or response.reason_phrase}. {advice}",
         status=status, detail=detail))
@@ -458,28 +459,31 @@ class _Base:
             kwargs["transport"] = self._transport
         return kwargs
 
-    def _delay(self, attempt: int, retry_after: float | None) -> float:
-        """Seconds before retry ``attempt + 1`` (:class:`ieqa.retry.Backoff`, no jitter: the
-        documented schedule)."""
-        return Backoff(self.max_retries, self.backoff_s, self.max_backoff_s).delay(
-            attempt, retry_after)
+    @property
+    def retry_policy(self) -> RetryPolicy:
+        """The requests' retry policy (:func:`ieqa.retry.reward_policy` with this client's
+        ``max_retries``, ``backoff_s`` and ``max_backoff_s``)."""
+        return reward_policy(self.max_retries, self.backoff_s, self.max_backoff_s)
 
     def _next(self, attempt: int, label: str, response: httpx.Response | None,
               error: httpx.TransportError | None) -> tuple[bool, Any]:
         """After attempt ``attempt`` (0-based): ``(True, json)`` when done, ``(False,
         seconds)`` to wait before retrying; raises :class:`RewardServiceError` when the
-        failure is final (not retryable, or retries used up)."""
+        failure is final (:attr:`retry_policy`: not retryable, or retries used up)."""
+        policy = self.retry_policy
         if error is not None:
-            if isinstance(error, httpx.ReadTimeout) or attempt >= self.max_retries:
+            delay = policy.after_error(attempt, timeout=isinstance(error, httpx.ReadTimeout),
+                                       connect=isinstance(error, httpx.ConnectError))
+            if delay is None:
                 raise _transport_error(error, attempt, label, self.base_url, self.timeout_s)
-            return False, self._delay(attempt, None)
+            return False, delay
         assert response is not None
-        outcome = _classify(response, attempt, self.max_retries, label)
+        outcome = _classify(response, attempt, policy, label)
         if outcome.error is not None:
             raise outcome.error
         if response.status_code < 300:
             return True, outcome.data
-        return False, self._delay(attempt, outcome.retry_after)
+        return False, outcome.delay
 
     def _score_plan(self, items: Sequence[Any]) -> tuple[list[dict[str, Any]], list[list[int]]]:
         dicts = [_item_dict(item, i) for i, item in enumerate(items)]
