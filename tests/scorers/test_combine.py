@@ -1,7 +1,9 @@
-"""Combining dimensions has one implementation (ieqa.scorers.overall) for scores, training
+"""Combining dimensions has one implementation (ieqa.data.combine) for scores, training
 heads (torch) and preference pairs (numpy): checked against values worked out by hand."""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import pytest
@@ -34,3 +36,38 @@ def test_one_dimension_passes_through_and_a_gradient_flows() -> None:
 def test_an_unknown_rule_is_refused_with_the_known_ones() -> None:
     with pytest.raises(IeqaError, match="mean, sum, min"):
         combine_dimensions(np.array(ROWS), "median")
+
+
+def test_the_weights_and_the_viescore_formula_are_defined_once() -> None:
+    """Issue 42: 0.3/0.4/0.3 and sqrt(SC·PQ) each have one home (ieqa.data.combine); the
+    places that used their own copies now take them from it."""
+    import re
+    import tokenize
+    from pathlib import Path
+
+    import ieqa
+    from ieqa.bench.leaderboard import EDITHF_WEIGHTS
+    from ieqa.data.combine import RE_REWARD_WEIGHTS, REASONEDIT_WEIGHTS, viescore, viescore_sigma
+    from ieqa.data.shapesedit.truth import OVERALL_WEIGHTS
+    from ieqa.scorers.vlm import re_reward, reasonedit
+
+    assert EDITHF_WEIGHTS is REASONEDIT_WEIGHTS and OVERALL_WEIGHTS is REASONEDIT_WEIGHTS
+    assert reasonedit.WEIGHTS == (0.3, 0.4, 0.3) and re_reward.WEIGHTS == (0.3, 0.4, 0.3)
+    assert tuple(RE_REWARD_WEIGHTS) == re_reward.DIMENSIONS
+    def code(path: Path) -> str:  # the file without its strings and comments
+        with path.open("rb") as fh:
+            return " ".join(t.string for t in tokenize.tokenize(fh.readline)
+                            if t.type not in (tokenize.STRING, tokenize.COMMENT))
+
+    files = {p.name: code(p) for p in Path(ieqa.__file__).parent.rglob("*.py")}
+    weights = sorted(n for n, text in files.items()
+                     if re.search(r"0\.3\s*,\s*0\.4\s*,\s*0\.3", text))
+    sqrt = sorted(n for n, text in files.items()
+                  for a, b in re.findall(r"sqrt\s*\(\s*(\w+)\s*\*\s*(\w+)\s*\)", text)
+                  if (a, b) != ("rows", "cols"))  # fr.py's FFT normalisation
+    assert weights == ["combine.py"] and sqrt == ["combine.py"], (weights, sqrt)
+    assert viescore(4.0, 9.0) == 6.0 and math.isnan(viescore(-1.0, 9.0))
+    # delta method: d/dSC = PQ / (2 O) = 0.75, d/dPQ = SC / (2 O) = 1/3
+    assert viescore_sigma(4.0, 9.0, 1.0, 0.0) == pytest.approx(0.75)
+    assert viescore_sigma(4.0, 9.0, 0.0, 1.0) == pytest.approx(1 / 3)
+    assert viescore_sigma(0.0, 9.0, 1.0, 1.0) is None

@@ -50,6 +50,7 @@ import numpy as np
 from scipy import stats
 
 from ieqa.bench.errors import BenchError
+from ieqa.data.combine import REASONEDIT_WEIGHTS
 from ieqa.data.dimensions import CORE_DIMENSIONS, OVERALL, canonical_dimension
 from ieqa.data.schema import EditSample
 from ieqa.errors import UnknownDimensionError
@@ -61,9 +62,7 @@ __all__ = [
 ]
 
 #: EditHF Eq. (2) overall-score weights (see the module docstring for the evidence).
-EDITHF_WEIGHTS: dict[str, float] = {
-    "visual_quality": 0.3, "instruction_alignment": 0.4, "content_preservation": 0.3,
-}
+EDITHF_WEIGHTS: dict[str, float] = REASONEDIT_WEIGHTS  # the same 0.3 / 0.4 / 0.3
 TieMethod = Literal["min", "average"]
 _TIE_METHODS = ("min", "average")
 #: Column names of a mapping input that are not dimensions.

@@ -48,11 +48,17 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ieqa.data.combine import (
+    REASONEDIT_WEIGHTS,
+    linear_sigma,
+    viescore,
+    viescore_sigma,
+    weighted_sum,
+)
 from ieqa.data.dimensions import canonical_dimension
 from ieqa.errors import IeqaError
 from ieqa.scorers.base import ScoreResult
 from ieqa.scorers.flags import FLAGS
-from ieqa.scorers.overall import REASONEDIT_WEIGHTS
 
 __all__ = ["REWARD_RULES", "Reward", "RewardRule", "RewardRuleError", "order_key"]
 
@@ -252,13 +258,12 @@ class RewardRule:
             if missing:
                 raise RewardRuleError(f"no score for {', '.join(missing)} (the scorer reported "
                                       f"{', '.join(sorted(scores)) or 'nothing'})")
-            mu = sum(w * scores[d] for d, w in self.weights.items())
-            return mu, _linear_sigma(self.weights, sigmas)
+            return weighted_sum(scores, self.weights), linear_sigma(self.weights, sigmas)
         if not dims:
             raise RewardRuleError("no dimension scores to combine")
         if self.rule == "mean":
             weights = {d: 1.0 / len(dims) for d in dims}
-            return sum(w * dims[d] for d, w in weights.items()), _linear_sigma(weights, sigmas)
+            return weighted_sum(dims, weights), linear_sigma(weights, sigmas)
         if self.rule == "min":
             low = min(dims, key=lambda d: dims[d])
             return dims[low], sigmas.get(low)
@@ -270,19 +275,11 @@ class RewardRule:
         sc, pq = dims["instruction_alignment"], dims["visual_quality"]
         if sc < 0 or pq < 0:
             raise RewardRuleError(f"the viescore rule needs non-negative SC and PQ, got {sc}, {pq}")
-        mu = math.sqrt(sc * pq)
-        if "instruction_alignment" in sigmas and "visual_quality" in sigmas and mu > 0:
-            # delta method: d mu / d sc = pq / (2 mu), d mu / d pq = sc / (2 mu)
-            s_sc, s_pq = sigmas["instruction_alignment"], sigmas["visual_quality"]
-            return mu, math.hypot(pq / (2 * mu) * s_sc, sc / (2 * mu) * s_pq)
+        mu = viescore(sc, pq)
+        if "instruction_alignment" in sigmas and "visual_quality" in sigmas:
+            return mu, viescore_sigma(sc, pq, sigmas["instruction_alignment"],
+                                      sigmas["visual_quality"])
         return mu, None
-
-
-def _linear_sigma(weights: Mapping[str, float], sigmas: Mapping[str, float]) -> float | None:
-    """σ of ``Σ w_d x_d`` for independent ``x_d``; None unless every weighted dimension has σ."""
-    if not sigmas or any(d not in sigmas for d in weights):
-        return None
-    return math.sqrt(sum((w * sigmas[d]) ** 2 for d, w in weights.items()))
 
 
 def order_key(reward: float, sigma: float | None, tiebreak: str | int) -> tuple[float, float, str | int]:

@@ -7,8 +7,8 @@
 * :mod:`ieqa.scorers.classic` — weight-free full-/no-reference metrics, edit-region
   estimation and the ``classic`` composite, the default scorer.
 * :mod:`ieqa.scorers.vlm` — VLM readouts (judge, levels, digits, heads, dual, pairwise).
-* :mod:`ieqa.scorers.ensemble`, :mod:`ieqa.scorers.overall` — combining scorers and
-  dimensions.
+* :mod:`ieqa.scorers.ensemble` — combining scorers (dimensions combine in
+  :mod:`ieqa.data.combine`; :mod:`ieqa.scorers.overall` re-exports it).
 * :mod:`ieqa.scorers.checkpoint` — trained-evaluator checkpoints
   (:func:`save_evaluator`, :func:`load_evaluator`).
 * :mod:`ieqa.scorers.run` — scoring a stream of samples into a resumable output file.

@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from ieqa.scorers.overall import combine_dimensions
+from ieqa.data.combine import combine_dimensions
 from ieqa.train import losses as L
 from ieqa.train.recipe import RecipeError, StageConfig
 

@@ -19,11 +19,11 @@ from typing import Literal
 
 import numpy as np
 
+from ieqa.data.combine import COMBINE_RULES, combine_dimensions
 from ieqa.data.dimensions import canonical_dimension
 from ieqa.data.schema import EditSample
 from ieqa.errors import TrainDataError
 from ieqa.human.pairs import disentangle_ties, ranking_to_pairs
-from ieqa.scorers.overall import COMBINE_RULES, combine_dimensions
 
 __all__ = ["PairLabel", "TrainPair", "build_pairs"]
 

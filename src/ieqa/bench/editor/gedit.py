@@ -31,6 +31,7 @@ from typing import Any
 
 from ieqa.bench.editor.aggregate import item_mean, macro_mean, stratified_bootstrap
 from ieqa.bench.editor.protocol import EditorProtocol, ci_text
+from ieqa.data.combine import viescore
 from ieqa.data.loaders.gedit_bench import (
     GEDIT_DATASET,
     LANGUAGES,
@@ -105,7 +106,7 @@ class GEditProtocol(EditorProtocol):
             return None
         o = row.get("overall") if "overall" in dims else None
         if o is None:
-            o = math.sqrt(sc * pq) if sc >= 0 and pq >= 0 else math.nan
+            o = viescore(sc, pq)
         values = (float(sc), float(pq), float(o))
         return values if all(math.isfinite(v) for v in values) else None
 

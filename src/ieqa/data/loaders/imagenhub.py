@@ -14,12 +14,12 @@ Every rater's values are kept as :class:`~ieqa.data.schema.Rating` objects.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ieqa.data.combine import viescore
 from ieqa.data.loaders.base import (
     BenchmarkData,
     BenchmarkFormatError,
@@ -61,7 +61,7 @@ def parse_cell(cell: str, path: PathLike, where: str, column: str) -> tuple[floa
 
 def overall(sc: float, pq: float) -> float:
     """ImagenHub's overall score of one rating: sqrt(SC * PQ)."""
-    return math.sqrt(sc * pq)
+    return viescore(sc, pq)
 
 
 def _rater_files(root: Path, task: str | Sequence[str] | None) -> dict[str, list[tuple[str, Path]]]:

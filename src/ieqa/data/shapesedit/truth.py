@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ieqa.data.combine import REASONEDIT_WEIGHTS, weighted_sum
+
 CHANGE_SCALE = 0.3
 PRESERVATION_HALF = 0.1
-OVERALL_WEIGHTS = {"visual_quality": 0.3, "instruction_alignment": 0.4, "content_preservation": 0.3}
+OVERALL_WEIGHTS = REASONEDIT_WEIGHTS  # EditHF's / ReasonEdit's 0.3 / 0.4 / 0.3
 
 
 def unintended_change(clean: np.ndarray, intended: np.ndarray) -> float:
@@ -42,7 +44,7 @@ def ground_truth(alignment: float, change: float, severity: float) -> dict[str, 
         "instruction_alignment": to_scale(alignment),
         "content_preservation": to_scale(1.0 / (1.0 + change / PRESERVATION_HALF)),
     }
-    scores["overall"] = sum(w * scores[d] for d, w in OVERALL_WEIGHTS.items())
+    scores["overall"] = weighted_sum(scores, OVERALL_WEIGHTS)
     return {k: round(v, 6) for k, v in scores.items()}
 
 

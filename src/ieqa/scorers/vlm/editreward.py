@@ -246,7 +246,7 @@ class EditRewardScorer(VLMScorer):
         return torch.stack(out, dim=1)
 
     def score_items(self, items: Sequence[LoadedSample]) -> list[ScoreResult]:
-        from ieqa.scorers.overall import aggregate_gaussian
+        from ieqa.data.combine import aggregate_gaussian
 
         out = self.head_outputs(items)
         mu, log_sigma = out[..., 0], out[..., 1]

@@ -54,6 +54,7 @@ from typing import Any
 
 from ieqa.backends import Prompt
 from ieqa.backends.base import fit_qwen_grid
+from ieqa.data.combine import sqrt_product
 from ieqa.prompts.answers import (
     EDITSCORE_REFUSAL,
     ReleasedScores,
@@ -261,7 +262,7 @@ class EditScoreScorer(VieJudge):
                                "fails on it")
                 continue
             passes.append((sc.scores[0] / unit, sc.scores[1] / unit, quality,
-                           math.sqrt(low * quality)))
+                           sqrt_product(low, quality)))
         out: dict[str, Any] = {"status": status, "asked": asked}
         if status == "read":
             mean = [sum(v[k] for v in passes) / len(passes) for k in range(4)]

@@ -10,7 +10,7 @@ All three run one forward pass over the prompt and pool the final-layer hidden s
 * ``vlm-gaussian`` (EditReward): ``(mu, log sigma)`` per dimension; the score is ``mu``,
   ``sigma = exp(log sigma)`` is reported, and ``overall`` aggregates the ``mu`` by
   ``min``, ``mean`` (the paper's best) or ``sum`` and the sigma by ``sigma_aggregation``
-  (:func:`ieqa.scorers.overall.aggregate_gaussian`).
+  (:func:`ieqa.data.combine.aggregate_gaussian`).
 * ``vlm-dual`` (ReasonEdit): three scores (visual quality, instruction alignment, content
   preservation) from the prefill state, ``overall = 0.3 VQ + 0.4 IA + 0.3 CP``, while the
   model generates a structured critique (the explanation). ``score_only=True`` skips the
@@ -32,8 +32,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from ieqa.data.combine import overall_score
 from ieqa.scorers.base import ScorerError, ScoreResult
-from ieqa.scorers.overall import overall_score
 from ieqa.scorers.vlm.base import LoadedSample, VLMScorer
 
 __all__ = ["MLPHead", "HeadScorer", "GaussianScorer", "DualScorer", "HEAD_FILE", "HEAD_CONFIG"]
@@ -181,7 +181,7 @@ class GaussianScorer(HeadScorer):
             ``"mean"`` or ``"sum"``; ``None`` reports no overall.
         sigma_aggregation: how the ``overall`` sigma combines the dimensions' sigma:
             ``"independent"`` (default) or ``"elementwise"`` (EditReward's released model);
-            see :func:`ieqa.scorers.overall.aggregate_gaussian`. A checkpoint records the
+            see :func:`ieqa.data.combine.aggregate_gaussian`. A checkpoint records the
             training stage's choice.
         (other arguments: :class:`HeadScorer`)
     """
@@ -217,7 +217,7 @@ class GaussianScorer(HeadScorer):
                 "sigma_aggregation": self.sigma_aggregation}
 
     def score_items(self, items: Sequence[LoadedSample]) -> list[ScoreResult]:
-        from ieqa.scorers.overall import aggregate_gaussian
+        from ieqa.data.combine import aggregate_gaussian
 
         out = self.head_outputs_of(items).double().view(len(items), len(self.score_dimensions), 2)
         mu, log_sigma = out.unbind(-1)

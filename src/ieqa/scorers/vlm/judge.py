@@ -22,9 +22,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ieqa.data.combine import OVERALL_RULES, overall_score
 from ieqa.prompts.answers import JudgeParseError, parse_output
 from ieqa.scorers.base import ScorerError, ScoreResult
-from ieqa.scorers.overall import OVERALL_RULES, overall_score
 from ieqa.scorers.vlm.base import (
     LoadedSample,
     VLMScorer,

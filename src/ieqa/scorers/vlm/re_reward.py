@@ -32,6 +32,7 @@ import torch
 from torch import nn
 
 from ieqa.backends import Prompt, TransformersVLM
+from ieqa.data.combine import RE_REWARD_WEIGHTS, weighted_sum
 from ieqa.prompts.published import PublishedText, SourceFile, load_texts, prompts_record
 from ieqa.scorers.base import ScorerError, ScoreResult
 from ieqa.scorers.critique_input import CRITIQUE_KEYS, critique_text
@@ -49,8 +50,8 @@ PROMPT_SOURCES: tuple[PublishedText, ...] = (
                   ("instruction|strip", "critique_text|strip")),
 )
 RELEASE, SUBFOLDER, BASE_MODEL = "TmpAccount/ReasonEdit", "RE-Reward", "Qwen/Qwen3.5-4B"
-DIMENSIONS = ("logicality", "accuracy", "usefulness")
-WEIGHTS = (0.3, 0.4, 0.3)
+DIMENSIONS = tuple(RE_REWARD_WEIGHTS)
+WEIGHTS = tuple(RE_REWARD_WEIGHTS.values())
 
 
 def reward_head(config: dict[str, Any], state: dict[str, torch.Tensor],
@@ -172,6 +173,6 @@ class RERewardReleaseScorer(VLMScorer):
                                                   "not finite (a numerically broken forward)"))
                 continue
             scores = dict(zip(DIMENSIONS, values, strict=True))
-            scores["overall"] = sum(w * scores[d] for w, d in zip(WEIGHTS, DIMENSIONS, strict=True))
+            scores["overall"] = weighted_sum(scores, RE_REWARD_WEIGHTS)
             results.append(ScoreResult(id=item.sample.id, scores=scores))
         return results

@@ -40,6 +40,7 @@ from PIL import Image
 from torch import nn
 
 from ieqa.backends import Prompt, TransformersVLM
+from ieqa.data.combine import REASONEDIT_WEIGHTS
 from ieqa.prompts.published import PublishedText, SourceFile, load_texts, prompts_record
 from ieqa.scorers.base import ScorerError, ScoreResult
 from ieqa.scorers.vlm.base import DEFAULT_MAX_INSTRUCTION_CHARS, LoadedSample, VLMScorer
@@ -67,7 +68,7 @@ LORA: dict[str, Any] = {
 PIXELS, GRID = 262144, 16
 #: the head's outputs in order, and the weights of ``overall``
 DIMENSIONS = ("visual_quality", "instruction_alignment", "content_preservation")
-WEIGHTS = (0.3, 0.4, 0.3)
+WEIGHTS = tuple(REASONEDIT_WEIGHTS[d] for d in DIMENSIONS)
 _CALIBRATION_NAMES = ("visual_quality", "editing_alignment", "content_preservation")
 
 

@@ -34,13 +34,13 @@ release.
 
 from __future__ import annotations
 
-import math
 import random
 from abc import abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ieqa.backends import Prompt
+from ieqa.data.combine import viescore
 from ieqa.prompts.answers import JudgeParseError, parse_vie_answer
 from ieqa.scorers.base import ScorerError, ScoreResult
 from ieqa.scorers.vlm.base import (
@@ -78,11 +78,11 @@ def vie_overall(passes: Sequence[dict[str, float]], reduction: str) -> float:
         return sum(p[key] for p in passes) / len(passes)
 
     if reduction == "average_last":
-        return sum(math.sqrt(p["sc"] * p["pq"]) for p in passes) / len(passes)
+        return sum(viescore(p["sc"], p["pq"]) for p in passes) / len(passes)
     if reduction == "average_first":
-        return math.sqrt(mean("prompt_following") * mean("pq"))
+        return viescore(mean("prompt_following"), mean("pq"))
     if reduction == "average_first_min_sc":
-        return math.sqrt(mean("sc") * mean("pq"))
+        return viescore(mean("sc"), mean("pq"))
     raise ScorerError(f"unknown reduction {reduction!r}; choose one of {', '.join(REDUCTIONS)}")
 
 

@@ -19,8 +19,8 @@ batch mean into the weighted mean ``Σ w_b·l_b / Σ w_b``.
 """
 
 
+from ieqa.data.combine import aggregate_gaussian
 from ieqa.errors import LossInputError
-from ieqa.scorers.overall import aggregate_gaussian
 from ieqa.train.losses.critique import (
     RE_REWARD_PLCC_QUEUE_SIZE,
     RE_REWARD_RANK_QUEUE_SIZE,
