@@ -121,7 +121,7 @@ def load_lora_state_release(folder: Path, *, base_model: str | Path, lora: Mappi
                                max_pixels=max_pixels,
                                revision=None if from_release else base_revision,
                                config_from=base_model if from_release else None)
-    torch_dtype = TransformersVLM._torch_dtype(dtype)
+    torch_dtype = TransformersVLM.torch_dtype_of(dtype)
     kwargs: dict[str, Any] = {"dtype": torch_dtype, "revision": base_revision}
     if attn_implementation:
         kwargs["attn_implementation"] = attn_implementation

@@ -181,7 +181,7 @@ def load_reward_release(release: str | Path, *, base_model: str | Path,
     config = AutoConfig.from_pretrained(base_model, revision=base_revision)
     text_config = getattr(config, "text_config", config)
     text_config.vocab_size = rows
-    torch_dtype = TransformersVLM._torch_dtype(dtype)
+    torch_dtype = TransformersVLM.torch_dtype_of(dtype)
     # mismatched shapes are reported in the loading info (listed below), not raised unnamed
     kwargs: dict[str, Any] = {"config": config, "state_dict": weights, "dtype": torch_dtype,
                               "output_loading_info": True, "ignore_mismatched_sizes": True}

@@ -161,7 +161,7 @@ class TransformersVLM:
         self.model_id = str(model)
         self.device = resolve_device(device) if device_map is None else None
         self.dtype_name = dtype
-        torch_dtype = self._torch_dtype(dtype)
+        torch_dtype = self.torch_dtype_of(dtype)
         kwargs: dict[str, Any] = {"dtype": torch_dtype, "revision": revision,
                                   "trust_remote_code": trust_remote_code}
         if attn_implementation:
@@ -231,7 +231,9 @@ class TransformersVLM:
 
     # ----------------------------------------------------------------- loading helpers
     @staticmethod
-    def _torch_dtype(dtype: str) -> Any:
+    def torch_dtype_of(dtype: str) -> Any:
+        """The torch dtype a ``dtype`` setting names (``"auto"``: bfloat16 on a GPU, else
+        float32); :class:`BackendError` for an unknown name."""
         import torch
 
         if dtype == "auto":
@@ -448,7 +450,7 @@ class TransformersVLM:
         if continuations is not None and len(continuations) != len(prompts):
             raise ValueError("continuations must have one entry per prompt")
         if anchor is not None:
-            self._anchor_token(anchor)  # validate early
+            self.anchor_token(anchor)  # validate early
         share = self.share_prefix if share_prefix is None else bool(share_prefix)
         if share and not self.share_prefix_supported:
             raise BackendError(f"{self.model_id}: prefix sharing is not supported for this "
@@ -487,7 +489,10 @@ class TransformersVLM:
             out = torch.tanh(out / self._softcap) * self._softcap
         return out.cpu()
 
-    def _anchor_token(self, anchor: str) -> int | None:
+    def anchor_token(self, anchor: str) -> int | None:
+        """The token id a readout ``anchor`` reads at (``token:TEXT``), or None for a
+        position anchor (``last``, ``mean``, ``from_end:K``); :class:`BackendError` for an
+        anchor the tokenizer cannot serve (a text that is not one token) or a malformed one."""
         if anchor.startswith("from_end:"):
             k = anchor[len("from_end:"):]
             if not k.isdigit() or int(k) < 1:
@@ -507,7 +512,7 @@ class TransformersVLM:
 
     def _pool(self, hidden: Any, ids: Any, anchor: str) -> Any:
         """Pool ``hidden`` ``[T, H]`` of one prompt's tokens ``ids`` ``[T]``."""
-        token = self._anchor_token(anchor)
+        token = self.anchor_token(anchor)
         if anchor == "last":
             vec = hidden[-1]
         elif anchor == "mean":

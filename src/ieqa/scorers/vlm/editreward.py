@@ -204,7 +204,7 @@ class EditRewardScorer(VLMScorer):
         super().__init__(backend=release.vlm, template="editreward",
                          dimensions=[dim for _, _, dim in _HEADS], batch_size=batch_size,
                          max_instruction_chars=max_instruction_chars)
-        self.backend._anchor_token(self.anchor)  # the token is one token of the tokenizer
+        self.backend.anchor_token(self.anchor)  # the token is one token of the tokenizer
 
     @property
     def dimensions(self) -> tuple[str, ...]:

@@ -118,7 +118,7 @@ class HeadScorer(VLMScorer):
                  **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.anchor = anchor
-        self.backend._anchor_token(anchor)  # validates the anchor against the tokenizer
+        self.backend.anchor_token(anchor)  # validates the anchor against the tokenizer
         if isinstance(head, MLPHead):  # an in-memory head (a model being trained)
             self.head = head
             self.trained = True

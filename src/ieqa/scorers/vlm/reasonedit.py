@@ -172,7 +172,7 @@ class ReasonEditReleaseScorer(VLMScorer):
             share_prefix=False, name=release_id)
         # the head runs in the precision the model was asked for (bf16 on a GPU), as the
         # authors cast it, whatever 4-bit loading upcast
-        precision = TransformersVLM._torch_dtype(dtype)
+        precision = TransformersVLM.torch_dtype_of(dtype)
         self.head = release_head(load_head_state(folder / "regression_head.pt"), precision)
         self.head.to(release.vlm.input_device)
         self.package_dir = str(folder)
