@@ -3,7 +3,9 @@ with its format detector), recipes and datasets — one :class:`Registry` class 
 
 Each registry maps a name to an :class:`Entry` (a one-line description plus the factory
 or data behind it). Modules add entries with ``REGISTRY.add(...)`` when imported; a
-registry imports its provider modules on first lookup, so ``import ieqa`` stays light.
+registry imports its provider modules on first lookup, so ``import ieqa`` stays light. A
+provider ``"package.*"`` is every module of that package, so a new module there registers
+itself without an edit to any list.
 """
 
 from __future__ import annotations
@@ -45,7 +47,14 @@ class Registry:
         if not self._loaded:
             self._loaded = True
             for module in self._providers:
-                importlib.import_module(module)
+                if module.endswith(".*"):  # every module of a package: drop a file in to add one
+                    import pkgutil
+
+                    package = importlib.import_module(module[:-2])
+                    for info in pkgutil.iter_modules(package.__path__, package.__name__ + "."):
+                        importlib.import_module(info.name)
+                else:
+                    importlib.import_module(module)
 
     def load(self) -> None:
         """Import the provider modules now (they add the built-in entries), once."""
@@ -95,6 +104,10 @@ class Registry:
 
 SCORERS = Registry("scorer", providers=("ieqa.scorers.table",))
 BENCHMARKS = Registry("benchmark", providers=("ieqa.data.loaders",))
+#: the editor benchmarks of ``ieqa bench-editor``: each entry's factory is its
+#: :class:`~ieqa.bench.editor.protocol.EditorProtocol` class (registered with
+#: :func:`ieqa.bench.editor.protocol.register_editor_benchmark`, or ``EDITOR_BENCHMARKS.add``)
+EDITOR_BENCHMARKS = Registry("editor benchmark", providers=("ieqa.bench.editor.*",))
 TEMPLATES = Registry("template", providers=("ieqa.prompts.builtin",))
 RECIPES = Registry("recipe", providers=("ieqa.train.recipe",))
 DATASETS = Registry("dataset")

@@ -9,7 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ieqa.data.dimensions import list_dimensions
-from ieqa.registry import BENCHMARKS, DATASETS, RECIPES, SCORERS, TEMPLATES
+from ieqa.registry import BENCHMARKS, DATASETS, EDITOR_BENCHMARKS, RECIPES, SCORERS, TEMPLATES
 
 NAME = "list"
 console = Console()
@@ -25,7 +25,11 @@ def _list_entries(kind: str) -> list[tuple[str, str]]:
     """``(name, description)`` of everything ieqa can build of one kind."""
     if kind == "dimensions":
         return list(list_dimensions().items())
-    return [(entry.name, entry.description + _release_line(entry)) for entry in _LISTS[kind]]
+    entries = [(entry.name, entry.description + _release_line(entry)) for entry in _LISTS[kind]]
+    if kind == "benchmarks":  # the judge benchmarks (ieqa bench), then the editor ones
+        entries += [(entry.name, f"editor benchmark (ieqa bench-editor): {entry.description}")
+                    for entry in EDITOR_BENCHMARKS]
+    return entries
 
 
 def _release_line(entry: object) -> str:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ieqa.bench.editor.aggregate import stratified_bootstrap
-from ieqa.bench.editor.protocol import EditorProtocol, ci_text
+from ieqa.bench.editor.protocol import EditorProtocol, ci_text, register_editor_benchmark
 from ieqa.data.loaders.emu_edit import EMU_DATASET, TASKS, EmuItem, output_path, read_emu_edit
 from ieqa.scorers.base import Scorer
 
@@ -42,6 +42,7 @@ def _mean(values: Sequence[float | None]) -> float:
     return sum(v) / len(v) if v else math.nan
 
 
+@register_editor_benchmark
 class EmuEditProtocol(EditorProtocol):
     """The Emu Edit test set (see the module docstring)."""
 

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ieqa.bench.editor.aggregate import item_mean, macro_mean, stratified_bootstrap
-from ieqa.bench.editor.protocol import EditorProtocol, ci_text
+from ieqa.bench.editor.protocol import EditorProtocol, ci_text, register_editor_benchmark
 from ieqa.data.combine import viescore
 from ieqa.data.loaders.gedit_bench import (
     GEDIT_DATASET,
@@ -47,6 +47,7 @@ __all__ = ["GEditProtocol"]
 _METRICS = (("G_SC", "sc"), ("G_PQ", "pq"), ("G_O", "o"))
 
 
+@register_editor_benchmark
 class GEditProtocol(EditorProtocol):
     """GEdit-Bench (see the module docstring)."""
 

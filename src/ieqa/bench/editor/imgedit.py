@@ -34,7 +34,7 @@ from ieqa.bench.editor.aggregate import (
     per_type_means,
     stratified_bootstrap,
 )
-from ieqa.bench.editor.protocol import EditorProtocol, ci_text
+from ieqa.bench.editor.protocol import EditorProtocol, ci_text, register_editor_benchmark
 from ieqa.data.loaders.imgedit_bench import (
     EDIT_TYPES,
     IMGEDIT_DATASET,
@@ -51,6 +51,7 @@ def _finite(value: Any) -> float | None:
     return float(value) if value is not None and math.isfinite(float(value)) else None
 
 
+@register_editor_benchmark
 class ImgEditProtocol(EditorProtocol):
     """ImgEdit-Bench (see the module docstring)."""
 

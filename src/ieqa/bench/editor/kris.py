@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from ieqa.bench.editor.protocol import EditorProtocol, ci_text
+from ieqa.bench.editor.protocol import EditorProtocol, ci_text, register_editor_benchmark
 from ieqa.data.loaders.kris_bench import (
     CATEGORIES,
     GROUPS,
@@ -127,6 +127,7 @@ def _to100(value: Any, lo: float, hi: float) -> float | None:
     return 100.0 * (float(value) - lo) / (hi - lo)
 
 
+@register_editor_benchmark
 class KrisProtocol(EditorProtocol):
     """KRIS-Bench (see the module docstring)."""
 

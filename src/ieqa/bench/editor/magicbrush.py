@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ieqa.bench.editor.protocol import EditorProtocol
+from ieqa.bench.editor.protocol import EditorProtocol, register_editor_benchmark
 from ieqa.bench.errors import BenchError
 from ieqa.data.loaders.magicbrush import MagicBrushItem, output_path, read_magicbrush
 from ieqa.scorers.base import Scorer
@@ -41,6 +41,7 @@ def _mean(values: Sequence[float | None]) -> float:
     return sum(v) / len(v) if v else math.nan
 
 
+@register_editor_benchmark
 class MagicBrushProtocol(EditorProtocol):
     """The MagicBrush test set (see the module docstring)."""
 

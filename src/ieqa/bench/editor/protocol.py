@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ieqa.registry import EDITOR_BENCHMARKS
 from ieqa.scorers.base import Scorer
 
 __all__ = ["EditorProtocol", "ci_text"]
@@ -30,6 +31,28 @@ def ci_text(ci: Sequence[float] | None, digits: int = 3) -> str:
     if not ci or any(not math.isfinite(v) for v in ci):
         return "–"
     return f"[{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
+
+
+def register_editor_benchmark(cls: type[EditorProtocol]) -> type[EditorProtocol]:
+    """Class decorator: register an :class:`EditorProtocol` under its ``name`` in
+    :data:`ieqa.registry.EDITOR_BENCHMARKS` (its description: the docstring's first line),
+    so that ``ieqa bench-editor NAME``, :func:`ieqa.bench.editor.bench_editor` and ``ieqa
+    list benchmarks`` know it. A benchmark of one's own registers the same way from its own
+    module; nothing shared is edited (docs: "Add an editor benchmark")."""
+    if not cls.name:
+        raise ValueError(f"{cls.__name__} has no name")
+    title = (cls.__doc__ or cls.name).strip().splitlines()[0]
+    title = title.replace(" (see the module docstring)", "").rstrip(".")
+    parts = [title]
+    if cls.task_types:
+        parts.append(f"{len(cls.task_types)} task types")
+    if cls.languages != ("en",):
+        parts.append("languages " + "/".join(cls.languages))
+    parts.append(f"judge {cls.official_judge}" if cls.official_judge else "metrics, no judge")
+    if cls.dataset:
+        parts.append(f"data {cls.dataset}")
+    EDITOR_BENCHMARKS.add(cls.name, "; ".join(parts), factory=cls, tags=("editor",))
+    return cls
 
 
 class EditorProtocol(ABC):

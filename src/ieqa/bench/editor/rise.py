@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ieqa.bench.editor.aggregate import stratified_bootstrap
-from ieqa.bench.editor.protocol import EditorProtocol, ci_text
+from ieqa.bench.editor.protocol import EditorProtocol, ci_text, register_editor_benchmark
 from ieqa.data.loaders.risebench import (
     CATEGORIES,
     RISE_DATASET,
@@ -85,6 +85,7 @@ def _dimension(values: Sequence[float | None]) -> float:
     return 25 * (sum(v) / len(v) - 1) if v else math.nan
 
 
+@register_editor_benchmark
 class RiseProtocol(EditorProtocol):
     """RISEBench (see the module docstring)."""
 

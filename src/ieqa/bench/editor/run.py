@@ -38,27 +38,52 @@ from typing import Any
 
 from ieqa.backends.judge_log import JUDGE_LOG, JudgeLog
 from ieqa.bench.editor.aggregate import repeat_summary
-from ieqa.bench.editor.emu import EmuEditProtocol
-from ieqa.bench.editor.gedit import GEditProtocol
-from ieqa.bench.editor.imgedit import ImgEditProtocol
-from ieqa.bench.editor.kris import KrisProtocol
-from ieqa.bench.editor.magicbrush import MagicBrushProtocol
 from ieqa.bench.editor.protocol import EditorProtocol
-from ieqa.bench.editor.rise import RiseProtocol
 from ieqa.bench.errors import BenchError
 from ieqa.data.schema import EditSample
+from ieqa.registry import EDITOR_BENCHMARKS
 from ieqa.scorers.base import Scorer, ScorerError
 from ieqa.scorers.run import attach_judge_log, detach_judge_log, read_scores, score_to_file
 
 __all__ = ["BENCHMARKS", "MISSING_RULES", "PROTOCOLS", "EditorBenchResult", "bench_editor",
            "get_protocol", "judge_record"]
 
-#: the editor benchmarks ``bench-editor`` runs, by name
-PROTOCOLS: dict[str, EditorProtocol] = {p.name: p for p in (GEditProtocol(), ImgEditProtocol(),
-                                                             KrisProtocol(), RiseProtocol(),
-                                                             EmuEditProtocol(),
-                                                             MagicBrushProtocol())}
-BENCHMARKS: tuple[str, ...] = tuple(PROTOCOLS)
+class _Protocols(Mapping[str, EditorProtocol]):
+    """The editor benchmarks registered in :data:`ieqa.registry.EDITOR_BENCHMARKS`, by name,
+    each protocol built once; a live view, so a benchmark registered later is in it."""
+
+    def __init__(self) -> None:
+        self._built: dict[str, EditorProtocol] = {}
+
+    def __getitem__(self, name: str) -> EditorProtocol:
+        if name not in EDITOR_BENCHMARKS:
+            raise KeyError(name)
+        factory = EDITOR_BENCHMARKS.get(name).factory
+        built = self._built.get(name)
+        if built is None or type(built) is not factory:  # registered anew under this name
+            built = self._built[name] = factory()
+        return built
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(EDITOR_BENCHMARKS.names())
+
+    def __len__(self) -> int:
+        return len(EDITOR_BENCHMARKS)
+
+
+class _Names(Sequence[str]):
+    """The registered editor benchmarks' names (a live view, sorted)."""
+
+    def __getitem__(self, i):  # type: ignore[no-untyped-def]
+        return EDITOR_BENCHMARKS.names()[i]
+
+    def __len__(self) -> int:
+        return len(EDITOR_BENCHMARKS)
+
+
+#: the editor benchmarks ``bench-editor`` runs, by name (:data:`ieqa.registry.EDITOR_BENCHMARKS`)
+PROTOCOLS: Mapping[str, EditorProtocol] = _Protocols()
+BENCHMARKS: Sequence[str] = _Names()
 #: what to do with items an editor has no output for
 MISSING_RULES: tuple[str, ...] = ("error", "skip")
 
