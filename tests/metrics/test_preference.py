@@ -8,12 +8,12 @@ from ieqa.metrics import (
     genai_bench_correct,
     pairwise_accuracy,
     pairwise_accuracy_genai,
-    parse_verdict,
     strict_accuracy,
     tie_aware_accuracy,
     tie_calibrated_accuracy,
     tie_calibrated_accuracy_optimistic,
 )
+from ieqa.prompts.answers import genai_bench_verdict as parse_verdict  # moved: one home
 
 
 @pytest.mark.parametrize(
@@ -41,8 +41,14 @@ def test_parse_verdict(text, expected):
 
 
 def test_parse_verdict_rejects_non_text():
-    with pytest.raises(MetricInputError, match="text"):
+    with pytest.raises(TypeError, match="text"):
         parse_verdict(3)
+
+
+def test_genai_accuracy_takes_read_verdicts_and_says_how_to_read_text():
+    assert genai_bench_correct("leftvote", "A>B") and not genai_bench_correct("leftvote", None)
+    with pytest.raises(MetricInputError, match="genai_bench_verdict"):
+        genai_bench_correct("leftvote", "[[A>B]]")
 
 
 def _genai_fixture():
@@ -76,7 +82,7 @@ def test_genai_bench_accuracy_exact():
     items = _genai_fixture()
     assert len(items) == 50
     human, model = zip(*items, strict=True)
-    acc = pairwise_accuracy_genai(human, model)
+    acc = pairwise_accuracy_genai(human, [parse_verdict(m) for m in model])  # read, then scored
     assert acc == 37 / 50
     assert f"{100 * acc:.2f}" == "74.00"
 
@@ -86,9 +92,9 @@ def test_genai_bench_correct_rules():
     assert genai_bench_correct("bothbad_vote", "A=B")
     assert not genai_bench_correct("tievote", "A=B=Bad")
     assert not genai_bench_correct("leftvote", None)
-    assert genai_bench_correct("rightvote", "verdict: [[B>>A]]")
+    assert genai_bench_correct("rightvote", parse_verdict("verdict: [[B>>A]]"))
     with pytest.raises(MetricInputError, match="human_vote"):
-        genai_bench_correct("left", "[[A>B]]")
+        genai_bench_correct("left", "A>B")
     with pytest.raises(MetricInputError, match="length mismatch"):
         pairwise_accuracy_genai(["leftvote"], [])
     with pytest.raises(MetricInputError, match="empty"):

@@ -169,3 +169,26 @@ def test_kris_scores_1_to_5_are_read_and_others_refused() -> None:
     for bad in ('{"quality_score": 0}', '{"quality_score": 6}', '{"quality_score": 4.5}'):
         with pytest.raises(answers.JudgeParseError, match="not an integer from 1 to 5"):
             answers.parse_kris_scores(bad, ["quality_score"])
+
+
+def test_every_reading_of_a_verdict_lives_in_prompts_answers() -> None:
+    """Issue 42: one verdict parser per protocol, in one place: ieqa's reading
+    (parse_verdict) and GenAI-Bench's re-parse (genai_bench_verdict), both in
+    prompts/answers/verdict.py; the metrics score verdicts already read."""
+    from pathlib import Path
+
+    import ieqa
+    import ieqa.metrics
+    from ieqa.prompts.answers import JudgeParseError, genai_bench_verdict
+
+    src = Path(ieqa.__file__).parent
+    readers = sorted(p.relative_to(src).as_posix() for p in src.rglob("*.py")
+                     if r"\[\[" in p.read_text(encoding="utf-8"))
+    assert readers == ["prompts/answers/verdict.py"]
+    assert not hasattr(ieqa.metrics, "parse_verdict")
+    # the two readings differ where the protocols do: single brackets, "B<A", echoed lists
+    assert parse_verdict("[A>B]") == "A>B" and genai_bench_verdict("[A>B]") is None
+    assert parse_verdict("[[B<A]]") == "A>B" and genai_bench_verdict("[[B<A]]") is None
+    assert genai_bench_verdict("no verdict") is None
+    with pytest.raises(JudgeParseError):
+        parse_verdict("no verdict")

@@ -22,8 +22,8 @@ from ieqa.metrics.preference import (
     HUMAN_VOTES,
     genai_bench_correct,
     pairwise_accuracy_genai,
-    parse_verdict,
 )
+from ieqa.prompts.answers import genai_bench_verdict
 
 __all__ = ["JudgeRecord", "JudgeResults", "load_judge_results"]
 
@@ -43,12 +43,12 @@ class JudgeRecord:
     def verdict(self) -> str | None:
         """``model_vote`` normalised (``"A>B"``, ``"B>A"``, ``"A=B=Good"``, ``"A=B=Bad"``,
         ``"A=B"``), or ``None`` when it holds no verdict."""
-        return parse_verdict(self.model_vote)
+        return genai_bench_verdict(self.model_vote)
 
     @property
     def correct(self) -> bool:
         """Whether ``model_vote`` matches the human vote (``None`` counts as wrong)."""
-        return genai_bench_correct(self.human_vote, self.model_vote)
+        return genai_bench_correct(self.human_vote, self.verdict)
 
 
 @dataclass
@@ -72,7 +72,7 @@ class JudgeResults:
         """Normalised verdicts, from ``model_vote`` or (``from_response=True``) re-parsed
         from each full ``response`` with ieqa's parser (the last bracketed verdict)."""
         if from_response:
-            return [parse_verdict(r.response) for r in self.records]
+            return [genai_bench_verdict(r.response) for r in self.records]
         return [r.verdict for r in self.records]
 
     def accuracy(self, from_response: bool = False) -> float:

@@ -2,7 +2,7 @@
 accuracy from ``model_vote`` with the exact rule of GenAI-Bench's ``parse_response`` (the
 vote string must be exactly one of :data:`OFFICIAL_GENAI_VOTES`; ``[[A=B]]`` is right for
 both tie kinds; ``null`` or any other string is wrong), the accuracy from re-parsing
-``response`` with :func:`ieqa.metrics.parse_verdict`, how many items' verdicts differ, and
+``response`` with :func:`ieqa.prompts.answers.genai_bench_verdict`, how many items' verdicts differ, and
 the coverage of the GenAI-Bench items.
 """
 
@@ -20,7 +20,8 @@ from ieqa.bench.pairs import _Pairs, _with_subsets
 from ieqa.bench.protocols import protocol_for
 from ieqa.bench.results import BenchResult, Coverage, MetricRow
 from ieqa.data.loaders.base import BenchmarkData
-from ieqa.metrics import genai_bench_correct, pairwise_accuracy_genai, parse_verdict
+from ieqa.metrics import genai_bench_correct, pairwise_accuracy_genai
+from ieqa.prompts.answers import genai_bench_verdict
 
 __all__ = ["OFFICIAL_GENAI_VOTES", "evaluate_judge_results"]
 
@@ -32,7 +33,7 @@ OFFICIAL_GENAI_VOTES = frozenset(
 def _official_verdict(model_vote: str | None) -> str | None:
     """The normalised verdict of ``model_vote`` under GenAI-Bench's exact-string rule
     (``None`` unless the vote is one of :data:`OFFICIAL_GENAI_VOTES`)."""
-    return parse_verdict(model_vote) if model_vote in OFFICIAL_GENAI_VOTES else None
+    return genai_bench_verdict(model_vote) if model_vote in OFFICIAL_GENAI_VOTES else None
 
 
 def evaluate_judge_results(results: JudgeResults, bench: BenchmarkData | None = None, *,
@@ -42,7 +43,7 @@ def evaluate_judge_results(results: JudgeResults, bench: BenchmarkData | None = 
     ``accuracy_official``: from ``model_vote`` with the exact rule of GenAI-Bench's
     ``parse_response`` (see the module docstring) — what the official leaderboard
     prints. ``accuracy_reparsed``: from each ``response`` re-parsed with
-    :func:`ieqa.metrics.parse_verdict` (last bracketed verdict; spaces and case ignored).
+    :func:`ieqa.prompts.answers.genai_bench_verdict` (last bracketed verdict; spaces and case ignored).
     ``verdicts_differ``: items whose two normalised verdicts differ. Both accuracies are
     also given per human vote (``subset``). With ``bench`` (the GenAI-Bench items),
     coverage and the human votes are checked against it.
@@ -67,7 +68,7 @@ def evaluate_judge_results(results: JudgeResults, bench: BenchmarkData | None = 
     has_response = any(r.response is not None for r in results)
     if has_response:
         rows += _with_subsets("accuracy_reparsed", "overall", pr, st, acc_of(reparsed), votes,
-                              "response re-parsed with ieqa.metrics.parse_verdict")
+                              "response re-parsed with ieqa.prompts.answers.genai_bench_verdict")
         differ = int(sum(a != b for a, b in zip(official, reparsed, strict=True)))
         rows.append(MetricRow("overall", "verdicts_differ", float(differ), n=len(votes),
                               note="items whose official and re-parsed verdicts differ",
@@ -88,7 +89,7 @@ def _judge_notes(results: JudgeResults, official: np.ndarray, reparsed: np.ndarr
     odd = [r.model_vote for r in results
            if r.model_vote is not None and r.model_vote not in OFFICIAL_GENAI_VOTES]
     if odd:
-        lenient = sum(parse_verdict(v) is not None for v in odd)
+        lenient = sum(genai_bench_verdict(v) is not None for v in odd)
         st.notes.append(f"{len(odd)} model_vote values are not one of the official strings "
                         f"(e.g. {odd[0]!r}); the official rule counts them wrong ({lenient} of "
                         "them hold a verdict ieqa's parser would read)")

@@ -197,7 +197,7 @@ GENAI_JUDGE: tuple[MetricSpec, ...] = (
                "judge_reparsed", per="all items and per human vote",
                ties="last bracketed verdict, spaces and case ignored; [[A=B]] right for both "
                     "tie kinds; no verdict is wrong",
-               source="ieqa.metrics.preference.parse_verdict"),
+               source="ieqa.prompts.answers.genai_bench_verdict"),
     MetricSpec("verdicts_differ", "items whose two verdicts differ", "judge_differ",
                per="all items", source="ieqa"),
 )

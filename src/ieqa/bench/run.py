@@ -32,7 +32,7 @@ What gets computed is the benchmark's entry of :data:`ieqa.bench.protocols.PROTO
   (the vote string must be exactly one of ``[[A>B]]``, ``[[A>>B]]``, ``[[B>A]]``,
   ``[[B>>A]]``, ``[[A=B]]``, ``[[A=B=Good]]``, ``[[A=B=Bad]]``; ``[[A=B]]`` is right for
   both tie kinds; ``null`` or any other string is wrong), and the accuracy from
-  re-parsing ``response`` with :func:`ieqa.metrics.parse_verdict`, plus how many items'
+  re-parsing ``response`` with :func:`ieqa.prompts.answers.genai_bench_verdict`, plus how many items'
   verdicts differ.
 
 Accuracies are fractions in [0, 1] (``MetricRow.unit == "accuracy"``; the CLI prints

@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from ieqa.errors import IeqaError
+from ieqa.prompts.answers.judge_vote import JUDGE_DIMENSIONS, parse_judge_vote
 
 __all__ = [
     "JUDGE_DIMENSIONS", "JUDGE_TEMPLATE", "SKIPPABLE", "JudgeItem", "JudgeProtocolError",
@@ -39,13 +40,10 @@ __all__ = [
     "parse_judge_vote", "run_judge_protocol", "vote_mode",
 ]
 
-#: The four concerns of EPAIQA appendix F, in the paper's order.
-JUDGE_DIMENSIONS: tuple[str, ...] = ("PA", "LNA", "GHA", "Overall")
 #: The dimensions left out when the standard answer lacks that analysis -> the analysis.
 SKIPPABLE: dict[str, str] = {"LNA": "naturalness", "GHA": "harmony"}
 #: The prompt template the protocol uses by default.
 JUDGE_TEMPLATE = "epaiqa-explain-judge"
-_SCORES = (0, 1, 2)
 
 Status = Literal["scored", "skipped", "failed"]
 
@@ -69,51 +67,6 @@ def vote_mode(votes: Sequence[int]) -> int:
     counts = Counter(int(v) for v in votes)
     top = max(counts.values())
     return max(v for v, n in counts.items() if n == top)
-
-
-def _read_score(value: Any) -> int | None:
-    """0, 1 or 2 from a JSON value (``2``, ``2.0``, ``"2"``), else ``None``."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, str):
-        value = value.strip()
-        if value not in ("0", "1", "2"):
-            return None
-        return int(value)
-    if isinstance(value, (int, float)) and math.isfinite(value) and float(value).is_integer():
-        return int(value) if int(value) in _SCORES else None
-    return None
-
-
-def parse_judge_vote(text: str, dimensions: Sequence[str] = JUDGE_DIMENSIONS,
-                     ) -> tuple[dict[str, int], dict[str, str]]:
-    """Read one judge answer: ``(scores, errors)``.
-
-    ``scores`` maps each readable dimension to 0, 1 or 2; ``errors`` maps each unreadable
-    one to the reason (no JSON object, key missing, value not 0/1/2). Keys match
-    case-insensitively (``"pa"``, ``"Overall"``). Nothing is guessed.
-    """
-    from ieqa.prompts.answers import JudgeParseError, extract_json
-
-    if not isinstance(text, str) or not text.strip():
-        return {}, {d: "empty answer" for d in dimensions}
-    try:
-        obj = extract_json(text)
-    except JudgeParseError:
-        return {}, {d: "no JSON object in the answer" for d in dimensions}
-    lowered = {str(k).strip().lower(): v for k, v in obj.items()}
-    scores: dict[str, int] = {}
-    errors: dict[str, str] = {}
-    for dim in dimensions:
-        if dim.lower() not in lowered:
-            errors[dim] = f"key {dim!r} missing"
-            continue
-        score = _read_score(lowered[dim.lower()])
-        if score is None:
-            errors[dim] = f"{dim}={lowered[dim.lower()]!r} is not 0, 1 or 2"
-        else:
-            scores[dim] = score
-    return scores, errors
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,6 @@ Labels for numeric pairs: ``+1`` = a is better, ``-1`` = b is better, ``0`` = hu
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Literal
 
@@ -26,10 +25,6 @@ from ieqa.metrics.checks import (
 
 VERDICTS = ("A>B", "B>A", "A=B=Good", "A=B=Bad", "A=B")
 HUMAN_VOTES = ("leftvote", "rightvote", "tievote", "bothbad_vote")
-_VERDICT_RE = re.compile(
-    r"\[\[\s*(A\s*>>?\s*B|B\s*>>?\s*A|A\s*=\s*B\s*=\s*good|A\s*=\s*B\s*=\s*bad|A\s*=\s*B)\s*\]\]",
-    re.IGNORECASE,
-)
 # The verdicts each human vote accepts; "A=B" (tie of unspecified kind) matches both ties.
 _ACCEPTS = {
     "leftvote": {"A>B"},
@@ -39,42 +34,23 @@ _ACCEPTS = {
 }
 
 
-def parse_verdict(text: str | None) -> str | None:
-    """The last bracketed verdict in a judge's ``text``, normalised to one of
-    ``"A>B"``, ``"B>A"``, ``"A=B=Good"``, ``"A=B=Bad"``, ``"A=B"``; ``None`` when the text
-    holds none (an unparsed answer — never replaced by a random guess).
-
-    Accepts ``[[A>B]]``, ``[[A>>B]]`` (-> ``"A>B"``), ``[[B>A]]``, ``[[B>>A]]``,
-    ``[[A=B=Good]]``, ``[[A=B=Bad]]``, ``[[A=B]]``; spaces inside and letter case are ignored.
-    """
-    if text is None:
-        return None
-    if not isinstance(text, str):
-        raise MetricInputError(f"text must be a str or None, got {type(text).__name__}")
-    matches = _VERDICT_RE.findall(text)
-    if not matches:
-        return None
-    v = re.sub(r"\s+", "", matches[-1]).upper().replace(">>", ">")
-    if v.endswith("GOOD"):
-        return "A=B=Good"
-    if v.endswith("BAD"):
-        return "A=B=Bad"
-    return v
-
-
 def _normalise_verdict(model_verdict: str | None) -> str | None:
     if model_verdict is None or model_verdict in VERDICTS:
         return model_verdict
-    return parse_verdict(model_verdict)
+    raise MetricInputError(
+        f"model_verdict must be one of {', '.join(VERDICTS)} or None, got {model_verdict!r}: "
+        "read a judge's text first with ieqa.prompts.answers.genai_bench_verdict "
+        "(GenAI-Bench's re-parse) or parse_verdict (ieqa's reading)")
 
 
 def genai_bench_correct(human_vote: str, model_verdict: str | None) -> bool:
     """Whether a judge verdict matches a GenAI-Bench human vote.
 
     ``human_vote`` is one of ``leftvote`` (A better), ``rightvote`` (B better), ``tievote``
-    (both good) or ``bothbad_vote``. ``model_verdict`` is a normalised verdict or raw judge
-    text (parsed with :func:`parse_verdict`). ``"A=B"`` is right for both tie kinds;
-    ``None`` (unparsed) is always wrong.
+    (both good) or ``bothbad_vote``. ``model_verdict`` is a normalised verdict (one of
+    :data:`VERDICTS`; a judge's text is read first by
+    :func:`ieqa.prompts.answers.genai_bench_verdict`). ``"A=B"`` is right for both tie
+    kinds; ``None`` (unparsed) is always wrong.
     """
     if human_vote not in _ACCEPTS:
         raise MetricInputError(f"human_vote must be one of {HUMAN_VOTES}, got {human_vote!r}")

@@ -38,7 +38,6 @@ from ieqa.optimize.messages import (
     OPTIMIZER_SYSTEM,
     RETRY_LINE,
     RETRY_NOTE,
-    parse_definition,
     render_optimizer_messages,
 )
 from ieqa.optimize.optimizers import ChatOptimizer, LocalOptimizer
@@ -56,6 +55,7 @@ from ieqa.optimize.records import (
     Trial,
 )
 from ieqa.optimize.trajectory import read_trajectory
+from ieqa.prompts.answers.definition import parse_definition
 from ieqa.prompts.redefine import (
     BEST_TEMPLATE_FILE,
     FDMPOError,

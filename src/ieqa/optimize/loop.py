@@ -19,8 +19,6 @@ from ieqa.optimize.messages import (
     OPTIMIZER_PROMPT,
     OPTIMIZER_SYSTEM,
     check_prompt,
-    normalise_definition,
-    parse_definition,
     ranked_trials,
     render_optimizer_messages,
 )
@@ -40,6 +38,7 @@ from ieqa.optimize.trajectory import (
     pending_proposal,
     read_trajectory,
 )
+from ieqa.prompts.answers.definition import normalise_definition, parse_definition
 from ieqa.prompts.redefine import FDMPOError, definition_template
 from ieqa.prompts.templates import PromptTemplate
 

@@ -1,10 +1,10 @@
-"""The optimiser's messages: the prompt that asks for a better definition from the trial history,
-and reading the definition out of its answer.
+"""The optimiser's messages: the prompt that asks for a better definition from the trial
+history. Reading the definition out of its answer is
+:func:`ieqa.prompts.answers.parse_definition`, with the other answer parsers.
 """
 
 from __future__ import annotations
 
-import re
 import string
 from collections.abc import Sequence
 
@@ -47,7 +47,6 @@ RETRY_LINE = "\n- attempt {attempt} was rejected ({kind}): {reason}"
 
 _PROMPT_FIELDS = frozenset({"dimension", "Dimension", "low", "high", "n_samples", "history",
                             "best_definition", "best_value", "n_trials", "max_chars"})
-_TAGGED = re.compile(r"<definition>(.*?)(?:</definition>|$)", re.S | re.I)
 
 
 
@@ -112,17 +111,3 @@ def render_optimizer_messages(dimension: str, trials: Sequence[Trial], *, n_samp
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
-def parse_definition(answer: str) -> str:
-    """The definition in an optimiser answer: the text between ``<definition>`` and
-    ``</definition>`` when the tag is there, else the whole answer; surrounding
-    whitespace and quotes removed, inner whitespace runs collapsed to one space."""
-    m = _TAGGED.search(answer)
-    text = m.group(1) if m else answer
-    text = " ".join(text.split())
-    return text.strip().strip('"\u201c\u201d\'').strip()
-
-
-def normalise_definition(definition: str) -> str:
-    """``definition`` lower-cased, whitespace collapsed, final period dropped: two
-    definitions that differ only so count as a repeat."""
-    return " ".join(definition.lower().split()).rstrip(".")

@@ -44,6 +44,7 @@ from ieqa.prompts.answers.criteria import (
     write_criteria_answer,
 )
 from ieqa.prompts.answers.critique import Critique, format_stability
+from ieqa.prompts.answers.definition import normalise_definition, parse_definition
 from ieqa.prompts.answers.digits import digit_values, digits_target, format_digits
 from ieqa.prompts.answers.epaiqa import COMPLETION_WORDS, epaiqa_answer, parse_epaiqa
 from ieqa.prompts.answers.explanation import (
@@ -58,6 +59,7 @@ from ieqa.prompts.answers.final_score import (
     released_final_scores,
     write_final_score_answer,
 )
+from ieqa.prompts.answers.judge_vote import parse_judge_vote
 from ieqa.prompts.answers.kris import (
     parse_kris_scores,
     released_kris_dual,
@@ -84,7 +86,7 @@ from ieqa.prompts.answers.scores import (
     parse_text_score,
     parse_viescore,
 )
-from ieqa.prompts.answers.verdict import VERDICTS, parse_verdict, write_verdict
+from ieqa.prompts.answers.verdict import VERDICTS, genai_bench_verdict, parse_verdict, write_verdict
 from ieqa.prompts.answers.vie import (
     EDITSCORE_REFUSAL,
     ReleasedScores,
@@ -103,7 +105,8 @@ __all__ = [
     "epaiqa_answer", "extract_json", "format_digits", "format_dimensions", "format_stability",
     "level_index", "level_target", "parse_critique", "parse_epaiqa", "parse_explanation",
     "parse_json_scores", "parse_level", "parse_output", "parse_reasonedit", "parse_region",
-    "parse_text_score", "parse_verdict", "parse_vie_answer", "parse_viescore", "ReleasedVie", "released_vie_reading", "rescale",
+    "parse_text_score", "parse_verdict", "genai_bench_verdict", "parse_definition",
+    "normalise_definition", "parse_judge_vote", "parse_vie_answer", "parse_viescore", "ReleasedVie", "released_vie_reading", "rescale",
     "EDITSCORE_REFUSAL", "ReleasedScores", "released_editscore_reading",
     "write_verdict", "write_vie_answer", "parse_criteria_answer", "released_criteria_mean",
     "released_criteria_scores", "write_criteria_answer", "parse_final_score",

@@ -1,17 +1,52 @@
-"""Pairwise verdicts (``[[A>B]]`` ...): the strict parser :func:`parse_verdict` and the
-normalised verdicts :data:`VERDICTS`, with :func:`write_verdict` writing one back.
+"""Pairwise verdicts (``[[A>B]]`` ...): every reading of a judge's verdict, with
+:func:`write_verdict` writing one back.
+
+* :func:`parse_verdict` — ieqa's reading (single or double brackets, ``B<A``, echoed option
+  lists left out, a verdict cued by "verdict" preferred); raises when there is none.
+* :func:`genai_bench_verdict` — GenAI-Bench's re-parse of a judge's full response, the
+  reading its ``accuracy_reparsed`` protocol states: the last *double*-bracketed verdict,
+  spaces and case ignored; None when there is none (counted wrong, never guessed).
+
+Both return one of :data:`VERDICTS` (defined in :mod:`ieqa.metrics.preference`, whose
+GenAI-Bench accuracy takes them).
 """
 
 from __future__ import annotations
 
 import re
 
+from ieqa.metrics.preference import VERDICTS
 from ieqa.prompts.answers._text import JudgeParseError, require_text
 
-__all__ = ["VERDICTS", "parse_verdict", "write_verdict"]
+__all__ = ["VERDICTS", "genai_bench_verdict", "parse_verdict", "write_verdict"]
 
-#: The normalised verdicts :func:`parse_verdict` returns.
-VERDICTS: tuple[str, ...] = ("A>B", "B>A", "A=B=Good", "A=B=Bad", "A=B")
+_GENAI_VERDICT = re.compile(
+    r"\[\[\s*(A\s*>>?\s*B|B\s*>>?\s*A|A\s*=\s*B\s*=\s*good|A\s*=\s*B\s*=\s*bad|A\s*=\s*B)\s*\]\]",
+    re.IGNORECASE,
+)
+
+
+def genai_bench_verdict(text: str | None) -> str | None:
+    """GenAI-Bench's re-parse: the last double-bracketed verdict in a judge's ``text``,
+    normalised to one of :data:`VERDICTS`; ``None`` when the text holds none (an unparsed
+    answer — never replaced by a guess).
+
+    Accepts ``[[A>B]]``, ``[[A>>B]]`` (-> ``"A>B"``), ``[[B>A]]``, ``[[B>>A]]``,
+    ``[[A=B=Good]]``, ``[[A=B=Bad]]``, ``[[A=B]]``; spaces inside and letter case are ignored.
+    """
+    if text is None:
+        return None
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str or None, got {type(text).__name__}")
+    matches = _GENAI_VERDICT.findall(text)
+    if not matches:
+        return None
+    v = re.sub(r"\s+", "", matches[-1]).upper().replace(">>", ">")
+    if v.endswith("GOOD"):
+        return "A=B=Good"
+    if v.endswith("BAD"):
+        return "A=B=Bad"
+    return v
 
 
 _VERDICT = re.compile(r"\[\[?\s*([AB])\s*(>>|>|<<|<|=)\s*([AB])\s*(?:=\s*(good|bad)\s*)?\]\]?",
