@@ -1,6 +1,8 @@
 """The HTTP layer of the reward service, ``ieqa serve`` (see ``docs/howto/serve.md``).
 
-* :mod:`ieqa.serve.app` — the FastAPI app (API v1) around a :class:`~ieqa.rewards.LocalRewarder`;
+* :mod:`ieqa.serve.app` — the FastAPI app (API v1): ``create_app`` assembles the routers of
+  :mod:`ieqa.serve.routes` (health, metrics, the v1 endpoints) around one
+  :class:`~ieqa.serve.service.Service` (:mod:`ieqa.serve.service`: state, limits, items);
 * :mod:`ieqa.serve.batcher` — dynamic batching of concurrent requests;
 * :mod:`ieqa.serve.auth`, :mod:`ieqa.serve.limits` — API keys, request and image limits;
 * :mod:`ieqa.serve.images` — image fields of a request (inline, URL, server path);
