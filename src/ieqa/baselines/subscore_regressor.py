@@ -95,15 +95,14 @@ def _read_scores(path: Path, scorer: str | None = None
         raise BaselineError(f"{path} is a manifest, which holds one set of scores: "
                             "--from-scorer chooses among the scorers of a score file; drop it")
     from ieqa.data.manifest import iter_manifest
+    from ieqa.data.scorefile import join_fields
 
     scores: dict[str, dict[str, float]] = {}
     groups: dict[str, str] = {}
     inputs: dict[str, dict[str, Any]] = {}
     for sample in iter_manifest(path):
         scores[sample.id] = dict(sample.scores)
-        inputs[sample.id] = {k: str(v) if isinstance(v, (str, os.PathLike)) else None
-                             for k, v in (("source", sample.source), ("edited", sample.edited))}
-        inputs[sample.id]["editor"] = sample.editor
+        inputs[sample.id] = join_fields(sample)
         if sample.group_id:
             groups[sample.id] = sample.group_id
     return scores, groups, {}, inputs

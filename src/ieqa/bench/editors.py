@@ -157,12 +157,9 @@ def _shared_ids(pred: ScoreTable, human: ScoreTable, notes: list[str]) -> tuple[
 def _manifest_fields(path: Path) -> dict[str, dict[str, Any]]:
     """``{id: {"source", "edited", "editor"}}`` of a manifest's edits (for :func:`check_join`)."""
     from ieqa.data.manifest import iter_manifest
+    from ieqa.data.scorefile import join_fields
 
-    def ref(x: Any) -> str | None:
-        return str(x) if isinstance(x, (str, Path)) else None
-
-    return {s.id: {"source": ref(s.source), "edited": ref(s.edited), "editor": s.editor}
-            for s in iter_manifest(path)}
+    return {s.id: join_fields(s) for s in iter_manifest(path)}
 
 
 def _check_join(left: dict[str, dict[str, Any]], left_path: Path, right_path: Path,
@@ -178,7 +175,12 @@ def _check_join(left: dict[str, dict[str, Any]], left_path: Path, right_path: Pa
 def _score_file_table(path: Path, notes: list[str], scorer: str | None = None) -> ScoreTable:
     """The scored edits of an ``ieqa score`` output (editor, group and task from the file),
     read by the one score-file reader (:func:`ieqa.data.scorefile.iter_score_rows`)."""
-    from ieqa.data.scorefile import ScoreFileError, ScoreRowChecker, iter_score_rows
+    from ieqa.data.scorefile import (
+        ScoreFileError,
+        ScoreRowChecker,
+        iter_score_rows,
+        other_scorer_note,
+    )
 
     checker = ScoreRowChecker(path, scorer=scorer)
     try:
@@ -186,8 +188,7 @@ def _score_file_table(path: Path, notes: list[str], scorer: str | None = None) -
     except ScoreFileError as exc:
         raise IeqaError(str(exc)) from None
     if checker.n_other:
-        notes.append(f"{checker.n_other} rows of other scorers than {scorer} were left out "
-                     "(--from-scorer)")
+        notes.append(other_scorer_note(checker.n_other, scorer))
     failed = [r for r in rows if r.failed is not None]
     rows = [r for r in rows if r.failed is None]
     if failed:
@@ -250,8 +251,9 @@ def load_tables(scores: Path, human: Path | None, notes: list[str], *, scorer: s
         human_table = _manifest_table(human)
         preds = read_predictions(scores, scorer=scorer)
         if preds.other_scorer_rows:
-            notes.append(f"{preds.other_scorer_rows} rows of other scorers than {scorer} were "
-                         "left out (--from-scorer)")
+            from ieqa.data.scorefile import other_scorer_note
+
+            notes.append(other_scorer_note(preds.other_scorer_rows, scorer))
         if preds.inputs:
             _check_join(preds.inputs, scores, human, max_mismatch, notes)
         pred_table = score_table(human_table, predictions=preds, missing="drop")

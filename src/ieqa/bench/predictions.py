@@ -56,13 +56,15 @@ class Predictions(dict):
     scoring failed, or a score is NaN or infinite), ``inputs``: ``{edit id: {"source",
     "edited", "editor"}}`` as the file gives them (for checking a join by id,
     :func:`ieqa.data.scorefile.check_join`; empty for a file without input columns),
-    ``name``: the file, and ``other_scorer_rows``: rows of other scorers left out."""
+    ``name``: the file, ``scorer``: the ``--from-scorer`` it was read with, and
+    ``other_scorer_rows``: rows of other scorers left out."""
 
     def __init__(self, *args: Any, failed: dict[str, str] | None = None, **kw: Any) -> None:
         super().__init__(*args, **kw)
         self.failed: dict[str, str] = dict(failed or {})
         self.inputs: dict[str, dict[str, Any]] = {}
         self.name: str = "the predictions"
+        self.scorer: str | None = None
         self.other_scorer_rows = 0
 
 
@@ -104,7 +106,7 @@ def read_predictions(path: str | os.PathLike[str], reading: str = "ieqa",
         raise PredictionsError(f"reading must be one of {', '.join(READINGS)}, got {reading!r}")
     p = Path(path)
     out = Predictions()
-    out.name = str(p)
+    out.name, out.scorer = str(p), scorer
     checker = ScoreRowChecker(p, scorer=scorer)
     try:
         for row in iter_score_rows(p, checker=checker):

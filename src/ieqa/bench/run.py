@@ -50,7 +50,6 @@ gives every public name.
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Mapping
 
 from ieqa.bench._common import Missing, Predictions, _settings
@@ -72,7 +71,7 @@ from ieqa.bench.protocols import protocol_for
 from ieqa.bench.results import BenchResult, Coverage, MetricRow
 from ieqa.data.dimensions import canonical_dimension
 from ieqa.data.loaders.base import BenchmarkData
-from ieqa.data.scorefile import check_join
+from ieqa.data.scorefile import check_join, join_fields, other_scorer_note
 from ieqa.errors import UnknownDimensionError
 
 __all__ = [
@@ -131,16 +130,14 @@ def evaluate_predictions(
     st.failed = dict(getattr(predictions, "failed", {}) or {})
     inputs = getattr(predictions, "inputs", None)
     if inputs:
-        fields = {s.id: {"source": _ref(s.source), "edited": _ref(s.edited), "editor": s.editor}
-                  for s in bench.samples}
-        join = check_join(inputs, fields, sides=(getattr(predictions, "name", "the predictions"),
+        join = check_join(inputs, {s.id: join_fields(s) for s in bench.samples}, sides=(getattr(predictions, "name", "the predictions"),
                                                  f"the {bench.name} data"),
                           max_mismatch=max_mismatch, error=BenchError)
         if join.note():
             st.notes.append(join.note())
     if getattr(predictions, "other_scorer_rows", 0):
-        st.notes.append(f"{predictions.other_scorer_rows} rows of other scorers in "  # type: ignore[union-attr]
-                        f"{getattr(predictions, 'name', 'the predictions')} were left out (--from-scorer)")
+        st.notes.append(other_scorer_note(predictions.other_scorer_rows,  # type: ignore[union-attr]
+                                          getattr(predictions, "scorer", None)))
     predictions = _canonical_predictions(predictions)
     specs, generic = protocol_for(bench.name, bench.protocol)
     if generic:
@@ -156,11 +153,6 @@ def evaluate_predictions(
             "bootstrap": "percentile; resamples whole groups when the data has group ids"
                          if st.n_boot else "off"}
     return BenchResult(bench.name, bench.protocol, rows, coverage, pairs, specs, st.notes, meta)
-
-
-def _ref(ref: object) -> str | None:
-    """An image reference as a path string (None for an in-memory image)."""
-    return str(ref) if isinstance(ref, (str, os.PathLike)) else None
 
 
 def _canonical_predictions(predictions: Predictions) -> dict[str, dict[str, float]]:

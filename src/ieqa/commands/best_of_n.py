@@ -19,6 +19,7 @@ from ieqa.commands.curate import BY_HELP, errored_exit, make_rule
 from ieqa.commands.options import FROM_SCORER_OPT
 from ieqa.curate.groups import best_of_n, parse_group_by
 from ieqa.curate.source import CurateError
+from ieqa.data.scorefile import other_scorer_note
 
 NAME = "best-of-n"
 console = Console()
@@ -69,8 +70,7 @@ def command(
         console.print(f"... and {len(result.failed) - _MAX_LISTED} more (all in "
                       f"{escape(str(result.report_json))})")
     if result.other_scorer_rows:
-        console.print(f"{result.other_scorer_rows} rows of other scorers than {escape(str(from_scorer))} "
-                      "left out (--from-scorer)")
+        console.print(escape(other_scorer_note(result.other_scorer_rows, from_scorer)))
     if result.error_rows:
         console.print(f"[yellow]{result.error_rows} of {result.n_rows} input rows[/yellow] failed to "
                       "score or hold a NaN/infinite score: never picked")

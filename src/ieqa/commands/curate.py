@@ -18,6 +18,7 @@ from rich.table import Table
 from ieqa.commands.options import EXIT_PARTIAL, FROM_SCORER_OPT
 from ieqa.curate.select import KeepRule, curate
 from ieqa.curate.source import CurateError
+from ieqa.data.scorefile import other_scorer_note
 from ieqa.rewards.rule import REWARD_RULES, RewardRule, RewardRuleError
 
 NAME = "curate"
@@ -104,6 +105,5 @@ def command(
     console.print(f"left out before selection: {c['errors']} errors, {c['dropped_flagged']} flagged, "
                   f"{c['dropped_sigma']} above --max-sigma; report: {escape(str(result.report_html))}")
     if c.get("other_scorer_rows"):
-        console.print(f"{c['other_scorer_rows']} rows of other scorers than {escape(str(from_scorer))} "
-                      "left out (--from-scorer)")
+        console.print(escape(other_scorer_note(c['other_scorer_rows'], from_scorer)))
     errored_exit(c["errors"], c["rows"], allow_errors, "input rows had errors")

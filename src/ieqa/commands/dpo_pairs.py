@@ -21,6 +21,7 @@ from ieqa.commands.options import FROM_SCORER_OPT, MAX_MISMATCH_OPT
 from ieqa.curate.dpo import DROP_REASONS, dpo_pairs
 from ieqa.curate.groups import parse_group_by
 from ieqa.curate.source import CurateError
+from ieqa.data.scorefile import other_scorer_note
 
 NAME = "dpo-pairs"
 console = Console()
@@ -98,7 +99,6 @@ def command(
         if note:
             console.print(f"[yellow]{escape(note)}[/yellow]")
     if s.get("other_scorer_rows"):
-        console.print(f"{s['other_scorer_rows']} rows of other scorers than {escape(str(from_scorer))} "
-                      "left out (--from-scorer)")
+        console.print(escape(other_scorer_note(s['other_scorer_rows'], from_scorer)))
     console.print(f"report: {escape(str(result.report_html))}")
     errored_exit(s["error_rows"], s["rows"], allow_errors, "input rows had errors")

@@ -216,16 +216,8 @@ class ScoredSource:
                 except pa.ArrowException as exc:
                     raise CurateError(f"{self.path}: cannot read as Parquet ({exc})") from None
             else:
-                for lineno, line in self._raw_lines():
-                    try:
-                        raw = json.loads(line)
-                    except ValueError as exc:
-                        raise CurateError(f"{self.path}: line {lineno}: not valid JSON ({exc})") from None
-                    if not isinstance(raw, dict):
-                        raise CurateError(f"{self.path}: line {lineno}: expected a JSON object, "
-                                          f"got {type(raw).__name__}")
-                    where = f"{self.path}: line {lineno}"
-                    mask.append(checker.check(len(mask), where, raw) is not None)
+                for i, where, raw in self._json_objects():
+                    mask.append(checker.check(i, where, raw) is not None)
             if not any(mask):
                 checker.finish()  # names the scorers the file holds
             self.n_other = checker.n_other
@@ -306,8 +298,10 @@ class ScoredSource:
             if line.strip():
                 yield lineno, line
 
-    def _jsonl_rows(self, select: np.ndarray | None, checker: ScoreRowChecker
-                    ) -> Iterator[ScoredRow]:
+    def _json_objects(self, select: np.ndarray | None = None
+                      ) -> Iterator[tuple[int, str, dict[str, Any]]]:
+        """``(0-based position, "FILE: line N", object)`` of the JSONL rows (with ``select``,
+        the selected ones only; every line is still counted)."""
         n = 0
         for i, (lineno, line) in enumerate(self._raw_lines()):
             n = i + 1
@@ -320,10 +314,15 @@ class ScoredSource:
                 raise CurateError(f"{where}: not valid JSON ({exc})") from None
             if not isinstance(raw, dict):
                 raise CurateError(f"{where}: expected a JSON object, got {type(raw).__name__}")
+            yield i, where, raw
+        self._n_rows = n
+
+    def _jsonl_rows(self, select: np.ndarray | None, checker: ScoreRowChecker
+                    ) -> Iterator[ScoredRow]:
+        for i, where, raw in self._json_objects(select):
             row = self._row(i, raw, checker, where)
             if row is not None:
                 yield row
-        self._n_rows = n
 
     def _manifest_rows(self, select: np.ndarray | None) -> Iterator[ScoredRow]:
         n = 0

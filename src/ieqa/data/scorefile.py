@@ -65,8 +65,8 @@ from ieqa.errors import IeqaError, UnknownDimensionError
 __all__ = ["EXPLAIN_COLUMNS", "INPUT_COLUMNS", "RESULT_COLUMN_TYPES", "output_schema", "JOIN_FIELDS", "JSON_COLUMNS",
            "NON_SCORE_COLUMNS", "NO_SCORER", "RESULT_COLUMNS", "SCORER_COLUMN",
            "SCORE_FILE_SUFFIXES", "JoinCheck", "ScoreFileError", "ScoreRow", "ScoreRowChecker",
-           "check_join", "iter_score_rows", "looks_like_score_file", "read_provenance",
-           "same_image_ref", "scorer_matches"]
+           "check_join", "image_ref", "iter_score_rows", "join_fields", "looks_like_score_file",
+           "other_scorer_note", "read_provenance", "same_image_ref", "scorer_matches"]
 
 #: suffixes a score file may have
 SCORE_FILE_SUFFIXES = (".jsonl", ".jsonl.gz", ".csv", ".parquet")
@@ -474,6 +474,24 @@ def same_image_ref(a: Any, b: Any) -> bool | None:
     pa_, pb_ = (PurePosixPath(x.replace("\\", "/")).parts for x in (a, b))
     k = min(3, len(pa_), len(pb_))
     return pa_[-k:] == pb_[-k:]
+
+
+def image_ref(ref: Any) -> str | None:
+    """An image reference as the path text a score file holds (None for an in-memory
+    image)."""
+    return str(ref) if isinstance(ref, (str, os.PathLike)) else None
+
+
+def join_fields(sample: Any) -> dict[str, Any]:
+    """The :data:`JOIN_FIELDS` of an edit (an :class:`~ieqa.data.schema.EditSample` or any
+    object with ``source``, ``edited`` and ``editor``), for :func:`check_join`."""
+    return {"source": image_ref(sample.source), "edited": image_ref(sample.edited),
+            "editor": sample.editor}
+
+
+def other_scorer_note(n: int, scorer: str | None) -> str:
+    """The line a command prints or reports for the rows ``--from-scorer`` left out."""
+    return f"{n} rows of other scorers than {scorer} were left out (--from-scorer)"
 
 
 def _same_field(name: str, a: Any, b: Any) -> bool | None:

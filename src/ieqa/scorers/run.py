@@ -82,6 +82,7 @@ from ieqa.data.scorefile import (
     SCORER_COLUMN,
     ScoreRow,
     ScoreRowChecker,
+    image_ref,
     iter_score_rows,
     output_schema,
 )
@@ -172,16 +173,12 @@ def _json_or_none(d: dict[str, Any]) -> str | None:
     return json.dumps(d, sort_keys=True, allow_nan=True) if d else None
 
 
-def _ref_text(ref: Any) -> str | None:
-    return str(ref) if isinstance(ref, (str, os.PathLike)) else None
-
-
 def _input_fields(item: InputItem | None) -> dict[str, Any]:
     if item is None:
         return dict.fromkeys(INPUT_COLUMNS)
     if isinstance(item, BadRow):
         return {c: item.fields.get(c) for c in INPUT_COLUMNS}
-    return {"source": _ref_text(item.source), "edited": _ref_text(item.edited),
+    return {"source": image_ref(item.source), "edited": image_ref(item.edited),
             "instruction": item.instruction, "editor": item.editor, "task": item.task,
             "group_id": item.group_id}
 
