@@ -81,3 +81,74 @@ def test_a_benchmark_registered_elsewhere_runs_in_bench_editor_and_is_listed(tmp
     with pytest.raises(BenchError, match="unknown editor benchmark 'toy-bench'; choose one of "
                                          "emu-edit, gedit-bench"):
         bench_editor("toy-bench", {"mine": outputs}, HalfJudge(), tmp_path / "o2", data=data)
+
+
+def test_generate_finds_a_registered_benchmark_by_its_detector_and_writes_its_layout(
+        tmp_path) -> None:
+    """``ieqa generate --data PATH`` asks every registered benchmark's ``detect``: a toy
+    benchmark that claims folders holding ``toy.marker`` is generated for in its own layout,
+    its ``generation_skip`` is honoured, and a path two detectors claim is refused."""
+    from types import SimpleNamespace
+
+    from PIL import Image
+
+    from ieqa.curate.generate import GenerateError, generate_candidates, read_generation_items
+
+    items = gedit_fixture_items(per_type=1)
+
+    @register_editor_benchmark
+    class MarkedBench(GEditProtocol):
+        """A toy benchmark found by its marker file"""
+
+        name = "marked-bench"
+
+        @classmethod
+        def detect(cls, path):  # noqa: ANN001, ANN206
+            return (path / "toy.marker").is_file()
+
+        def read_items(self, data, languages, work_dir):  # noqa: ANN001, ANN201
+            return super().read_items(gedit, languages, work_dir)  # its data lies elsewhere
+
+        def output_path(self, folder, item):  # noqa: ANN001, ANN201
+            from pathlib import Path
+
+            return Path(folder) / "toy" / f"{item.id}.png"
+
+        def generation_skip(self, item):  # noqa: ANN001, ANN201
+            return "a toy skip" if item.task_type == "background_change" else None
+
+
+    try:
+        gedit = build_gedit_fixture(tmp_path / "gedit", items)
+        folder = tmp_path / "marked"
+        folder.mkdir()
+        (folder / "toy.marker").write_text("")
+        kind, found = read_generation_items(folder, work_dir=tmp_path / "work")
+        assert kind == "marked-bench" and len(found) == 11
+        assert [i.skip for i in found].count("a toy skip") == 1
+
+        class Echo:
+            def __call__(self, *, prompt, image, num_inference_steps, generator, **options):  # noqa: ANN001, ANN204
+                return SimpleNamespace(images=[Image.new("RGB", image.size)])
+
+        record = generate_candidates(Echo(), folder, tmp_path / "out", steps=1, progress=False)
+        assert (record["generated"], len(record["skipped"])) == (10, 1)
+        toy_out = tmp_path / "out" / "toy"
+        written = sorted(p.relative_to(toy_out).as_posix() for p in toy_out.rglob("*.png"))
+        assert written == sorted(f"{i.id}.png" for i in found if i.skip is None)
+        # GEdit-Bench's own data is claimed by gedit-bench alone, until a second detector
+        # (the toy of the fixture inherits GEdit-Bench's) claims it too
+        assert read_generation_items(gedit, work_dir=tmp_path / "w")[0] == "gedit-bench"
+
+        @register_editor_benchmark
+        class Copycat(GEditProtocol):
+            """GEdit-Bench's detector under another name"""
+
+            name = "copycat-bench"
+
+        with pytest.raises(GenerateError, match="holds the data of copycat-bench and "
+                                                "gedit-bench; give one benchmark's own"):
+            read_generation_items(gedit, work_dir=tmp_path / "w")
+    finally:
+        EDITOR_BENCHMARKS.remove("marked-bench")
+        EDITOR_BENCHMARKS.remove("copycat-bench")

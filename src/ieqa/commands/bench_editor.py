@@ -79,14 +79,10 @@ def command(
                                            + "): DIR or NAME=DIR; repeat it to compare "
                                              "editors"),
     data: Path | None = typer.Option(None, "--data", exists=True,
-                                     help="the benchmark's data (gedit-bench: its Parquet "
-                                          "files, folder or file; imgedit-bench: Benchmark.tar "
-                                          "or the folder it unpacks to; kris-bench: the folder "
-                                          "of its category folders; risebench: its JSON file "
-                                          "or folder; emu-edit: its Parquet files, the test "
-                                          "split, or a validation file; magicbrush: the "
-                                          "unpacked test folder); default: the hub dataset in the local "
-                                          "cache"),
+                                     help="the benchmark's data ("
+                                          + "; ".join(f"{p.name}: {p.data_help}"
+                                                      for p in PROTOCOLS.values())
+                                          + "); default: the hub dataset in the local cache"),
     language: list[str] | None = typer.Option(None, "--language",
                                               help="en and/or cn (zh is read as cn; default "
                                                    "both; only gedit-bench has cn)"),

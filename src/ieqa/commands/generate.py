@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 
 from ieqa.commands.options import parse_options
-from ieqa.curate.generate import generate_candidates
+from ieqa.curate.generate import data_help, generate_candidates
 
 NAME = "generate"
 console = Console()
@@ -30,13 +30,7 @@ def command(
                                  help="diffusers pipeline: hub id (timbrooks/instruct-pix2pix, "
                                       "Qwen/Qwen-Image-Edit, ...) or a save_pretrained folder"),
     data: str = typer.Option(..., "--data",
-                             help="a manifest (.jsonl/.csv: id, source, instruction), a "
-                                  "GEdit-Bench folder of Parquet files, ImgEdit-Bench's "
-                                  "Benchmark.tar or the folder it unpacks to, RISEBench's "
-                                  "JSON file, KRIS-Bench's or MagicBrush's folder, the Emu "
-                                  "Edit test set's "
-                                  "Parquet files, or the name gedit-bench / imgedit-bench / "
-                                  "kris-bench / risebench / emu-edit (the hub cache)"),
+                             help=data_help()),
     num_candidates: int = typer.Option(1, "--num-candidates", "-k", min=1,
                                        help="candidates per item"),
     seeds: str | None = typer.Option(None, "--seeds",

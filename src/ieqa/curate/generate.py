@@ -54,21 +54,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ieqa.data.loaders import (
-    emu_edit,
-    gedit_bench,
-    imgedit_bench,
-    kris_bench,
-    magicbrush,
-    risebench,
-)
-from ieqa.data.loaders.base import table_columns
 from ieqa.data.manifest import write_manifest
 from ieqa.data.schema import EditSample
 from ieqa.errors import IeqaError
 from ieqa.progress import progress_bar
+from ieqa.registry import EDITOR_BENCHMARKS
 
-__all__ = ["GenerateError", "GenerationItem", "generate_candidates", "read_generation_items"]
+__all__ = ["GenerateError", "GenerationItem", "data_help", "generate_candidates",
+           "read_generation_items"]
 
 
 class GenerateError(IeqaError, ValueError):
@@ -88,64 +81,46 @@ class GenerationItem:
     skip: str | None = None  # why it cannot be generated (several input images)
 
 
+def _benchmarks() -> dict[str, Any]:
+    """The registered editor benchmarks (:data:`ieqa.registry.EDITOR_BENCHMARKS`), by name: a
+    benchmark of one's own registered there is generated for like the built-in ones."""
+    return {entry.name: entry.factory() for entry in EDITOR_BENCHMARKS}
+
+
+def data_help() -> str:
+    """What ``--data`` takes, from the registered benchmarks (the CLI help and errors)."""
+    benchmarks = _benchmarks().values()
+    return ("a manifest (.jsonl/.csv: id, source, instruction), "
+            + "; ".join(f"{b.name}: {b.data_help}" for b in benchmarks if b.data_help)
+            + "; or a benchmark's name (" + ", ".join(b.name for b in benchmarks)
+            + ": its data in the local hub cache)")
+
+
 def read_generation_items(data: str | os.PathLike[str], *, languages: Sequence[str] = ("en",),
                           work_dir: str | os.PathLike[str]) -> tuple[str, list[GenerationItem]]:
-    """``(kind, items)`` of ``data``: ``"gedit-bench"`` (the name: the hub dataset in the
-    local cache; or a folder of its Parquet files), ``"imgedit-bench"`` (the name: the hub
-    archive in the local cache; or ``Benchmark.tar``, or a folder holding
-    ``singleturn.json``), ``"risebench"`` (the name, or its ``.json`` item list),
-    ``"kris-bench"`` (the name, or the folder of its category folders), ``"magicbrush"``
-    (its folder, holding ``edit_sessions.json``), ``"emu-edit"``
-    (the name, or its Parquet files: those with an ``input_caption`` column) or
-    ``"manifest"`` (a .jsonl or .csv file with ``id``, ``source``,
-    ``instruction`` and optionally ``task``)."""
+    """``(kind, items)`` of ``data``: a registered editor benchmark's name (its data in the
+    local hub cache) or its data (a file or folder its protocol's ``detect`` claims; kind:
+    the benchmark's name), else ``"manifest"`` (a .jsonl or .csv file with ``id``,
+    ``source``, ``instruction`` and optionally ``task``). ``languages`` are asked of a
+    benchmark with several (GEdit-Bench); the others are read in their one language."""
     path = Path(data)
-    parquet = next(iter(sorted(path.rglob("*.parquet"))), None) if path.is_dir() else (
-        path if path.suffix == ".parquet" else None)
-    if str(data) == "emu-edit" or (parquet is not None
-                                   and "input_caption" in table_columns(parquet)):
-        split = "validation" if "validation" in path.name else "test"
-        emu = emu_edit.read_emu_edit(None if str(data) == "emu-edit" else path,
-                                     Path(work_dir) / "sources", split=split)
-        return "emu-edit", [GenerationItem(i.id, i.source, i.instruction, i.task_type, i)
-                            for i in emu]
-    if str(data) == "gedit-bench" or (path.is_dir() and any(path.rglob("*.parquet"))):
-        items = gedit_bench.read_gedit(None if str(data) == "gedit-bench" else path, languages,
-                                       Path(work_dir) / "sources")
-        return "gedit-bench", [GenerationItem(i.id, i.source, i.instruction, i.task_type, i)
-                               for i in items]
-    if str(data) == "imgedit-bench" or path.suffix == ".tar" or (path.is_dir() and any(
-            next(path.rglob(name), None) for name in imgedit_bench.ANNOTATION_FILES)):
-        items = imgedit_bench.read_imgedit(None if str(data) == "imgedit-bench" else path,
-                                           Path(work_dir) / "data")
-        return "imgedit-bench", [GenerationItem(i.id, i.source, i.instruction, i.task_type, i)
-                                 for i in items]
-    if path.is_dir() and any((root / "edit_sessions.json").is_file()
-                             for root in (path, path / "test")):
-        turns = magicbrush.read_magicbrush(path)
-        iterative = "edits each turn from the editor's previous output; ieqa generate edits " \
-                    "from the ground-truth input only (the single-turn setting)"
-        return "magicbrush", [GenerationItem(i.id, i.source, i.instruction, i.task_type, i,
-                                             iterative if i.setting == "iterative" else None)
-                              for i in turns]
-    if str(data) == "kris-bench" or (path.is_dir() and any(
-            (root / c / "annotation.json").is_file() for root in (path, path / "KRIS_Bench")
-            for c in kris_bench.CATEGORIES)):
-        kris = kris_bench.read_kris(None if str(data) == "kris-bench" else path)
-        several = "takes {} input images; a pipeline is called with one"
-        return "kris-bench", [GenerationItem(i.id, i.source, i.instruction, i.task_type, i,
-                                             several.format(len(i.sources))
-                                             if len(i.sources) > 1 else None) for i in kris]
-    if str(data) == "risebench" or path.suffix == ".json":
-        items = risebench.read_risebench(None if str(data) == "risebench" else path)
-        return "risebench", [GenerationItem(i.id, i.source, i.instruction, i.task_type, i)
-                             for i in items]
+    benchmarks = _benchmarks()
+    if str(data) in benchmarks:
+        kind, source = str(data), None
+    else:
+        claims = [name for name, b in benchmarks.items() if b.detect(path)]
+        if len(claims) > 1:
+            raise GenerateError(f"--data {data}: holds the data of {' and '.join(claims)}; "
+                                "give one benchmark's own file or folder")
+        kind, source = (claims[0], path) if claims else ("manifest", None)
+    if kind != "manifest":
+        bench = benchmarks[kind]
+        asked = languages if len(bench.languages) > 1 else bench.languages
+        read = bench.read_items(source, asked, Path(work_dir))
+        return kind, [GenerationItem(i.id, i.source, i.instruction, i.task_type, i,
+                                     bench.generation_skip(i)) for i in read]
     if not path.is_file():
-        raise GenerateError(f"--data {data}: no such file; give a manifest (.jsonl or .csv with "
-                            "id, source, instruction), a GEdit-Bench or ImgEdit-Bench folder, "
-                            "RISEBench's JSON file, a KRIS-Bench or MagicBrush folder, the "
-                            "Emu Edit test set's Parquet files, gedit-bench, imgedit-bench, kris-bench, "
-                            "risebench or emu-edit")
+        raise GenerateError(f"--data {data}: no such file; give {data_help()}")
     if path.suffix == ".jsonl":
         with open(path, encoding="utf-8") as fh:
             rows = [json.loads(line) for line in fh if line.strip()]
@@ -180,12 +155,9 @@ def _safe(ident: str) -> str:
 
 def candidate_path(out: Path, kind: str, item: GenerationItem, k: int, n_candidates: int) -> Path:
     """Where candidate ``k`` of ``item`` is written (see the module docstring)."""
-    loaders = {"gedit-bench": gedit_bench, "imgedit-bench": imgedit_bench,
-               "risebench": risebench, "kris-bench": kris_bench, "emu-edit": emu_edit,
-               "magicbrush": magicbrush}
-    if kind in loaders:
+    if kind != "manifest":
         base = out if n_candidates == 1 else out / f"candidate-{k}"
-        return loaders[kind].output_path(base, item.bench_item)
+        return EDITOR_BENCHMARKS.get(kind).factory().output_path(base, item.bench_item)
     return out / "images" / _safe(item.id) / f"candidate-{k}.png"
 
 

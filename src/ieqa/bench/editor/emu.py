@@ -24,7 +24,13 @@ from pathlib import Path
 from typing import Any
 
 from ieqa.bench.editor.aggregate import stratified_bootstrap
-from ieqa.bench.editor.protocol import EditorProtocol, ci_text, register_editor_benchmark
+from ieqa.bench.editor.protocol import (
+    EditorProtocol,
+    ci_text,
+    first_file,
+    register_editor_benchmark,
+)
+from ieqa.data.loaders.base import table_columns
 from ieqa.data.loaders.emu_edit import EMU_DATASET, TASKS, EmuItem, output_path, read_emu_edit
 from ieqa.scorers.base import Scorer
 
@@ -51,6 +57,7 @@ class EmuEditProtocol(EditorProtocol):
     official_judge = "edit-metrics"
     official_label = "the Emu Edit paper's metrics"
     layout = "{idx}.png"
+    data_help = "its Parquet files (those with an input_caption column), the test split, or a validation file"
     task_types = TASKS
     languages = ("en",)
     parts = ("official",)
@@ -59,6 +66,11 @@ class EmuEditProtocol(EditorProtocol):
     main_field = "clip_dir"
     interval = "a bootstrap of the mean CLIP-dir over items"
     columns = ("editor", "language", *COLUMNS.values(), "95% CI (CLIP-dir)", "coverage")
+
+    @classmethod
+    def detect(cls, path: Path) -> bool:
+        parquet = first_file(path, ".parquet")
+        return parquet is not None and "input_caption" in table_columns(parquet)
 
     def read_items(self, data: str | os.PathLike[str] | None, languages: Sequence[str],
                    work_dir: Path) -> list[EmuItem]:

@@ -30,8 +30,14 @@ from pathlib import Path
 from typing import Any
 
 from ieqa.bench.editor.aggregate import item_mean, macro_mean, stratified_bootstrap
-from ieqa.bench.editor.protocol import EditorProtocol, ci_text, register_editor_benchmark
+from ieqa.bench.editor.protocol import (
+    EditorProtocol,
+    ci_text,
+    first_file,
+    register_editor_benchmark,
+)
 from ieqa.data.combine import viescore
+from ieqa.data.loaders.base import table_columns
 from ieqa.data.loaders.gedit_bench import (
     GEDIT_DATASET,
     LANGUAGES,
@@ -56,6 +62,7 @@ class GEditProtocol(EditorProtocol):
     official_judge = "gedit-judge"
     official_label = "GEdit-Bench's official judge"
     layout = "fullset/{task_type}/{language}/{key}.png"
+    data_help = "its Parquet files, folder or file"
     task_types = TASK_TYPES
     languages = LANGUAGES
     parts = ("official", "intersection", "ieqa", "item_mean")
@@ -66,6 +73,11 @@ class GEditProtocol(EditorProtocol):
                 "types")
     columns = ("editor", "language", "G_SC", "G_PQ", "G_O", "G_SC-I", "G_PQ-I", "G_O-I",
                "G_O 95% CI", "G_O (ieqa)", "G_O-I (ieqa)", "G_O item mean (ieqa)", "coverage")
+
+    @classmethod
+    def detect(cls, path: Path) -> bool:
+        parquet = first_file(path, ".parquet")  # Emu Edit's have an input_caption column
+        return parquet is not None and "input_caption" not in table_columns(parquet)
 
     def read_items(self, data: str | os.PathLike[str] | None, languages: Sequence[str],
                    work_dir: Path) -> list[GEditItem]:

@@ -36,6 +36,7 @@ from ieqa.bench.editor.aggregate import (
 )
 from ieqa.bench.editor.protocol import EditorProtocol, ci_text, register_editor_benchmark
 from ieqa.data.loaders.imgedit_bench import (
+    ANNOTATION_FILES,
     EDIT_TYPES,
     IMGEDIT_DATASET,
     ImgEditItem,
@@ -60,6 +61,7 @@ class ImgEditProtocol(EditorProtocol):
     official_judge = "imgedit-judge"
     official_label = "ImgEdit-Bench's official judge"
     layout = "{key}.png"
+    data_help = "Benchmark.tar or the folder it unpacks to"
     task_types = EDIT_TYPES
     languages = ("en",)
     parts = ("official", "ieqa")
@@ -71,6 +73,11 @@ class ImgEditProtocol(EditorProtocol):
     columns = ("editor", "language", *EDIT_TYPES, "Overall (mean of types)",
                "Overall (item-weighted)", "ieqa mean of types", "95% CI", "ieqa item mean",
                "coverage")
+
+    @classmethod
+    def detect(cls, path: Path) -> bool:
+        return (path.is_file() and path.suffix == ".tar") or (path.is_dir() and any(
+            next(path.rglob(name), None) for name in ANNOTATION_FILES))
 
     def read_items(self, data: str | os.PathLike[str] | None, languages: Sequence[str],
                    work_dir: Path) -> list[ImgEditItem]:

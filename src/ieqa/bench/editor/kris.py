@@ -136,6 +136,7 @@ class KrisProtocol(EditorProtocol):
     official_judge = "kris-judge"
     official_label = "KRIS-Bench's official judge"
     layout = "{category}/{id}.jpg (or .png)"
+    data_help = "the folder of its category folders"
     task_types = CATEGORIES
     languages = ("en",)
     parts = ("official", "ieqa")
@@ -147,6 +148,15 @@ class KrisProtocol(EditorProtocol):
                 "categories, each item's judgements pooled flat")
     columns = ("editor", "language", *GROUP_ABBREV.values(), "Factual", "Conceptual", "Procedural",
                "Overall", "ieqa Overall", "95% CI", "coverage")
+
+    @classmethod
+    def detect(cls, path: Path) -> bool:
+        return path.is_dir() and any((root / c / "annotation.json").is_file()
+                                     for root in (path, path / "KRIS_Bench") for c in CATEGORIES)
+
+    def generation_skip(self, item: Any) -> str | None:
+        n = len(item.sources)
+        return f"takes {n} input images; a pipeline is called with one" if n > 1 else None
 
     def read_items(self, data: str | os.PathLike[str] | None, languages: Sequence[str],
                    work_dir: Path) -> list[KrisItem]:

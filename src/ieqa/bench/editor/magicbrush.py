@@ -51,6 +51,7 @@ class MagicBrushProtocol(EditorProtocol):
     official_label = "the MagicBrush paper's metrics against the ground truth"
     official_options = {"reference": "target", "metrics": "l1,l2,clip-i,dino,clip-t"}
     layout = "{session}/{session}_1.png, {session}_inde_{k}.png, {session}_iter_{k}.png"
+    data_help = "the unpacked test folder (holding edit_sessions.json)"
     task_types = ("turn-1", "turn-2", "turn-3", "iterative")
     languages = ("en",)
     parts = tuple(_SETTINGS)
@@ -60,6 +61,17 @@ class MagicBrushProtocol(EditorProtocol):
     columns = ("editor", "language",
                *(f"{label} {name}" for label in _SETTINGS.values() for name in COLUMNS.values()),
                "coverage")
+
+    @classmethod
+    def detect(cls, path: Path) -> bool:
+        return path.is_dir() and any((root / "edit_sessions.json").is_file()
+                                     for root in (path, path / "test"))
+
+    def generation_skip(self, item: Any) -> str | None:
+        if item.setting != "iterative":
+            return None
+        return ("edits each turn from the editor's previous output; ieqa generate edits from "
+                "the ground-truth input only (the single-turn setting)")
 
     def check_judge(self, judge: Scorer) -> None:
         if judge.name == self.official_judge and getattr(judge, "reference", None) != "target":

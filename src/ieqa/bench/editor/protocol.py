@@ -23,7 +23,15 @@ from typing import Any
 from ieqa.registry import EDITOR_BENCHMARKS
 from ieqa.scorers.base import Scorer
 
-__all__ = ["EditorProtocol", "ci_text"]
+__all__ = ["EditorProtocol", "ci_text", "first_file"]
+
+
+def first_file(path: Path, suffix: str) -> Path | None:
+    """``path`` itself when it is a ``suffix`` file, else the first ``suffix`` file under the
+    folder ``path`` (in sorted order), else ``None``: what the detectors look at."""
+    if path.is_file():
+        return path if path.suffix == suffix else None
+    return next(iter(sorted(path.rglob(f"*{suffix}"))), None) if path.is_dir() else None
 
 
 def ci_text(ci: Sequence[float] | None, digits: int = 3) -> str:
@@ -68,6 +76,8 @@ class EditorProtocol(ABC):
     official_label: str = ""
     #: the output layout, as the missing-output message states it
     layout: str = ""
+    #: how ``--data`` gives the benchmark's data (``bench-editor`` and ``generate`` help)
+    data_help: str = ""
     #: the task types, in the published tables' order
     task_types: tuple[str, ...] = ()
     #: the languages it has, in order
@@ -86,6 +96,20 @@ class EditorProtocol(ABC):
     official_options: dict[str, str] = {}
     #: what the table's 95 % interval is, in words (the report states it); empty: none
     interval: str = ""
+
+    @classmethod
+    def detect(cls, path: Path) -> bool:
+        """Whether ``path`` (a file or folder) holds this benchmark's data: ``ieqa generate
+        --data PATH`` finds the benchmark with it. The detectors of the registered
+        benchmarks exclude each other (a path two of them claim is refused as ambiguous);
+        the default claims nothing (then the benchmark is generated for by its name)."""
+        return False
+
+    def generation_skip(self, item: Any) -> str | None:
+        """Why ``ieqa generate``, which calls a pipeline with one source image, cannot make
+        the output of ``item`` (``None``: it can); a skipped item is listed in the run
+        record, never generated as a guess."""
+        return None
 
     def check_judge(self, judge: Scorer) -> None:  # noqa: B027 - most benchmarks take any judge
         """Raise :class:`~ieqa.bench.errors.BenchError` when ``judge`` cannot run this

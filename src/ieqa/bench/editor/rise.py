@@ -30,12 +30,14 @@ from typing import Any
 
 from ieqa.bench.editor.aggregate import stratified_bootstrap
 from ieqa.bench.editor.protocol import EditorProtocol, ci_text, register_editor_benchmark
+from ieqa.data.loaders.base import BenchmarkFormatError
 from ieqa.data.loaders.risebench import (
     CATEGORIES,
     RISE_DATASET,
     RiseItem,
     output_path,
     read_risebench,
+    resolve_data,
 )
 from ieqa.scorers.base import Scorer
 
@@ -94,6 +96,7 @@ class RiseProtocol(EditorProtocol):
     official_judge = "rise-judge"
     official_label = "RISEBench's official judge"
     layout = "images/{category}/{index}.png (or .jpg, .jpeg)"
+    data_help = "its JSON file or folder"
     task_types = CATEGORIES
     languages = ("en",)
     parts = ("official", "ieqa")
@@ -103,6 +106,15 @@ class RiseProtocol(EditorProtocol):
     interval = "a bootstrap of ieqa's Overall accuracy over its valid items"
     columns = ("editor", "language", *_NAMES.values(), "Overall", "Overall (before 2026-04)",
                "ieqa Overall", "95% CI", "coverage")
+
+    @classmethod
+    def detect(cls, path: Path) -> bool:
+        if path.is_file():
+            return path.suffix == ".json"
+        try:  # a folder holding one RISEBench item list (at its top or in data/)
+            return path.is_dir() and resolve_data(path).is_file()
+        except BenchmarkFormatError:
+            return False
 
     def read_items(self, data: str | os.PathLike[str] | None, languages: Sequence[str],
                    work_dir: Path) -> list[RiseItem]:
