@@ -42,7 +42,7 @@ from typing import Any
 
 __all__ = [
     "GENERIC", "MetricSpec", "PROTOCOLS", "protocol_for", "protocol_markdown", "protocol_table",
-    "published_markdown", "published_table",
+    "published_markdown", "published_table", "register_metric_set",
 ]
 
 
@@ -266,6 +266,23 @@ PROTOCOLS: dict[str, dict[str, tuple[MetricSpec, ...]]] = {
     "shapesedit": dict(GENERIC),
     "manifest": dict(GENERIC),
 }
+
+
+def register_metric_set(benchmark: str, protocol: str, specs: tuple[MetricSpec, ...], *,
+                        overwrite: bool = False) -> None:
+    """Give ``benchmark`` (a name of :data:`ieqa.registry.BENCHMARKS`) its own metric set
+    under ``protocol``, from the benchmark's own module (a benchmark without one gets
+    :data:`GENERIC`'s). A set already there raises ``ValueError`` unless ``overwrite``."""
+    if protocol not in {*GENERIC, "judge"}:
+        raise ValueError(f"unknown protocol {protocol!r}; known: "
+                         f"{', '.join(sorted({*GENERIC, 'judge'}))}")
+    if not specs:
+        raise ValueError(f"{benchmark} {protocol}: a metric set needs at least one metric")
+    own = PROTOCOLS.setdefault(benchmark, {})
+    if protocol in own and not overwrite:
+        raise ValueError(f"{benchmark} has a {protocol} metric set already; pass "
+                         "overwrite=True to replace it")
+    own[protocol] = tuple(specs)
 
 
 def protocol_for(benchmark: str, protocol: str) -> tuple[tuple[MetricSpec, ...], bool]:

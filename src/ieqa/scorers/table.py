@@ -13,7 +13,8 @@ from ieqa.data.dimensions import canonical_dimension
 from ieqa.registry import SCORERS
 from ieqa.scorers.base import ScorerInfo
 
-__all__ = ["SCORER_TABLE", "VLM_TABLE", "PUBLISHED_TABLE", "list_scorers", "scorer_info"]
+__all__ = ["SCORER_TABLE", "VLM_TABLE", "PUBLISHED_TABLE", "list_scorers", "register_scorer",
+           "scorer_info"]
 
 _METRIC = "ieqa.scorers.classic.metric:MetricScorer"
 _PRESERVATION = ("content_preservation",)
@@ -291,9 +292,21 @@ PUBLISHED_TABLE: tuple[ScorerInfo, ...] = (
 )
 
 
+def register_scorer(info: ScorerInfo, *, overwrite: bool = False) -> ScorerInfo:
+    """Register a scorer (an evaluator, a judge) from its own module: from then on
+    ``ieqa score --scorer NAME``, :func:`~ieqa.scorers.catalog.create_scorer`, ``ieqa list
+    scorers`` and a benchmark's ``official_judge`` know it. ``info.factory`` names its class
+    as ``"module:Class"`` (imported when the scorer is built). A taken name raises
+    ``ValueError`` unless ``overwrite``; ``SCORERS.remove(name)`` takes it back. The built-in
+    scorers are the rows of the tables above, registered the same way."""
+    SCORERS.add(info.name, info.description, tags=(info.kind, *info.dimensions), info=info,
+                overwrite=overwrite)
+    return info
+
+
 def _register() -> None:
     for info in (*SCORER_TABLE, *VLM_TABLE, *PUBLISHED_TABLE):
-        SCORERS.add(info.name, info.description, tags=(info.kind, *info.dimensions), info=info)
+        register_scorer(info)
 
 
 _register()

@@ -46,7 +46,7 @@ def register_editor_benchmark(cls: type[EditorProtocol]) -> type[EditorProtocol]
     :data:`ieqa.registry.EDITOR_BENCHMARKS` (its description: the docstring's first line),
     so that ``ieqa bench-editor NAME``, :func:`ieqa.bench.editor.bench_editor` and ``ieqa
     list benchmarks`` know it. A benchmark of one's own registers the same way from its own
-    module; nothing shared is edited (docs: "Add an editor benchmark")."""
+    module; nothing shared is edited (docs: "Add a benchmark or an evaluator")."""
     if not cls.name:
         raise ValueError(f"{cls.__name__} has no name")
     title = (cls.__doc__ or cls.name).strip().splitlines()[0]

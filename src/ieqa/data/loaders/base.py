@@ -501,6 +501,14 @@ def register_format(name: str, description: str, sniff: Callable[[Path], bool],
         BENCHMARKS.add(name, summary or description, factory=benchmark, tags=tags, info=fmt)
 
 
+def remove_format(name: str) -> None:
+    """Take back a format registered with :func:`register_format` (and its benchmark entry,
+    if it registered one); no error when there is none."""
+    _FORMATS[:] = [f for f in _FORMATS if f.name != name]
+    if name in BENCHMARKS and BENCHMARKS.get(name).info is not None:
+        BENCHMARKS.remove(name)
+
+
 def supported_formats() -> dict[str, str]:
     """Format names that :func:`load_benchmark` can recognise, with descriptions."""
     _ensure_loaded()
