@@ -120,16 +120,22 @@ def test_custom_weights_are_normalised_and_aliases_accepted():
 def test_parse_weights_and_validation():
     assert parse_weights("visual_quality=0.3, instruction_alignment=0.4,content_preservation=0.3") == EDITHF_WEIGHTS
     assert parse_weights("PQ=1,editing alignment=3") == {"visual_quality": 1.0, "instruction_alignment": 3.0}
+    # one syntax with --reward and --by (ieqa.data.combine.parse_weights): the same weights
+    assert parse_weights("0.3*PQ + 0.4*editing_alignment+0.3 * content_preservation") \
+        == EDITHF_WEIGHTS
+    assert parse_weights("visual_quality") == {"visual_quality": 1.0}
     for bad, msg in [
-        ("visual_quality", "dimension=number"),
         ("=1", "dimension=number"),
         ("sharpness=1", "unknown dimension"),
         ("visual_quality=abc", "not a number"),
         ("visual_quality=-1", ">= 0"),
-        ("visual_quality=nan", ">= 0"),
+        ("0.5*SC - 0.5*PQ", ">= 0"),
+        ("visual_quality=nan", "not a finite number"),
         ("visual_quality=1,PQ=2", "twice"),
+        ("PQ + visual_quality", "twice"),
         ("visual_quality=0", "positive"),
-        (" , ", "no 'dimension=number'"),
+        (" , ", "cannot read the weights"),
+        ("", "no weights given"),
     ]:
         with pytest.raises(BenchError, match=msg):
             parse_weights(bad)

@@ -71,3 +71,31 @@ def test_the_weights_and_the_viescore_formula_are_defined_once() -> None:
     assert viescore_sigma(4.0, 9.0, 1.0, 0.0) == pytest.approx(0.75)
     assert viescore_sigma(4.0, 9.0, 0.0, 1.0) == pytest.approx(1 / 3)
     assert viescore_sigma(0.0, 9.0, 1.0, 1.0) is None
+
+
+def test_one_syntax_and_one_normalisation_give_one_number_everywhere() -> None:
+    """The same weights, written 1/3/1 in either form, give one overall in the reward rule,
+    the leaderboard's resolve_weights and the combination module: 0.2/0.6/0.2 of the
+    scores (by hand: 0.2*2 + 0.6*4 + 0.2*5 = 3.8); a negative term is used as written."""
+    from ieqa.bench.leaderboard import resolve_weights
+    from ieqa.data.combine import normalise_weights, parse_weights, weighted_sum
+    from ieqa.rewards import RewardRule
+    from ieqa.scorers.base import ScoreResult
+
+    scores = {"visual_quality": 2.0, "instruction_alignment": 4.0, "content_preservation": 5.0}
+    text = "1*PQ + 3*SC + 1*content_preservation"
+    pairs = "visual_quality=1, instruction_alignment=3, content_preservation=1"
+    assert parse_weights(text) == parse_weights(pairs) == {
+        "visual_quality": 1.0, "instruction_alignment": 3.0, "content_preservation": 1.0}
+    weights = normalise_weights(parse_weights(text))
+    assert weights == pytest.approx({"visual_quality": 0.2, "instruction_alignment": 0.6,
+                                     "content_preservation": 0.2})
+    assert resolve_weights(pairs, scores) == pytest.approx(weights)
+    assert resolve_weights(text, scores) == pytest.approx(weights)
+    reward = RewardRule(text)(ScoreResult(id="e", scores=scores)).reward
+    assert reward == pytest.approx(3.8) == pytest.approx(weighted_sum(scores, weights))
+    signed = RewardRule("SC - 0.5*content_preservation")
+    assert signed.weights == {"instruction_alignment": 1.0, "content_preservation": -0.5}
+    assert signed(ScoreResult(id="e", scores=scores)).reward == pytest.approx(1.5)
+    with pytest.raises(IeqaError, match="sum to 0"):
+        normalise_weights({"visual_quality": 0.0})

@@ -141,3 +141,32 @@ def test_trl_reward_func_rewards_sampled_critiques_in_process(critique_scorer):
     # accuracy (weight 0.6) decides: the completions that name the colour score 5 on it
     expected = [0.2 * 3 + 0.6 * 5 + 0.2 * 1, 0.2 * 3 + 0.6 * 5 + 0.2 * 3, 0.2 * 2 + 0.6 * 1 + 0.2 * 1]
     assert rewards == pytest.approx(expected)
+
+
+def test_the_critique_reward_is_the_same_with_and_without_rule(tmp_path):
+    """Issue 42: the critique scorer normalises its weights (2/6/2 -> 0.2/0.6/0.2), and so
+    does a reward rule (the one rule of ieqa.data.combine.normalise_weights), so
+    ``trl_critique_func`` gives one reward with the server's weights and with ``rule=`` the
+    same weights as an expression; before, the rule summed to 10 and gave 10x the reward."""
+    from ieqa.rewards import trl_critique_func
+
+    scorer = create_scorer("critique", scorer=KeywordJudge(),
+                           weights={"logicality": 2, "accuracy": 6, "usefulness": 2})
+    paths = []
+    for i in range(3):
+        path = tmp_path / f"e{i}.png"
+        path.write_bytes(png(10 + i))
+        paths.append(str(path))
+    (tmp_path / "s.png").write_bytes(png(1))
+    critiques = ["The square is now red. Edges are clean.", "It turned blue. It should be red.",
+                 "Fine."]
+    columns = {"source": [str(tmp_path / "s.png")] * 3, "edited": paths,
+               "instruction": ["make the square red"] * 3}
+    plain = trl_critique_func(LocalRewarder(scorer))(["p"] * 3, critiques, **columns)
+    ruled = trl_critique_func(LocalRewarder(scorer),
+                              rule="2*logicality + 6*accuracy + 2*usefulness")(
+        ["p"] * 3, critiques, **columns)
+    # c0: logicality 3, accuracy 5, usefulness 1; c1: 3, 5, 3; c2: 2, 1, 1
+    expected = [0.2 * 3 + 0.6 * 5 + 0.2 * 1, 0.2 * 3 + 0.6 * 5 + 0.2 * 3, 0.2 * 2 + 0.6 + 0.2]
+    assert plain == pytest.approx(expected, abs=1e-12)
+    assert ruled == pytest.approx(expected, abs=1e-12)

@@ -50,7 +50,8 @@ import numpy as np
 from scipy import stats
 
 from ieqa.bench.errors import BenchError
-from ieqa.data.combine import REASONEDIT_WEIGHTS
+from ieqa.data.combine import REASONEDIT_WEIGHTS, WeightsError, normalise_weights
+from ieqa.data.combine import parse_weights as combine_parse_weights
 from ieqa.data.dimensions import CORE_DIMENSIONS, OVERALL, canonical_dimension
 from ieqa.data.schema import EditSample
 from ieqa.errors import UnknownDimensionError
@@ -74,32 +75,18 @@ _NO_TASK = "(none)"
 
 
 def parse_weights(text: str) -> dict[str, float]:
-    """Parse ``"visual_quality=0.3,instruction_alignment=0.4,..."`` into a dict.
+    """Parse ``"visual_quality=0.3,instruction_alignment=0.4,..."`` (or the same weights
+    as ``"0.3*visual_quality + 0.4*instruction_alignment + ..."``) into a dict: the one
+    syntax of :func:`ieqa.data.combine.parse_weights`.
 
     Dimension names may be any alias (``"PQ=0.3,SC=0.7"``); they are canonicalised.
     Raises :class:`BenchError` for a malformed entry, a duplicate or unknown dimension,
     or a value that is not a finite number >= 0; weights are not normalised here.
     """
-    out: dict[str, float] = {}
-    for entry in (e.strip() for e in text.split(",")):
-        if not entry:
-            continue
-        name, sep, value = entry.partition("=")
-        if not sep or not name.strip() or not value.strip():
-            raise BenchError(f"weights: {entry!r} is not of the form dimension=number")
-        try:
-            dim = canonical_dimension(name.strip())
-        except UnknownDimensionError as exc:
-            raise BenchError(f"weights: {exc}") from None
-        if dim in out:
-            raise BenchError(f"weights: dimension {dim!r} is given twice")
-        try:
-            out[dim] = float(value)
-        except ValueError:
-            raise BenchError(f"weights: {value.strip()!r} (for {dim}) is not a number") from None
-    if not out:
-        raise BenchError("weights: no 'dimension=number' entries in " + repr(text))
-    return _check_weights(out)
+    try:
+        return _check_weights(combine_parse_weights(text))
+    except (WeightsError, UnknownDimensionError) as exc:
+        raise BenchError(f"weights: {exc}") from None
 
 
 def _check_weights(weights: Mapping[str, float]) -> dict[str, float]:
@@ -149,8 +136,7 @@ def resolve_weights(weights: Mapping[str, float] | str | None, available: Iterab
                 f"weights name dimension(s) {missing} that the data has no scores for; "
                 f"available: {avail}"
             )
-    total = sum(chosen.values())
-    return {d: w / total for d, w in chosen.items() if w > 0}
+    return {d: w for d, w in normalise_weights(chosen).items() if w > 0}
 
 
 # --------------------------------------------------------------------------- score tables

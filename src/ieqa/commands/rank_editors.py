@@ -88,7 +88,9 @@ def command(
     weights: str | None = typer.Option(
         None, "--weights",
         help='overall-score weights, e.g. "visual_quality=0.3,instruction_alignment=0.4,content_preservation=0.3" '
-             "(the default, EditHF Eq. 2); normalised to sum 1"),
+             "(the default, EditHF Eq. 2), or the same as \"0.3*visual_quality + "
+             "0.4*instruction_alignment + 0.3*content_preservation\" (the syntax of --reward "
+             "and --by); normalised to sum 1"),
     by_task: bool = typer.Option(False, "--by-task", help="also rank the editors per task"),
     common_groups_only: bool = typer.Option(
         False, "--common-groups-only", help="use only the groups (source + instruction) every editor covers"),

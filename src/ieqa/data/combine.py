@@ -14,6 +14,14 @@ benchmarks' readings, and training.
   dimensions.
 * ``"min"``, ``"mean"``, ``"sum"`` — EditReward's aggregations over every given dimension
   (:func:`combine_dimensions`).
+* :func:`parse_weights` — the one syntax of weights, ``0.3*VQ + 0.4*IA + 0.3*CP`` (terms
+  ``[weight*]dimension`` joined by ``+`` or ``-``; ``VQ=0.3,IA=0.4,CP=0.3`` is read the
+  same), shared by ``--reward``, ``--by`` and ``--weights``; nothing is ``eval``-ed.
+* :func:`normalise_weights` — the one normalisation rule: **non-negative weights make a
+  weighted mean** (divided by their sum, so ``3*IA + 1*VQ`` is ``0.75*IA + 0.25*VQ`` and
+  the result stays on the scores' scale); weights with a negative term make a difference
+  and are used as written. The reward rules, the leaderboards' overall and the critique
+  reward all apply it, so one set of weights gives one number wherever it is given.
 
 :func:`overall_score` applies a named rule to one edit's scores:
 
@@ -27,6 +35,7 @@ Dimension names may be aliases (``SC``, ``PQ``, ...); ``overall`` itself is igno
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -36,7 +45,7 @@ from ieqa.errors import IeqaError, LossInputError
 if TYPE_CHECKING:
     from torch import Tensor
 
-__all__ = ["overall_score", "combine_dimensions", "aggregate_gaussian", "COMBINE_RULES", "AggregationRule", "SigmaAggregation",
+__all__ = ["WeightsError", "normalise_weights", "parse_weights", "overall_score", "combine_dimensions", "aggregate_gaussian", "COMBINE_RULES", "AggregationRule", "SigmaAggregation",
            "OVERALL_RULES", "REASONEDIT_WEIGHTS", "RE_REWARD_WEIGHTS", "linear_sigma", "sqrt_product", "viescore", "viescore_sigma",
            "weighted_sum"]
 
@@ -58,6 +67,95 @@ RE_REWARD_WEIGHTS: dict[str, float] = dict(zip(("logicality", "accuracy", "usefu
 OVERALL_RULES: tuple[str, ...] = ("viescore", "reasonedit", "min", "mean", "sum")
 #: The rules that combine any set of dimensions (EditReward Eq. 3).
 COMBINE_RULES: tuple[str, ...] = ("mean", "sum", "min")
+
+
+class WeightsError(IeqaError, ValueError):
+    """Weights that cannot be read or used (the message says how to write them)."""
+
+
+_TERM = re.compile(r"\s*([+-])?\s*(?:((?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*\*\s*)?"
+                   r"([A-Za-z_][A-Za-z0-9_]*)\s*")
+_PAIR = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_ &-]*?)\s*=\s*(\S+?)\s*")
+_HOW = ("write terms '[weight*]dimension' joined by + or -, e.g. "
+        "'0.4*instruction_alignment + 0.3*visual_quality + 0.3*content_preservation'")
+
+
+def parse_weights(text: str) -> dict[str, float]:
+    """The weights of ``text``, canonical dimension names in order of appearance, as
+    written (not normalised: :func:`normalise_weights`). ``0.3*PQ + 0.7*SC``, ``PQ + SC``
+    (weight 1) and ``- 0.1*content_preservation`` are terms; ``PQ=0.3,SC=0.7`` is the same
+    weights in the ``--weights`` form.
+
+    Raises:
+        WeightsError: an empty text, a term that cannot be read (the character is named),
+            a weight that is not finite, or a dimension given twice (also under two
+            aliases).
+        UnknownDimensionError: a name that is no dimension (the known ones are listed).
+
+    Examples:
+        >>> parse_weights("0.3*PQ + 0.4*SC + 0.3*content_preservation")
+        {'visual_quality': 0.3, 'instruction_alignment': 0.4, 'content_preservation': 0.3}
+        >>> parse_weights("visual_quality=1, SC=3")
+        {'visual_quality': 1.0, 'instruction_alignment': 3.0}
+    """
+    stripped = text.strip()
+    if not stripped:
+        raise WeightsError(f"no weights given; {_HOW}")
+    terms: list[tuple[str, float]] = []
+    if "=" in stripped:
+        for entry in stripped.split(","):
+            match = _PAIR.fullmatch(entry)
+            if match is None:
+                raise WeightsError(f"weights {text!r}: {entry.strip()!r} is not of the form "
+                                   f"dimension=number; or {_HOW}")
+            try:
+                terms.append((match.group(1), float(match.group(2))))
+            except ValueError:
+                raise WeightsError(f"weights {text!r}: {match.group(2)!r} (for "
+                                   f"{match.group(1)}) is not a number") from None
+    else:
+        pos, first = 0, True
+        while pos < len(text):
+            match = _TERM.match(text, pos)
+            if match is None or match.end() == pos or (not first and match.group(1) is None):
+                raise WeightsError(f"cannot read the weights {text!r} at character {pos}: {_HOW}")
+            sign = -1.0 if match.group(1) == "-" else 1.0
+            weight = float(match.group(2)) if match.group(2) is not None else 1.0
+            terms.append((match.group(3), sign * weight))
+            pos, first = match.end(), False
+    weights: dict[str, float] = {}
+    for name, value in terms:
+        if not math.isfinite(value):
+            raise WeightsError(f"weights {text!r}: {name}={value} is not a finite number")
+        dim = canonical_dimension(name)  # UnknownDimensionError names the known ones
+        if dim in weights:
+            raise WeightsError(f"weights {text!r}: dimension {dim!r} is given twice (the "
+                               f"second time as {name!r}); give each dimension once")
+        weights[dim] = value
+    return weights
+
+
+def normalise_weights(weights: Mapping[str, float]) -> dict[str, float]:
+    """The one normalisation rule (see the module docstring): non-negative ``weights``
+    divided by their sum (zero weights kept); weights with a negative term as given.
+
+    Raises:
+        WeightsError: no weights, or non-negative weights that sum to 0.
+
+    Examples:
+        >>> normalise_weights({"logicality": 1, "accuracy": 2, "usefulness": 1})
+        {'logicality': 0.25, 'accuracy': 0.5, 'usefulness': 0.25}
+        >>> normalise_weights({"instruction_alignment": 1.0, "content_preservation": -0.5})
+        {'instruction_alignment': 1.0, 'content_preservation': -0.5}
+    """
+    values = {d: float(w) for d, w in weights.items()}
+    if any(w < 0 for w in values.values()):
+        return values
+    total = sum(values.values())
+    if not total > 0:
+        raise WeightsError(f"the weights {values or '{}'} sum to 0; give at least one "
+                           "positive weight")
+    return {d: w / total for d, w in values.items()}
 
 
 def weighted_sum(scores: Mapping[str, float], weights: Mapping[str, float]) -> float:

@@ -17,7 +17,11 @@ A :class:`RewardRule` has three parts, applied in this order:
    * a weighted expression over dimensions, e.g.
      ``"0.5*instruction_alignment + 0.25*visual_quality + 0.25*content_preservation"``
      (terms ``[weight*]dimension`` joined by ``+`` or ``-``; dimension aliases such as
-     ``SC`` and ``PQ`` are accepted). Nothing is ``eval``-ed.
+     ``SC`` and ``PQ`` are accepted; :func:`ieqa.data.combine.parse_weights`). Nothing is
+     ``eval``-ed. Non-negative weights make a weighted mean: they are divided by their sum
+     (``"2*SC + 2*PQ"`` is ``"0.5*SC + 0.5*PQ"``), the one rule of
+     :func:`ieqa.data.combine.normalise_weights` that the leaderboards and the critique
+     reward apply too; an expression with a negative term is used as written.
 
 2. **The uncertainty penalty** (``uncertainty_penalty`` = λ >= 0, default 0): with a scorer
    that reports a standard deviation per dimension (``vlm-gaussian``), the reward is
@@ -43,20 +47,21 @@ never given a made-up number). :meth:`RewardRule.describe` is the JSON descripti
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ieqa.data.combine import (
     REASONEDIT_WEIGHTS,
+    WeightsError,
     linear_sigma,
+    normalise_weights,
+    parse_weights,
     viescore,
     viescore_sigma,
     weighted_sum,
 )
-from ieqa.data.dimensions import canonical_dimension
-from ieqa.errors import IeqaError
+from ieqa.errors import IeqaError, UnknownDimensionError
 from ieqa.scorers.base import ScoreResult
 from ieqa.scorers.flags import FLAGS
 
@@ -65,8 +70,6 @@ __all__ = ["REWARD_RULES", "Reward", "RewardRule", "RewardRuleError", "order_key
 #: the named combinations (anything else must be a weighted expression)
 REWARD_RULES: tuple[str, ...] = ("overall", "reasonedit", "viescore", "min", "mean",
                                   "editscore", "editreward")
-
-_TERM = re.compile(r"\s*([+-])?\s*(?:((?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*\*\s*)?([A-Za-z_][A-Za-z0-9_]*)\s*")
 
 
 class RewardRuleError(IeqaError):
@@ -104,33 +107,20 @@ class Reward:
 
 
 def _parse_expression(text: str) -> dict[str, float]:
-    weights: dict[str, float] = {}
-    pos = 0
-    first = True
-    stripped = text.strip()
-    if not stripped:
+    """The weights of an expression rule, normalised by the one rule of
+    :func:`ieqa.data.combine.normalise_weights`."""
+    if not text.strip():
         raise RewardRuleError("empty reward rule; give a name "
                               f"({', '.join(REWARD_RULES)}) or an expression like "
                               "'0.5*instruction_alignment + 0.5*visual_quality'")
-    while pos < len(text):
-        match = _TERM.match(text, pos)
-        if match is None or match.end() == pos or (not first and match.group(1) is None):
-            raise RewardRuleError(
-                f"cannot read the reward rule {text!r} at character {pos}: write terms "
-                "'[weight*]dimension' joined by + or -, e.g. "
-                "'0.4*instruction_alignment + 0.3*visual_quality + 0.3*content_preservation'")
-        sign = -1.0 if match.group(1) == "-" else 1.0
-        weight = float(match.group(2)) if match.group(2) is not None else 1.0
-        try:
-            dim = canonical_dimension(match.group(3))
-        except Exception as exc:  # noqa: BLE001 - re-raised with the rule's context
-            raise RewardRuleError(f"reward rule {text!r} is neither a rule name "
-                                  f"({', '.join(REWARD_RULES)}) nor an expression over known "
-                                  f"dimensions: {exc}") from None
-        weights[dim] = weights.get(dim, 0.0) + sign * weight
-        pos = match.end()
-        first = False
-    return weights
+    try:
+        return normalise_weights(parse_weights(text))
+    except UnknownDimensionError as exc:
+        raise RewardRuleError(f"reward rule {text!r} is neither a rule name "
+                              f"({', '.join(REWARD_RULES)}) nor an expression over known "
+                              f"dimensions: {exc}") from None
+    except WeightsError as exc:
+        raise RewardRuleError(f"reward rule: {exc}") from None
 
 
 class RewardRule:

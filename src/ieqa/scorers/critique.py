@@ -23,7 +23,9 @@ score), ``sum_d w_d * s_d`` with weights that sum to 1, so it stays on the score
 ReasonEdit's reward weights were lost from the extracted paper text (only "accuracy
 receives the largest weight" survives), so ieqa's defaults are
 :data:`DEFAULT_WEIGHTS` — accuracy 0.5, logicality 0.25, usefulness 0.25 — and
-``weights=`` sets others (they are normalised to sum 1).
+``weights=`` sets others (they are normalised to sum 1, the one rule of
+:func:`ieqa.data.combine.normalise_weights`, so ``trl_critique_func`` gives the same reward
+with these weights and with ``rule=`` the same expression).
 
 The readout is a scorer built from the same prompt: by default a ``vlm-head`` regression
 head on the last prompt token (the ``re-reward`` recipe's model); ``checkpoint=DIR``
@@ -38,6 +40,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ieqa.data.combine import normalise_weights
 from ieqa.data.dimensions import ACCURACY, LOGICALITY, OVERALL, USEFULNESS, canonical_dimension
 from ieqa.data.schema import EditSample
 from ieqa.scorers.base import SampleLike, Scorer, ScorerError, ScoreResult, as_sample
@@ -64,11 +67,10 @@ def _normalised_weights(weights: Mapping[str, float] | None) -> dict[str, float]
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
             raise ScorerError(f"critique reward weight {key!r} must be a number >= 0, got {value!r}")
         out[dim] = float(value)
-    total = sum(out.values())
-    if total <= 0:
+    if sum(out.values()) <= 0:
         raise ScorerError("critique reward weights sum to 0; give at least one positive weight, "
                           f"e.g. {DEFAULT_WEIGHTS}")
-    return {d: out.get(d, 0.0) / total for d in CRITIQUE_DIMENSIONS}
+    return normalise_weights({d: out.get(d, 0.0) for d in CRITIQUE_DIMENSIONS})
 
 
 def weighted_reward(scores: Mapping[str, float], weights: Mapping[str, float] | None = None) -> float:
