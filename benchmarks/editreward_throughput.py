@@ -36,8 +36,8 @@ from vlm_throughput import ARCHS, arch_config, build_arch_model, synchronize  # 
 from ieqa import EditSample  # noqa: E402
 from ieqa.backends import TransformersVLM  # noqa: E402
 from ieqa.backends.processor import load_processor  # noqa: E402
-from ieqa.backends.releases import RewardRelease  # noqa: E402
-from ieqa.scorers.vlm.editreward import PIXELS, PROMPT_SOURCES, EditRewardScorer  # noqa: E402
+from ieqa.scorers.published.editreward import PIXELS, PROMPT_SOURCES, EditRewardScorer  # noqa: E402
+from ieqa.scorers.published.editreward_release import RewardRelease  # noqa: E402
 from ieqa.testing import build_tiny_vlm  # noqa: E402
 from ieqa.testing.releases import RELEASE_HEAD_WIDTHS, write_prompt_standins  # noqa: E402
 

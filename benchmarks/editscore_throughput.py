@@ -38,8 +38,8 @@ from vlm_throughput import ARCHS, arch_config, build_arch_model, synchronize  # 
 from ieqa import EditSample  # noqa: E402
 from ieqa.backends import TransformersVLM  # noqa: E402
 from ieqa.backends.processor import load_processor  # noqa: E402
+from ieqa.scorers.published.editscore import PROMPT_SOURCES, EditScoreScorer  # noqa: E402
 from ieqa.scorers.vlm.base import LoadedSample  # noqa: E402
-from ieqa.scorers.vlm.editscore import PROMPT_SOURCES, EditScoreScorer  # noqa: E402
 from ieqa.testing import build_tiny_vlm  # noqa: E402
 from ieqa.testing.releases import write_prompt_standins  # noqa: E402
 

@@ -8,7 +8,7 @@ from mutants import Mutation
 
 _EM = "src/ieqa/scorers/edit_metrics.py"
 _EM_TESTS = ("tests/scorers/test_edit_metrics.py",)
-_VIE = "src/ieqa/scorers/vlm/vie_judge.py"
+_VIE = "src/ieqa/scorers/published/vie_judge.py"
 _VIE_TESTS = ("tests/scorers/test_published_judges.py",
               "tests/scorers/test_editscore.py::test_scores_follow_editscore_rules_given_the_same_answers",
               "tests/scorers/test_editscore.py::test_reductions_differ_on_these_answers",
@@ -115,17 +115,17 @@ MUTATIONS: tuple[Mutation, ...] = (
              "if not 0 <= value <= high:", "if not 0 < value <= high:",
              ("tests/prompts/test_answers.py", *_VIE_TESTS)),
     Mutation("judge-unifiedreward-0-10", "UnifiedReward-Edit read on 0-10 instead of 0-25",
-             "src/ieqa/scorers/vlm/unifiedreward.py",
+             "src/ieqa/scorers/published/unifiedreward.py",
              "MAX_TOKENS, JPEG_QUALITY, SCORE_RANGE = 4096, 95, 25",
              "MAX_TOKENS, JPEG_QUALITY, SCORE_RANGE = 4096, 95, 10",
              ("tests/scorers/test_published_judges.py",)),
     Mutation("judge-gedit-resize-nearest", "GEdit-Bench: the edit resized to the source with "
-             "nearest instead of Pillow's bicubic", "src/ieqa/scorers/vlm/gedit_judge.py",
+             "nearest instead of Pillow's bicubic", "src/ieqa/scorers/published/gedit_judge.py",
              "edited = edited.resize(item.source.size)",
              "edited = edited.resize(item.source.size, Image.NEAREST)",
              ("tests/scorers/test_published_judges.py",)),
     Mutation("judge-gedit-no-reask", "GEdit-Bench: an unparsable answer not asked again "
-             "(the released code asks once more)", "src/ieqa/scorers/vlm/gedit_judge.py",
+             "(the released code asks once more)", "src/ieqa/scorers/published/gedit_judge.py",
              "reask_unparsable: int = 1,", "reask_unparsable: int = 0,",
              ("tests/scorers/test_published_judges.py",)),
     Mutation("judge-gedit-released-first-not-min", "GEdit's released reading: the first "
@@ -137,19 +137,19 @@ MUTATIONS: tuple[Mutation, ...] = (
              "return 0 <= int(text) <= 10", "return 0 <= int(text) < 10",
              ("tests/prompts/test_released_vie_reading.py",)),
     Mutation("judge-gedit-no-give-up-pass", "GEdit: the re-asked answers read without the "
-             "released give-up rule (no random draw)", "src/ieqa/scorers/vlm/gedit_judge.py",
+             "released give-up rule (no random draw)", "src/ieqa/scorers/published/gedit_judge.py",
              "give_up = asked > 1 ", "give_up = False ", ("tests/bench/test_editor_gedit.py",)),
     Mutation("judge-gedit-reask-on-fails", "GEdit: both prompts asked again for an answer "
-             "the released loop keeps (and fails on later)", "src/ieqa/scorers/vlm/gedit_judge.py",
+             "the released loop keeps (and fails on later)", "src/ieqa/scorers/published/gedit_judge.py",
              '!= "ask_again" for gen in gens)', '== "read" for gen in gens)',
              ("tests/bench/test_editor_gedit.py",)),
     Mutation("judge-gedit-negative-product-kept", "GEdit: a negative SC * PQ not left out "
-             "(sqrt fails on it)", "src/ieqa/scorers/vlm/gedit_judge.py",
+             "(sqrt fails on it)", "src/ieqa/scorers/published/gedit_judge.py",
              "            if product < 0:", "            if product < -1e300:",
              ("tests/bench/test_editor_gedit.py",)),
     # ---- ImgEdit-Bench, KRIS-Bench, RISEBench
     Mutation("judge-imgedit-ia-last", "ImgEdit: instruction alignment from the last "
-             "criterion instead of the first", "src/ieqa/scorers/vlm/imgedit_judge.py",
+             "criterion instead of the first", "src/ieqa/scorers/published/imgedit_judge.py",
              '"instruction_alignment": float(criteria[0][1])',
              '"instruction_alignment": float(criteria[-1][1])',
              ("tests/scorers/test_published_judges.py",)),
@@ -162,7 +162,7 @@ MUTATIONS: tuple[Mutation, ...] = (
              "if not low <= score <= high:", "if not low <= score < high:",
              ("tests/prompts/test_answers.py", "tests/scorers/test_published_judges.py")),
     Mutation("judge-kris-overall-by-4", "KRIS-Bench overall = sum / 4 on items with three "
-             "judgements", "src/ieqa/scorers/vlm/kris_judge.py",
+             "judgements", "src/ieqa/scorers/published/kris_judge.py",
              'scores["overall"] = sum(scores.values()) / len(scores)',
              'scores["overall"] = sum(scores.values()) / 4',
              ("tests/scorers/test_published_judges.py",)),
@@ -172,16 +172,16 @@ MUTATIONS: tuple[Mutation, ...] = (
              "if value != int(value) or not 1 <= value < 5:",
              ("tests/prompts/test_answers.py", "tests/scorers/test_published_judges.py")),
     Mutation("judge-rise-overall-mean", "RISEBench overall = mean of the judgements instead "
-             "of the released minimum", "src/ieqa/scorers/vlm/rise_judge.py",
+             "of the released minimum", "src/ieqa/scorers/published/rise_judge.py",
              'scores["overall"] = min(scores.values())',
              'scores["overall"] = sum(scores.values()) / len(scores)',
              ("tests/scorers/test_published_judges.py",)),
     Mutation("judge-rise-logical-0-5", "RISEBench logical 0/1 mapped to 0/5 instead of 1/5",
-             "src/ieqa/scorers/vlm/rise_judge.py", "float(4 * min(value, 1) + 1)",
+             "src/ieqa/scorers/published/rise_judge.py", "float(4 * min(value, 1) + 1)",
              "float(5 * min(value, 1))",
              ("tests/scorers/test_published_judges.py",)),
     Mutation("judge-rise-logical-zero-refused", "RISEBench: a logical item's answer 0 "
-             "refused (read on 1-5 like the others)", "src/ieqa/scorers/vlm/rise_judge.py",
+             "refused (read on 1-5 like the others)", "src/ieqa/scorers/published/rise_judge.py",
              "low=0 if logical else 1", "low=1",
              ("tests/scorers/test_published_judges.py",)),
     Mutation("judge-final-score-first-of-many", "RISEBench reader: of several numbers after "
@@ -191,12 +191,12 @@ MUTATIONS: tuple[Mutation, ...] = (
              ("tests/prompts/test_answers.py", "tests/scorers/test_published_judges.py")),
     # ---- EditReward
     Mutation("judge-editreward-log-sigma", "EditReward sigma reported as log sigma",
-             "src/ieqa/scorers/vlm/editreward.py",
+             "src/ieqa/scorers/published/editreward.py",
              "sigma = dict(zip(self.score_dimensions, log_sigma[k].exp().tolist(), strict=True))",
              "sigma = dict(zip(self.score_dimensions, log_sigma[k].tolist(), strict=True))",
              ("tests/scorers/test_editreward.py::test_scores_equal_the_released_forward",)),
     Mutation("judge-editreward-prompts-swapped", "EditReward heads read each other's prompt",
-             "src/ieqa/scorers/vlm/editreward.py",
+             "src/ieqa/scorers/published/editreward.py",
              '_HEADS = (("head_0", "instruction_following", "instruction_alignment"),\n'
              '          ("head_1", "visual_quality", "visual_quality"))',
              '_HEADS = (("head_0", "visual_quality", "instruction_alignment"),\n'

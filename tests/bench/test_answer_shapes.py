@@ -164,7 +164,7 @@ def _reply(row: dict[str, str], model: str) -> Reply:
 
 def test_imgedit_official_numbers_are_the_tables_released_column(tmp_path):
     from ieqa.data.loaders.imgedit_bench import EDIT_TYPES
-    from ieqa.scorers.vlm.imgedit_judge import PROMPT_SOURCES
+    from ieqa.scorers.published.imgedit_judge import PROMPT_SOURCES
     from ieqa.testing.editor_bench import (
         build_imgedit_fixture,
         imgedit_fixture_items,
@@ -275,7 +275,7 @@ def _kris_pool(items, values):
 
 
 def test_kris_official_numbers_are_the_tables_released_column(tmp_path):
-    from ieqa.scorers.vlm.kris_judge import PROMPT_SOURCES
+    from ieqa.scorers.published.kris_judge import PROMPT_SOURCES
     from ieqa.testing.editor_bench import build_kris_fixture, write_kris_outputs
     from ieqa.testing.releases import write_prompt_standins
 
@@ -365,7 +365,7 @@ class _RiseJudge(FakeServer):
 
 def test_rise_official_numbers_are_the_tables_released_column(tmp_path):
     from ieqa.data.loaders.risebench import CATEGORIES
-    from ieqa.scorers.vlm.rise_judge import PROMPT_SOURCES
+    from ieqa.scorers.published.rise_judge import PROMPT_SOURCES
     from ieqa.testing.editor_bench import build_rise_fixture, write_rise_outputs
     from ieqa.testing.releases import write_prompt_standins
 

@@ -81,7 +81,7 @@ def _scores(a: float, b: float) -> Reply:
 
 @pytest.fixture
 def prompts(tmp_path):
-    from ieqa.scorers.vlm.gedit_judge import PROMPT_SOURCES
+    from ieqa.scorers.published.gedit_judge import PROMPT_SOURCES
     from ieqa.testing.releases import write_prompt_standins
 
     return write_prompt_standins(tmp_path / "prompts", PROMPT_SOURCES)
@@ -298,7 +298,7 @@ def test_repeats_give_mean_and_std_and_a_stand_in_judge_is_labelled(tmp_path, pr
     assert official["G_O"] == pytest.approx(7.0)  # mean of 8 (repeat 1) and 6 (repeat 2)
     assert official["std"]["G_O"] == pytest.approx(math.sqrt(2))  # sample std of (8, 6)
     assert result.results["judge"]["official"]
-    from ieqa.scorers.vlm.viescore import PROMPT_SOURCES as VIE
+    from ieqa.scorers.published.viescore import PROMPT_SOURCES as VIE
     from ieqa.testing.releases import write_prompt_standins
 
     vie = write_prompt_standins(tmp_path / "vie", VIE)

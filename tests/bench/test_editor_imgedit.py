@@ -45,7 +45,7 @@ _CONTENT_FILTER = {"error": {"code": "content_policy_violation", "message": "fil
 
 @pytest.fixture
 def prompts(tmp_path):
-    from ieqa.scorers.vlm.imgedit_judge import PROMPT_SOURCES
+    from ieqa.scorers.published.imgedit_judge import PROMPT_SOURCES
     from ieqa.testing.releases import write_prompt_standins
 
     return write_prompt_standins(tmp_path / "prompts", PROMPT_SOURCES)

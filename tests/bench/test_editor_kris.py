@@ -36,7 +36,7 @@ KNOWLEDGE = ("humanities", "practical_knowledge", "biology", "chemistry", "geogr
 
 @pytest.fixture
 def prompts(tmp_path):
-    from ieqa.scorers.vlm.kris_judge import PROMPT_SOURCES
+    from ieqa.scorers.published.kris_judge import PROMPT_SOURCES
     from ieqa.testing.releases import write_prompt_standins
 
     return write_prompt_standins(tmp_path / "prompts", PROMPT_SOURCES)

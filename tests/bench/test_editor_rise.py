@@ -32,7 +32,7 @@ from ieqa.testing.editor_bench import build_rise_fixture, rise_fixture_items, wr
 
 @pytest.fixture
 def prompts(tmp_path):
-    from ieqa.scorers.vlm.rise_judge import PROMPT_SOURCES
+    from ieqa.scorers.published.rise_judge import PROMPT_SOURCES
     from ieqa.testing.releases import write_prompt_standins
 
     return write_prompt_standins(tmp_path / "prompts", PROMPT_SOURCES)

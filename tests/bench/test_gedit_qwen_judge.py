@@ -10,7 +10,7 @@ import pytest
 from PIL import Image
 
 from ieqa import create_scorer
-from ieqa.scorers.vlm.gedit_judge import PROMPT_SOURCES, qwen_image
+from ieqa.scorers.published.gedit_judge import PROMPT_SOURCES, qwen_image
 
 
 def _img(seed, size):

@@ -116,7 +116,7 @@ class FixedJudge(FakeServer):
 
 
 def test_gedit_candidates_are_in_the_benchmark_layout_for_bench_editor(tmp_path, pipeline):
-    from ieqa.scorers.vlm.gedit_judge import PROMPT_SOURCES
+    from ieqa.scorers.published.gedit_judge import PROMPT_SOURCES
     from ieqa.testing.editor_bench import build_gedit_fixture, gedit_fixture_items
     from ieqa.testing.releases import write_prompt_standins
 
@@ -157,7 +157,7 @@ class RubricJudge(FakeServer):
 
 
 def test_imgedit_candidates_from_the_archive_are_what_bench_editor_reads(tmp_path, pipeline):
-    from ieqa.scorers.vlm.imgedit_judge import PROMPT_SOURCES
+    from ieqa.scorers.published.imgedit_judge import PROMPT_SOURCES
     from ieqa.testing.editor_bench import build_imgedit_fixture, imgedit_fixture_items
     from ieqa.testing.releases import write_prompt_standins
 

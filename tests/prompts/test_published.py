@@ -206,7 +206,7 @@ def test_branch_and_assignment_texts_of_a_function_are_read(tmp_path) -> None:
 
 def test_texts_of_a_json_prompt_file_are_read_by_key(tmp_path) -> None:
     from ieqa.prompts.published import PublishedPromptError, read_json_texts
-    from ieqa.scorers.vlm.imgedit_judge import PROMPT_SOURCES
+    from ieqa.scorers.published.imgedit_judge import PROMPT_SOURCES
     from ieqa.testing.releases import write_prompt_standins
 
     (tmp_path / "p.json").write_text('{"add": "Rate <edit_prompt>.", "n": 3}')

@@ -49,7 +49,7 @@ def test_the_weights_and_the_viescore_formula_are_defined_once() -> None:
     from ieqa.bench.leaderboard import EDITHF_WEIGHTS
     from ieqa.data.combine import RE_REWARD_WEIGHTS, REASONEDIT_WEIGHTS, viescore, viescore_sigma
     from ieqa.data.shapesedit.truth import OVERALL_WEIGHTS
-    from ieqa.scorers.vlm import re_reward, reasonedit
+    from ieqa.scorers.published import re_reward, reasonedit
 
     assert EDITHF_WEIGHTS is REASONEDIT_WEIGHTS and OVERALL_WEIGHTS is REASONEDIT_WEIGHTS
     assert reasonedit.WEIGHTS == (0.3, 0.4, 0.3) and re_reward.WEIGHTS == (0.3, 0.4, 0.3)

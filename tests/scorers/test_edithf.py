@@ -39,7 +39,7 @@ MEAN, STD = np.array([0.485, 0.456, 0.406]), np.array([0.229, 0.224, 0.225])
 
 @pytest.fixture(scope="module")
 def replica(tmp_path_factory):
-    from ieqa.scorers.vlm.edithf import PROMPT_SOURCES
+    from ieqa.scorers.published.edithf import PROMPT_SOURCES
     from ieqa.testing import build_tiny_vlm
     from ieqa.testing.releases import build_edithf_release, write_prompt_standins
 
@@ -166,7 +166,7 @@ def test_a_release_that_does_not_fit_is_an_error(replica, tmp_path):
 
 
 def test_the_adapters_are_mapped_exactly():
-    from ieqa.backends.internvl_release import convert_lora
+    from ieqa.scorers.published.internvl_release import convert_lora
 
     a, b = torch.randn(2, 4), torch.randn(12, 2)
     out = convert_lora({"base_model.model.encoder.layers.3.attn.qkv.lora_A.weight": a,

@@ -41,7 +41,7 @@ PIXELS = 200704
 # ----------------------------------------------------------------------------- fixtures
 @pytest.fixture(scope="module")
 def replica(tmp_path_factory):
-    from ieqa.scorers.vlm.editreward import PROMPT_SOURCES
+    from ieqa.scorers.published.editreward import PROMPT_SOURCES
     from ieqa.testing import build_tiny_vlm
     from ieqa.testing.releases import build_reward_release, write_prompt_standins
 
@@ -282,7 +282,7 @@ def test_prompt_files_are_checked(replica, tmp_path) -> None:
     """Files that are not the authors' (the stand-ins without their mark) are refused,
     naming the file, the pinned hash and --prompts; a missing file names its path."""
     from ieqa.prompts.published import PublishedPromptError, load_texts
-    from ieqa.scorers.vlm.editreward import PROMPT_SOURCES
+    from ieqa.scorers.published.editreward import PROMPT_SOURCES
     from ieqa.testing.releases import STANDIN_MARKER
 
     unmarked = tmp_path / "unmarked"
@@ -330,8 +330,8 @@ def test_the_catalog_lists_the_release() -> None:
     from typer.testing import CliRunner
 
     from ieqa.cli import app
+    from ieqa.scorers.published.editreward import VARIANTS
     from ieqa.scorers.table import scorer_info
-    from ieqa.scorers.vlm.editreward import VARIANTS
 
     result = CliRunner().invoke(app, ["list", "scorers"], env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output

@@ -39,7 +39,7 @@ SYSTEM = "You are a helpful assistant."
 
 @pytest.fixture(scope="module")
 def replica(tmp_path_factory):
-    from ieqa.scorers.vlm.editscore import PROMPT_SOURCES
+    from ieqa.scorers.published.editscore import PROMPT_SOURCES
     from ieqa.testing import build_tiny_vlm
     from ieqa.testing.releases import build_lora_adapter, write_prompt_standins
 
@@ -154,7 +154,7 @@ def test_reductions_by_hand():
     (9, 4, 1) and (1, 1, 9). average_last = (sqrt(4 * 1) + sqrt(1 * 9)) / 2 = 2.5;
     average_first = sqrt(mean(9, 1) * mean(1, 9)) = 5; average_first_min_sc =
     sqrt(mean(4, 1) * mean(1, 9)) = sqrt(12.5)."""
-    from ieqa.scorers.vlm.vie_judge import vie_overall
+    from ieqa.scorers.published.vie_judge import vie_overall
 
     passes = [{"prompt_following": 9.0, "sc": 4.0, "pq": 1.0},
               {"prompt_following": 1.0, "sc": 1.0, "pq": 9.0}]

@@ -78,7 +78,7 @@ def edit() -> EditSample:
 
 
 def test_viescore_request_is_the_published_one_byte_for_byte(tmp_path, edit):
-    from ieqa.scorers.vlm.viescore import PROMPT_SOURCES
+    from ieqa.scorers.published.viescore import PROMPT_SOURCES
     from ieqa.testing.releases import write_prompt_standins
 
     prompts = write_prompt_standins(tmp_path / "vie", PROMPT_SOURCES)
@@ -152,7 +152,7 @@ def test_unifiedreward_edit_request_is_the_published_one(tmp_path, edit):
 
 
 def test_published_judges_refuse_what_their_authors_do_not_do(tmp_path, tiny_models):
-    from ieqa.scorers.vlm.viescore import PROMPT_SOURCES as VIE
+    from ieqa.scorers.published.viescore import PROMPT_SOURCES as VIE
     from ieqa.testing.releases import write_prompt_standins
 
     prompts = write_prompt_standins(tmp_path / "vie", VIE)
@@ -165,7 +165,7 @@ def test_published_judges_refuse_what_their_authors_do_not_do(tmp_path, tiny_mod
 
 
 def test_a_malformed_viescore_answer_is_an_error_never_a_guess(tmp_path, edit):
-    from ieqa.scorers.vlm.viescore import PROMPT_SOURCES
+    from ieqa.scorers.published.viescore import PROMPT_SOURCES
     from ieqa.testing.releases import write_prompt_standins
 
     prompts = write_prompt_standins(tmp_path / "vie", PROMPT_SOURCES)
@@ -398,7 +398,7 @@ def test_bench_reports_viescores_released_reading_beside_ieqas(tmp_path):
 
     from ieqa.cli import app
     from ieqa.data.shapesedit import ShapesEditConfig, generate
-    from ieqa.scorers.vlm.viescore import PROMPT_SOURCES
+    from ieqa.scorers.published.viescore import PROMPT_SOURCES
     from ieqa.testing.releases import write_prompt_standins
 
     manifest = generate(tmp_path / "shapes", ShapesEditConfig(n=12, k=2, seed=3, size=64),

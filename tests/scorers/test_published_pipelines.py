@@ -47,7 +47,7 @@ def _png(image) -> str:
 
 @pytest.fixture(scope="module")
 def editscore_prompts(tmp_path_factory):
-    from ieqa.scorers.vlm.editscore import PROMPT_SOURCES
+    from ieqa.scorers.published.editscore import PROMPT_SOURCES
     from ieqa.testing.releases import write_prompt_standins
 
     return write_prompt_standins(tmp_path_factory.mktemp("es") / "prompts", PROMPT_SOURCES)
@@ -55,7 +55,7 @@ def editscore_prompts(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def editreward(tmp_path_factory):
-    from ieqa.scorers.vlm.editreward import PROMPT_SOURCES
+    from ieqa.scorers.published.editreward import PROMPT_SOURCES
     from ieqa.testing import build_tiny_vlm
     from ieqa.testing.releases import build_reward_release, write_prompt_standins
 

@@ -40,7 +40,7 @@ CALIBRATION = {"calibration_type": "affine_per_dimension",
 
 @pytest.fixture(scope="module")
 def replica(tmp_path_factory):
-    from ieqa.scorers.vlm.reasonedit import LORA, PROMPT_SOURCES
+    from ieqa.scorers.published.reasonedit import LORA, PROMPT_SOURCES
     from ieqa.testing import build_tiny_vlm
     from ieqa.testing.releases import build_lora_state_release, write_prompt_standins
 
@@ -217,7 +217,7 @@ def test_release_defaults_and_the_catalog(replica):
 
 
 def test_the_pre_resize_is_the_authors(replica):
-    from ieqa.scorers.vlm.reasonedit import fit_release_pixels
+    from ieqa.scorers.published.reasonedit import fit_release_pixels
 
     for size in ((640, 480), (600, 500), (1000, 17), (80, 60)):
         image = _image(3, size)
@@ -229,8 +229,8 @@ def test_the_pre_resize_is_the_authors(replica):
 # ------------------------------------------------------------------------------ RE-Reward
 @pytest.fixture(scope="module")
 def re_reward(replica, tmp_path_factory):
-    from ieqa.scorers.vlm.re_reward import PROMPT_SOURCES
-    from ieqa.scorers.vlm.reasonedit import LORA
+    from ieqa.scorers.published.re_reward import PROMPT_SOURCES
+    from ieqa.scorers.published.reasonedit import LORA
     from ieqa.testing.releases import build_peft_head_release, write_prompt_standins
 
     root = tmp_path_factory.mktemp("re-reward")
@@ -312,7 +312,7 @@ def test_re_reward_equals_the_released_forward(re_reward, samples):
 def test_the_default_release_id_downloads_its_subfolder(replica, monkeypatch, tmp_path):
     import huggingface_hub
 
-    from ieqa.backends.lora_release import release_folder
+    from ieqa.scorers.published.lora_release import release_folder
 
     calls = []
     root = tmp_path / "snapshot"

@@ -240,7 +240,7 @@ def build_lora_state_release(path: str | Path, base_model: str | Path, lora: dic
                              calibration: dict | None = None) -> Path:
     """Write a package laid out as ReasonEdit's release for ``base_model`` (a tiny VLM):
     ``adapter_model.safetensors`` (random non-zero LoRA weights made with the settings
-    ``lora``, e.g. :data:`ieqa.scorers.vlm.reasonedit.LORA`), ``regression_head.pt``
+    ``lora``, e.g. :data:`ieqa.scorers.published.reasonedit.LORA`), ``regression_head.pt``
     (``Linear(H, H/2) - SiLU - Dropout - Linear(H/2, head_outputs)``, random), the base's
     processor files and, when given, ``calibration.json`` with ``calibration`` as its
     content. Returns ``path``."""

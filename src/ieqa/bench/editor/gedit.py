@@ -3,7 +3,7 @@
 Each item gets SC, PQ and O twice. From GEdit's judge (``gedit-judge``): ``sc``, ``pq``,
 ``o`` are the released code's reading of its answers (``raw["released"]``: the minimum of
 whatever list it finds, out-of-range values kept, its re-ask and give-up rules; see
-:mod:`ieqa.scorers.vlm.gedit_judge`), with ``official_status`` ``read``, ``drawn``
+:mod:`ieqa.scorers.published.gedit_judge`), with ``official_status`` ``read``, ``drawn``
 (``on_malformed="random"``), ``random`` (the released code would draw a random score: left
 out) or ``unread`` (it would ask again or fail: left out); ``ieqa_sc``, ``ieqa_pq``,
 ``ieqa_o`` are ieqa's strict reading (``sc_min``, ``visual_quality``, ``overall``; the

@@ -1,0 +1,32 @@
+"""The released evaluators moved to ieqa.scorers.published (issue 42, part 6); the old
+module names still import, as the same modules, with a DeprecationWarning naming the new
+one."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import pytest
+
+MOVED = {"ieqa.scorers.vlm.editreward": "ieqa.scorers.published.editreward",
+         "ieqa.scorers.vlm.kris_judge": "ieqa.scorers.published.kris_judge",
+         "ieqa.scorers.vlm.vie_judge": "ieqa.scorers.published.vie_judge",
+         "ieqa.scorers.vlm.published_prompts": "ieqa.scorers.published.base"}
+
+
+@pytest.mark.parametrize("old", sorted(MOVED))
+def test_an_old_module_name_is_the_new_module_with_a_warning(old: str) -> None:
+    sys.modules.pop(old, None)
+    with pytest.warns(DeprecationWarning, match=f"{old} moved to {MOVED[old]}"):
+        module = importlib.import_module(old)
+    assert module is importlib.import_module(MOVED[old])
+
+
+def test_the_release_loaders_moved_out_of_backends() -> None:
+    from ieqa.scorers.published.lora_release import release_folder
+
+    with pytest.warns(DeprecationWarning, match="ieqa.backends.lora_release moved to "
+                                                "ieqa.scorers.published.lora_release"):
+        from ieqa.backends.lora_release import release_folder as old
+    assert old is release_folder
