@@ -20,7 +20,8 @@ Modules: :mod:`.store` (SQLite, WAL, one transaction per submission, revisions, 
 the organiser's actions), :mod:`.design` (items, gold, training, assignment, order),
 :mod:`.security` (tokens, CSRF, form ids, per-study cookies), :mod:`.guidelines`,
 :mod:`.analysis` (progress, agreement, rater flags), :mod:`.simulate` (simulated raters),
-:mod:`.export`, :mod:`.app` (routes).
+:mod:`.export`, :mod:`.app` (the web app: :mod:`.routes` by concern, around the
+shared :mod:`.state`).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """What a task form means: the candidates' slots and labels, the answer parsed and
 checked for the protocol, the values a refused form shows again, and the training
 feedback. Pure functions of the study's :class:`~ieqa.studio.design.StudyConfig` (the
-routes in :mod:`ieqa.studio.app` call them)."""
+routes in :mod:`ieqa.studio.routes.tasks` call them)."""
 
 from __future__ import annotations
 
