@@ -76,6 +76,12 @@ def test_concurrent_requests_of_mixed_sizes_equal_offline_scores(server, classic
         assert body["n_ok"] == len(items) and body["reward_rule"]["rule"] == "mean"
     metrics = httpx.get(f"{server}/metrics", headers=AUTH).text
     assert "ieqa_batch_size_count" in metrics and 'ieqa_items_total{outcome="ok"}' in metrics
+    # the requests are counted under their endpoint, not "other" (the API routes live in an
+    # included router, which FastAPI 0.16x keeps as one entry of app.routes)
+    ok = [line for line in metrics.splitlines()
+          if line.startswith("ieqa_requests_total{") and 'endpoint="/v1/score"' in line
+          and 'status="200"' in line]
+    assert ok and float(ok[0].rsplit(" ", 1)[1]) >= len(requests), metrics
 
 
 def test_half_bad_items_return_the_good_half_scored(server, classic):

@@ -45,7 +45,21 @@ from ieqa.serve.limits import BodyLimit
 from ieqa.serve.metrics import RequestMetrics
 from ieqa.serve.service import DEFAULT_MAX_PIXELS, DEFAULT_MAX_REQUEST_PIXELS, ServeConfig, Service
 
-__all__ = ["DEFAULT_MAX_PIXELS", "DEFAULT_MAX_REQUEST_PIXELS", "ServeConfig", "create_app"]
+__all__ = ["DEFAULT_MAX_PIXELS", "DEFAULT_MAX_REQUEST_PIXELS", "ServeConfig", "create_app",
+           "route_paths"]
+
+
+def route_paths(app: FastAPI) -> set[str]:
+    """Every path ``app`` serves, those of its included routers too (FastAPI 0.16x keeps an
+    included router as one entry of ``app.routes``): the endpoints the request metrics
+    count by name; any other path is counted as ``other``."""
+    try:
+        from fastapi.routing import iter_route_contexts
+    except ImportError:  # a FastAPI that copies an included router's routes into the app
+        found = list(app.routes)
+    else:
+        found = list(iter_route_contexts(app.routes))
+    return {getattr(r, "path", "") for r in found}
 
 
 def create_app(scorer: Scorer, *, rule: RewardRule | str | None = None,
@@ -90,7 +104,7 @@ def create_app(scorer: Scorer, *, rule: RewardRule | str | None = None,
     app.include_router(routes.health)
     app.include_router(routes.metrics_route, dependencies=protected)
     app.include_router(routes.api, dependencies=protected)
-    paths = {getattr(r, "path", "") for r in app.routes}
+    paths = route_paths(app)
     app.add_middleware(BodyLimit, max_bytes=int(config.max_body_mb * 2**20))
     app.add_middleware(BearerAuth, tokens=config.tokens)
     app.add_middleware(RequestMetrics, metrics=service.metrics, routes=lambda: paths)
