@@ -74,8 +74,8 @@ MUTATIONS: tuple[Mutation, ...] = (
              _GEDIT),
     Mutation("editor-gedit-standin-o-arithmetic", "a stand-in's GEdit O is (SC + PQ) / 2, "
              "not sqrt(SC * PQ)", _E + "gedit.py",
-             "o = math.sqrt(sc * pq) if sc >= 0 and pq >= 0 else math.nan",
-             "o = (sc + pq) / 2 if sc >= 0 and pq >= 0 else math.nan", _GEDIT),
+             "o = viescore(sc, pq)", "o = (sc + pq) / 2 if sc >= 0 and pq >= 0 else math.nan",
+             _GEDIT),
     Mutation("editor-gedit-ci-point", "GEdit's CI reported as (point, point)", _E + "gedit.py",
              "out[\"ci\"][name] = [low, high]",
              "out[\"ci\"][name] = [out[\"official\"][name]] * 2", _GEDIT),
@@ -217,9 +217,9 @@ MUTATIONS: tuple[Mutation, ...] = (
              _GEDIT),
     Mutation("judge-diff-unpaired", "judge-diff draws other items for run B than for run A "
              "(an unpaired interval)", _E + "diff.py",
-             "xb = protocol.aggregate([first_b[keys[i]] for i in pick], 2)[part][metric]",
-             "xb = protocol.aggregate([first_b[keys[i]] for i in reversed(pick)][::-1]"
-             "[:len(pick) // 2] * 2, 2)[part][metric]", _GEDIT),
+             "xb = _aggregate(protocol, [first_b[keys[i]] for i in pick])[part]",
+             "xb = _aggregate(protocol, [first_b[keys[i]] for i in reversed(pick)][::-1]"
+             "[:len(pick) // 2] * 2)[part]", _GEDIT),
     Mutation("judge-diff-noise-one-sd", "judge-diff's noise bar is one standard deviation, "
              "not two", _E + "diff.py", "noise = 2 * max(std_a, std_b)",
              "noise = max(std_a, std_b)", _GEDIT),

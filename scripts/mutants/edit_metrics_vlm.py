@@ -85,21 +85,21 @@ MUTATIONS: tuple[Mutation, ...] = (
              "the min", _VIE, '"pq": min(pq)}', '"pq": pq[0]}', _VIE_TESTS),
     Mutation("judge-vie-o-prompt-following", "VIEScore O = sqrt(prompt following * PQ) "
              "instead of sqrt(min SC * min PQ)", _VIE,
-             'return sum(math.sqrt(p["sc"] * p["pq"]) for p in passes) / len(passes)',
-             'return sum(math.sqrt(p["prompt_following"] * p["pq"]) for p in passes) '
+             'return sum(viescore(p["sc"], p["pq"]) for p in passes) / len(passes)',
+             'return sum(viescore(p["prompt_following"], p["pq"]) for p in passes) '
              '/ len(passes)', _VIE_TESTS),
     Mutation("judge-vie-o-arithmetic", "VIEScore O = (SC + PQ) / 2 instead of sqrt(SC * PQ)",
              _VIE,
-             'return sum(math.sqrt(p["sc"] * p["pq"]) for p in passes) / len(passes)',
+             'return sum(viescore(p["sc"], p["pq"]) for p in passes) / len(passes)',
              'return sum((p["sc"] + p["pq"]) / 2 for p in passes) / len(passes)', _VIE_TESTS),
     Mutation("judge-average-last-of-means", "EditScore average_last = sqrt(mean SC * mean PQ) "
              "instead of the mean of the per-pass O", _VIE,
-             'return sum(math.sqrt(p["sc"] * p["pq"]) for p in passes) / len(passes)',
-             'return math.sqrt(mean("sc") * mean("pq"))', _VIE_TESTS),
+             'return sum(viescore(p["sc"], p["pq"]) for p in passes) / len(passes)',
+             'return viescore(mean("sc"), mean("pq"))', _VIE_TESTS),
     Mutation("judge-average-first-min-sc", "EditScore average_first with min SC instead of "
              "prompt following", _VIE,
-             'return math.sqrt(mean("prompt_following") * mean("pq"))',
-             'return math.sqrt(mean("sc") * mean("pq"))', _VIE_TESTS),
+             'return viescore(mean("prompt_following"), mean("pq"))',
+             'return viescore(mean("sc"), mean("pq"))', _VIE_TESTS),
     Mutation("judge-vie-no-rescale", "0-25 answers not divided by 2.5 (score_range / 10)",
              _VIE, "unit = self.score_range_asked / 10", "unit = 1.0", _VIE_TESTS),
     Mutation("judge-vie-midpoint-unscaled", "on_malformed=midpoint substitutes 5 on the asked "
@@ -137,14 +137,14 @@ MUTATIONS: tuple[Mutation, ...] = (
              "return 0 <= int(text) <= 10", "return 0 <= int(text) < 10",
              ("tests/prompts/test_released_vie_reading.py",)),
     Mutation("judge-gedit-no-give-up-pass", "GEdit: the re-asked answers read without the "
-             "released give-up rule (no random draw)", "src/ieqa/scorers/published/gedit_judge.py",
+             "released give-up rule (no random draw)", "src/ieqa/scorers/published/viescore.py",
              "give_up = asked > 1 ", "give_up = False ", ("tests/bench/test_editor_gedit.py",)),
     Mutation("judge-gedit-reask-on-fails", "GEdit: both prompts asked again for an answer "
-             "the released loop keeps (and fails on later)", "src/ieqa/scorers/published/gedit_judge.py",
-             '!= "ask_again" for gen in gens)', '== "read" for gen in gens)',
+             "the released loop keeps (and fails on later)", "src/ieqa/scorers/published/viescore.py",
+             'if status == "ask_again" or (give_up', 'if status != "read" or (give_up',
              ("tests/bench/test_editor_gedit.py",)),
     Mutation("judge-gedit-negative-product-kept", "GEdit: a negative SC * PQ not left out "
-             "(sqrt fails on it)", "src/ieqa/scorers/published/gedit_judge.py",
+             "(sqrt fails on it)", "src/ieqa/scorers/published/viescore.py",
              "            if product < 0:", "            if product < -1e300:",
              ("tests/bench/test_editor_gedit.py",)),
     # ---- ImgEdit-Bench, KRIS-Bench, RISEBench
@@ -182,7 +182,7 @@ MUTATIONS: tuple[Mutation, ...] = (
              ("tests/scorers/test_published_judges.py",)),
     Mutation("judge-rise-logical-zero-refused", "RISEBench: a logical item's answer 0 "
              "refused (read on 1-5 like the others)", "src/ieqa/scorers/published/rise_judge.py",
-             "low=0 if logical else 1", "low=1",
+             "parse_final_score(text, low=0, high=1)", "parse_final_score(text, low=1, high=1)",
              ("tests/scorers/test_published_judges.py",)),
     Mutation("judge-final-score-first-of-many", "RISEBench reader: of several numbers after "
              "'Final Score' the first is taken instead of refusing the answer",

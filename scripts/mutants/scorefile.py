@@ -16,12 +16,12 @@ MUTATIONS: tuple[Mutation, ...] = (
              "scores", _SF, "            scores = {}\n            self.n_failed += 1",
              "            self.n_failed += 1", _TESTS),
     Mutation("scorefile-failed-dropped", "failed rows dropped from the rows read, uncounted",
-             _SF, "        yield checker.check(index, where, raw)",
-             "        row = checker.check(index, where, raw)\n"
-             "        if row.failed is None:\n            yield row", _TESTS),
+             _SF, "        if row is not None:\n            yield row",
+             "        if row is not None and row.failed is None:\n            yield row", _TESTS),
     Mutation("scorefile-no-score-zero", "an empty score (null, an empty CSV cell) read as 0",
-             _SF, "            if value is None:\n                continue",
-             "            if value is None:\n                value = 0.0", _TESTS),
+             _SF, "            if value is not None:\n                scores[dim] = _number(",
+             "            if True:\n                scores[dim] = 0.0 if value is None else _number(",
+             _TESTS),
     Mutation("scorefile-unknown-sigma-zero", "a row without sigma read as sigma 0 for each "
              "score", _SF, "        inputs = {c: raw.get(c) for c in INPUT_COLUMNS}",
              '        if columns.get("sigma") is None:\n'
@@ -37,9 +37,9 @@ MUTATIONS: tuple[Mutation, ...] = (
              "the first data row 2)", _SF, "for rowno, row in enumerate(reader, 2):",
              "for rowno, row in enumerate(reader, 1):", _TESTS),
     Mutation("scorefile-jsonl-lines-skip-blank", "JSONL line numbers that skip blank lines",
-             _SF, "    for lineno, line in enumerate(fh, 1):\n        if not line.strip():\n"
+             _SF, "    for lineno, line in lines:\n        if not line.strip():\n"
              "            continue\n",
-             "    lineno = 0\n    for line in fh:\n        if not line.strip():\n"
+             "    lineno = 0\n    for _, line in lines:\n        if not line.strip():\n"
              "            continue\n        lineno += 1\n", _TESTS),
     Mutation("scorefile-error-ignored", "a row with an error but scores read as a prediction",
              _SF, '        if raw.get("error"):\n            failed',

@@ -35,9 +35,10 @@ from PIL import Image
 from torch import nn
 
 from ieqa.backends import Prompt, TransformersVLM
-from ieqa.prompts.published import PublishedText, SourceFile, load_texts, prompts_record
+from ieqa.prompts.published import PublishedText, SourceFile
 from ieqa.scorers.base import ScorerError, ScoreResult
-from ieqa.scorers.vlm.base import DEFAULT_MAX_INSTRUCTION_CHARS, LoadedSample, VLMScorer
+from ieqa.scorers.published.base import ReleasedHead
+from ieqa.scorers.vlm.base import DEFAULT_MAX_INSTRUCTION_CHARS, LoadedSample
 
 __all__ = ["EditHFScorer", "PROMPT_SOURCES", "DIMENSION_FOLDERS", "mlp_head"]
 
@@ -74,7 +75,7 @@ def mlp_head(state: dict[str, torch.Tensor]) -> nn.Sequential:
     return head.float().eval()
 
 
-class EditHFScorer(VLMScorer):
+class EditHFScorer(ReleasedHead):
     """EditHF as released (see the module docstring).
 
     Args:
@@ -88,6 +89,9 @@ class EditHFScorer(VLMScorer):
     """
 
     readout = "edithf"
+    prompt_sources = PROMPT_SOURCES
+    released_range = (0.0, None)
+    package_key = "release"
 
     def __init__(self, *, model: str | Path | None = None, base_model: str | Path | None = None,
                  revision: str | None = None, base_revision: str | None = None,
@@ -97,14 +101,13 @@ class EditHFScorer(VLMScorer):
         from ieqa.scorers.published.internvl_release import add_adapters, convert_lora, read_lora
         from ieqa.scorers.published.lora_release import load_head_state, release_folder
 
-        texts = load_texts(PROMPT_SOURCES, prompts_dir=prompts)
+        texts = self.load_prompts(prompts)
         self.queries = {dim: texts["query"].replace("{call:build_query}", texts[dim])
                         for dim in MODES}
         for dim, query in self.queries.items():
             if query.count("<image>") != 2:
                 raise ScorerError(f"the {dim} prompt holds {query.count('<image>')} <image> "
                                   "places; EditHF's hold two (source, edited)")
-        self.prompts_dir = str(prompts) if prompts is not None else None
         release_id = str(model) if model is not None else RELEASE
         root = release_folder(release_id, revision=revision)
         missing = [f for f in DIMENSION_FOLDERS.values() if not (root / f).is_dir()]
@@ -133,22 +136,8 @@ class EditHFScorer(VLMScorer):
         super().__init__(backend=backend, template="editreward", dimensions=tuple(MODES),
                          batch_size=batch_size, max_instruction_chars=max_instruction_chars)
 
-    @property
-    def dimensions(self) -> tuple[str, ...]:
-        return (*self.score_dimensions, "overall")
-
-    @property
-    def score_range(self) -> tuple[float | None, float | None]:
-        return (0.0, None)
-
-    def config(self) -> dict[str, Any]:
-        return {"readout": self.readout, "dimensions": list(self.dimensions),
-                "batch_size": self.batch_size,
-                "max_instruction_chars": self.max_instruction_chars,
-                "backend": self.backend.config(), "release": self.release_files,
-                "image_size": SIZE, "anchor": ANCHOR,
-                "prompts": prompts_record(PROMPT_SOURCES, self.prompts_dir),
-                "provenance": {"prompts": self.prompts_dir, "release": self.package_dir}}
+    def release_config(self) -> dict[str, Any]:
+        return {"image_size": SIZE, "anchor": ANCHOR}
 
     def prompt(self, item: LoadedSample, dimension: str) -> Prompt:
         """The input of one edit and dimension: the authors' text, read as written, with

@@ -35,13 +35,13 @@ from torch import nn
 
 from ieqa.backends import Prompt
 from ieqa.backends.base import fit_qwen_grid
-from ieqa.prompts.published import PublishedText, SourceFile, load_texts, prompts_record
+from ieqa.prompts.published import PublishedText, SourceFile, load_texts
 from ieqa.scorers.base import ScorerError, ScoreResult
+from ieqa.scorers.published.base import ReleasedHead
 from ieqa.scorers.published.editreward_release import RewardRelease
 from ieqa.scorers.vlm.base import (
     DEFAULT_MAX_INSTRUCTION_CHARS,
     LoadedSample,
-    VLMScorer,
     share_key,
 )
 
@@ -116,7 +116,7 @@ def release_head(tensors: Mapping[str, torch.Tensor]) -> nn.Sequential:
     return head.float().eval()
 
 
-class EditRewardScorer(VLMScorer):
+class EditRewardScorer(ReleasedHead):
     """EditReward as released (see the module docstring).
 
     Args:
@@ -137,6 +137,8 @@ class EditRewardScorer(VLMScorer):
     """
 
     readout = "editreward"
+    prompt_sources = PROMPT_SOURCES
+    package_key = None
 
     def __init__(self, *, model: str | Path | None = None, variant: str = "qwen2.5-vl-7b",
                  base_model: str | Path | None = None, revision: str | None = None,
@@ -206,22 +208,9 @@ class EditRewardScorer(VLMScorer):
                          max_instruction_chars=max_instruction_chars)
         self.backend.anchor_token(self.anchor)  # the token is one token of the tokenizer
 
-    @property
-    def dimensions(self) -> tuple[str, ...]:
-        return (*self.score_dimensions, "overall")
-
-    @property
-    def score_range(self) -> tuple[float | None, float | None]:
-        return (None, None)
-
-    def config(self) -> dict[str, Any]:
-        return {"readout": self.readout, "variant": self.variant,
-                "dimensions": list(self.dimensions), "batch_size": self.batch_size,
-                "max_instruction_chars": self.max_instruction_chars,
-                "backend": self.backend.config(), "release": self.release_files,
-                "sigma_aggregation": self.sigma_aggregation, "pixels": PIXELS,
-                "prompts": prompts_record(PROMPT_SOURCES, self.prompts_dir),
-                "provenance": {"prompts": self.prompts_dir}}
+    def release_config(self) -> dict[str, Any]:
+        return {"variant": self.variant, "sigma_aggregation": self.sigma_aggregation,
+                "pixels": PIXELS}
 
     def prompt(self, item: LoadedSample, text: str) -> Prompt:
         """The prompt of one head: source image, edited image, then the authors' prompt

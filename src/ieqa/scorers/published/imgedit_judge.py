@@ -33,7 +33,7 @@ rubric's names. The prompt texts are read at run time from the benchmark's
 from __future__ import annotations
 
 import io
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -49,11 +49,10 @@ from ieqa.prompts.answers import (
 )
 from ieqa.prompts.published import PublishedText, SourceFile
 from ieqa.scorers.base import ScorerError, ScoreResult
-from ieqa.scorers.published.base import PublishedPrompts
+from ieqa.scorers.published.base import PublishedJudge
 from ieqa.scorers.vlm.base import (
     DEFAULT_MAX_INSTRUCTION_CHARS,
     LoadedSample,
-    VLMScorer,
     failure,
     request_kind,
 )
@@ -90,7 +89,7 @@ def _file_image(image: Any) -> EncodedImage:
     return EncodedImage(data=data, mime=IMAGE_MIME, image=image)
 
 
-class ImgEditJudge(PublishedPrompts, VLMScorer):
+class ImgEditJudge(PublishedJudge):
     """ImgEdit-Bench's judge as released (see the module docstring).
 
     Args:
@@ -103,13 +102,15 @@ class ImgEditJudge(PublishedPrompts, VLMScorer):
             model answers greedily unless it is given.
         max_new_tokens: sent only when given (none as released; a local model uses 1024).
         batch_size: items per backend call.
-        (other arguments: :class:`~ieqa.scorers.vlm.base.VLMScorer`)
+        (other arguments: :class:`~ieqa.scorers.published.base.PublishedJudge`)
     """
 
     readout = "imgedit-judge"
-    needs_local_model = False
     prompt_sources = PROMPT_SOURCES
     default_model = DEFAULT_MODEL
+    default_base_url = DEFAULT_BASE_URL
+    released_body = {"stream": False}  # as the released request
+    judged = ("instruction_alignment",)
 
     def __init__(self, *, model: str | None = None, base_url: str | None = None,
                  prompts: str | Path | None = None, temperature: float | None = None,
@@ -118,28 +119,11 @@ class ImgEditJudge(PublishedPrompts, VLMScorer):
                  backend: Any = None, backend_options: Mapping[str, Any] | None = None) -> None:
         if max_new_tokens is not None and int(max_new_tokens) < 1:
             raise ScorerError(f"max_new_tokens must be >= 1 (or None), got {max_new_tokens}")
-        self.texts = self.load_prompts(prompts)
         self.temperature = None if temperature is None else float(temperature)
         self.max_new_tokens = None if max_new_tokens is None else int(max_new_tokens)
-        options = dict(backend_options or {})
-        if backend is None and (base_url is not None or model is None):
-            base_url, model = base_url or DEFAULT_BASE_URL, model or self.default_model
-            options.setdefault("max_pixels", None)  # the file's bytes go as they are
-            options.setdefault("extra_body", {"stream": False})  # as the released request
-        super().__init__(model=model, base_url=base_url, backend=backend,
-                         template="editreward", dimensions=("instruction_alignment",),
-                         batch_size=batch_size, max_instruction_chars=max_instruction_chars,
-                         backend_options=options)
-        self.local = hasattr(self.backend, "forward")
-
-    # ------------------------------------------------------------------ scorer contract
-    @property
-    def dimensions(self) -> tuple[str, ...]:
-        return ("instruction_alignment", "overall")
-
-    @property
-    def score_range(self) -> tuple[float | None, float | None]:
-        return (1.0, 5.0)
+        super().__init__(model=model, base_url=base_url, prompts=prompts, batch_size=batch_size,
+                         max_instruction_chars=max_instruction_chars, backend=backend,
+                         backend_options=backend_options)
 
     def readout_config(self) -> dict[str, Any]:
         return {"temperature": self.temperature, "max_new_tokens": self.max_new_tokens,
@@ -165,18 +149,19 @@ class ImgEditJudge(PublishedPrompts, VLMScorer):
                              _file_image(item.source), _file_image(item.edited)))
 
     # ----------------------------------------------------------------------- scoring
-    def score_items(self, items: Sequence[LoadedSample]) -> list[ScoreResult]:
+    def requests(self, item: LoadedSample) -> dict[str, Prompt]:
+        return {"answer": self.prompt(item)}
+
+    def generation_options(self) -> dict[str, Any]:
         if self.local:  # a local model has no server default: greedy unless asked
-            gens = self.backend.generate(
-                [self.prompt(i) for i in items],
-                max_new_tokens=self.max_new_tokens or LOCAL_MAX_NEW_TOKENS,
-                temperature=self.temperature or 0.0, top_p=1.0)
-        else:
-            gens = self.backend.generate([self.prompt(i) for i in items],
-                                         max_new_tokens=self.max_new_tokens,
-                                         temperature=self.temperature, top_p=None)
-        return [self._result(item, answers[0]) for item, answers in zip(items, gens,
-                                                                         strict=True)]
+            return {"max_new_tokens": self.max_new_tokens or LOCAL_MAX_NEW_TOKENS,
+                    "temperature": self.temperature or 0.0, "top_p": 1.0}
+        return {"max_new_tokens": self.max_new_tokens, "temperature": self.temperature,
+                "top_p": None}
+
+    def read_answers(self, item: LoadedSample, answers: Mapping[str, Any]) -> ScoreResult:
+        """The one answer, with the raw layout of the released scripts' reading."""
+        return self._result(item, answers["answer"])
 
     def _result(self, item: LoadedSample, gen: Any) -> ScoreResult:
         raw: dict[str, Any] = {"text": gen.text,

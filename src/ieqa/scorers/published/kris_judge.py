@@ -50,7 +50,6 @@ from the pinned ``prompts.py`` with a SHA-256 check, or from ``prompts=DIR``.
 from __future__ import annotations
 
 import io
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -59,17 +58,13 @@ from PIL import Image
 from ieqa.backends import OPENAI_BASE_URL, EncodedImage, Prompt
 from ieqa.data.images import file_of
 from ieqa.data.loaders.kris_bench import CATEGORIES, KNOWLEDGE_CATEGORIES, temporal_frames
-from ieqa.prompts.answers import JudgeParseError, parse_kris_scores, released_kris_dual
+from ieqa.prompts.answers import parse_kris_scores, released_kris_dual
 from ieqa.prompts.answers import released_kris_score as released_score
 from ieqa.prompts.published import PublishedText, SourceFile
 from ieqa.scorers.base import ScorerError, ScoreResult
-from ieqa.scorers.published.base import PublishedPrompts
+from ieqa.scorers.published.base import PublishedJudge
 from ieqa.scorers.vlm.base import (
-    DEFAULT_MAX_INSTRUCTION_CHARS,
     LoadedSample,
-    VLMScorer,
-    failure,
-    request_kind,
 )
 
 __all__ = ["KrisJudge", "PROMPT_SOURCES", "DEFAULT_MODEL", "REVISION", "JUDGES", "released_reader"]
@@ -132,7 +127,7 @@ def _open(path: str, reencode: bool) -> EncodedImage:
     return _file_jpeg(path, decoded, reencode=reencode)
 
 
-class KrisJudge(PublishedPrompts, VLMScorer):
+class KrisJudge(PublishedJudge):
     """KRIS-Bench's judge as released (see the module docstring). A sample carries the
     item's fields in ``meta`` (:meth:`ieqa.data.loaders.kris_bench.KrisItem.meta`).
 
@@ -142,36 +137,16 @@ class KrisJudge(PublishedPrompts, VLMScorer):
         base_url: the OpenAI-compatible endpoint (default OpenAI's).
         prompts: a local copy of the prompt file's repository (``--prompts``).
         batch_size: items per backend call.
-        (other arguments: :class:`~ieqa.scorers.vlm.base.VLMScorer`)
+        (other arguments: :class:`~ieqa.scorers.published.base.PublishedJudge`)
     """
 
     readout = "kris-judge"
-    needs_local_model = False
     prompt_sources = PROMPT_SOURCES
-
-    def __init__(self, *, model: str | None = None, base_url: str | None = None,
-                 prompts: str | Path | None = None, batch_size: int = 8,
-                 max_instruction_chars: int | None = DEFAULT_MAX_INSTRUCTION_CHARS,
-                 backend: Any = None, backend_options: Mapping[str, Any] | None = None) -> None:
-        self.texts = self.load_prompts(prompts)
-        options = dict(backend_options or {})
-        if backend is None and (base_url is not None or model is None):
-            base_url, model = base_url or DEFAULT_BASE_URL, model or DEFAULT_MODEL
-            options.setdefault("max_pixels", None)  # the file's bytes go as they are
-            options.setdefault("extra_body", {"stream": False})  # as the released request
-        super().__init__(model=model, base_url=base_url, backend=backend, template="editreward",
-                         dimensions=tuple(JUDGES.values()), batch_size=batch_size,
-                         max_instruction_chars=max_instruction_chars, backend_options=options)
-        self.local = hasattr(self.backend, "forward")
-
-    # ------------------------------------------------------------------ scorer contract
-    @property
-    def dimensions(self) -> tuple[str, ...]:
-        return (*JUDGES.values(), "overall")
-
-    @property
-    def score_range(self) -> tuple[float | None, float | None]:
-        return (1.0, 5.0)
+    default_model = DEFAULT_MODEL
+    default_base_url = DEFAULT_BASE_URL
+    released_body = {"stream": False}  # as the released request
+    judged = tuple(JUDGES.values())
+    max_tokens = MAX_TOKENS
 
     def readout_config(self) -> dict[str, Any]:
         return {"temperature": 0.0 if self.local else None, "max_new_tokens": MAX_TOKENS,
@@ -240,58 +215,31 @@ class KrisJudge(PublishedPrompts, VLMScorer):
         return {"consistency_score": Prompt(parts=vc), "instruction_score": Prompt(parts=if_),
                 "quality_score": Prompt(parts=(text["prompt_quality"], label, edit))}
 
-    # ----------------------------------------------------------------------- scoring
-    def score_items(self, items: Sequence[LoadedSample]) -> list[ScoreResult]:
-        plans = [self.requests(item) for item in items]
-        flat = [p for plan in plans for p in plan.values()]
-        if self.local:  # a local model has no server default: greedy
-            gens = self.backend.generate(flat, max_new_tokens=MAX_TOKENS, temperature=0.0,
-                                         top_p=1.0)
-        else:
-            gens = self.backend.generate(flat, max_new_tokens=MAX_TOKENS, temperature=None,
-                                         top_p=None)
-        results, k = [], 0
-        for item, plan in zip(items, plans, strict=True):
-            answers = {}
-            for key in plan:
-                answers[key] = gens[k][0]
-                k += 1
-            results.append(self._result(item, answers))
-        return results
+    # ----------------------------------------------------------------------- reading
+    def released_reading(self, item: LoadedSample, key: str, gen: Any) -> dict[str, Any]:
+        text = "" if gen.error else gen.text  # the released scripts' failed request
+        if key == "instruction_score" and self._knowledge(item):
+            return dict(zip(("instruction_score", "knowledge_score"), released_kris_dual(text),
+                            strict=True))
+        return {key: released_score(text, key, released_reader(self._category(item)))}
 
-    def _result(self, item: LoadedSample, answers: Mapping[str, Any]) -> ScoreResult:
-        meta = item.sample.meta or {}
-        category = meta.get("category") or item.sample.task
-        knowledge = category in KNOWLEDGE_CATEGORIES
-        reader = released_reader(category)
-        raw: dict[str, Any] = {"answers": {}, "released": {}, "servers": []}
-        scores: dict[str, float] = {}
-        problems = []
-        for key, gen in answers.items():
-            raw["answers"][key] = gen.text
-            raw["servers"].append(gen.server or None)
-            text = "" if gen.error else gen.text  # the released scripts' failed request
-            wanted = (key, "knowledge_score") if key == "instruction_score" and knowledge \
-                else (key,)
-            if key == "instruction_score" and knowledge:
-                raw["released"]["instruction_score"], raw["released"]["knowledge_score"] = \
-                    released_kris_dual(text)
-            else:
-                raw["released"][key] = released_score(text, key, reader)
-            if gen.error:
-                problems.append((request_kind(gen), f"{key}: {gen.error}"))
-                continue
-            try:
-                parsed = parse_kris_scores(gen.text, wanted)
-            except JudgeParseError as exc:
-                problems.append(("unreadable", f"{key}: {exc.reason}"))
-                continue
-            scores.update({JUDGES[k]: float(v) for k, v in parsed.items()})
-        if problems:
-            return failure(item.sample.id, raw, problems, asked=len(answers))
-        unavailable = {} if knowledge else {
+    def read_answer(self, item: LoadedSample, key: str, text: str) -> dict[str, float]:
+        wanted = (key, "knowledge_score") if key == "instruction_score" and \
+            self._knowledge(item) else (key,)
+        return {JUDGES[k]: float(v) for k, v in parse_kris_scores(text, wanted).items()}
+
+    def finish(self, item: LoadedSample, scores: dict[str, float],
+               raw: dict[str, Any]) -> ScoreResult:
+        unavailable = {} if self._knowledge(item) else {
             "knowledge_plausibility": "KRIS-Bench judges knowledge plausibility only for its "
                                       "Social Science, Natural Science and Logical Reasoning "
                                       "items"}
         scores["overall"] = sum(scores.values()) / len(scores)
         return ScoreResult(id=item.sample.id, scores=scores, unavailable=unavailable, raw=raw)
+
+    @staticmethod
+    def _category(item: LoadedSample) -> str:
+        return (item.sample.meta or {}).get("category") or item.sample.task
+
+    def _knowledge(self, item: LoadedSample) -> bool:
+        return self._category(item) in KNOWLEDGE_CATEGORIES

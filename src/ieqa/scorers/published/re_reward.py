@@ -33,11 +33,12 @@ from torch import nn
 
 from ieqa.backends import Prompt, TransformersVLM
 from ieqa.data.combine import RE_REWARD_WEIGHTS, weighted_sum
-from ieqa.prompts.published import PublishedText, SourceFile, load_texts, prompts_record
+from ieqa.prompts.published import PublishedText, SourceFile
 from ieqa.scorers.base import ScorerError, ScoreResult
 from ieqa.scorers.critique_input import CRITIQUE_KEYS, critique_text
+from ieqa.scorers.published.base import ReleasedHead
 from ieqa.scorers.published.reasonedit import REVISION
-from ieqa.scorers.vlm.base import DEFAULT_MAX_INSTRUCTION_CHARS, LoadedSample, VLMScorer
+from ieqa.scorers.vlm.base import DEFAULT_MAX_INSTRUCTION_CHARS, LoadedSample
 
 __all__ = ["RERewardReleaseScorer", "PROMPT_SOURCES", "reward_head"]
 
@@ -76,7 +77,7 @@ def reward_head(config: dict[str, Any], state: dict[str, torch.Tensor],
     return head.to(dtype).eval()
 
 
-class RERewardReleaseScorer(VLMScorer):
+class RERewardReleaseScorer(ReleasedHead):
     """RE-Reward as released (see the module docstring).
 
     Args:
@@ -90,6 +91,7 @@ class RERewardReleaseScorer(VLMScorer):
     """
 
     readout = "re-reward"
+    prompt_sources = PROMPT_SOURCES
 
     def __init__(self, *, model: str | Path | None = None, base_model: str | Path | None = None,
                  revision: str | None = None, base_revision: str | None = None,
@@ -99,8 +101,7 @@ class RERewardReleaseScorer(VLMScorer):
                  max_instruction_chars: int | None = DEFAULT_MAX_INSTRUCTION_CHARS) -> None:
         from ieqa.scorers.published.lora_release import load_head_state, release_folder
 
-        self.texts = load_texts(PROMPT_SOURCES, prompts_dir=prompts)
-        self.prompts_dir = str(prompts) if prompts is not None else None
+        self.texts = self.load_prompts(prompts)
         self.critique_keys = tuple(critique_keys)
         needs = ("adapter_config.json", "adapter_model.safetensors", "score_head.pth",
                  "reward_head_config.json")
@@ -125,23 +126,11 @@ class RERewardReleaseScorer(VLMScorer):
         super().__init__(backend=vlm, template="editreward", dimensions=DIMENSIONS,
                          batch_size=batch_size, max_instruction_chars=max_instruction_chars)
 
-    @property
-    def dimensions(self) -> tuple[str, ...]:
-        return (*self.score_dimensions, "overall")
+    def backend_config(self) -> dict[str, Any]:
+        return {**self.backend.config(), "adapter": self.release_files["release"]}
 
-    @property
-    def score_range(self) -> tuple[float | None, float | None]:
-        return (None, None)
-
-    def config(self) -> dict[str, Any]:
-        return {"readout": self.readout, "dimensions": list(self.dimensions),
-                "batch_size": self.batch_size,
-                "max_instruction_chars": self.max_instruction_chars,
-                "critique_keys": list(self.critique_keys),
-                "backend": {**self.backend.config(), "adapter": self.release_files["release"]},
-                "release": self.release_files,
-                "prompts": prompts_record(PROMPT_SOURCES, self.prompts_dir),
-                "provenance": {"prompts": self.prompts_dir, "package": self.package_dir}}
+    def release_config(self) -> dict[str, Any]:
+        return {"critique_keys": list(self.critique_keys)}
 
     def check_sample(self, sample: Any) -> None:
         super().check_sample(sample)

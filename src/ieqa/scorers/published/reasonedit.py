@@ -41,9 +41,10 @@ from torch import nn
 
 from ieqa.backends import Prompt, TransformersVLM
 from ieqa.data.combine import REASONEDIT_WEIGHTS
-from ieqa.prompts.published import PublishedText, SourceFile, load_texts, prompts_record
+from ieqa.prompts.published import PublishedText, SourceFile
 from ieqa.scorers.base import ScorerError, ScoreResult
-from ieqa.scorers.vlm.base import DEFAULT_MAX_INSTRUCTION_CHARS, LoadedSample, VLMScorer
+from ieqa.scorers.published.base import ReleasedHead
+from ieqa.scorers.vlm.base import DEFAULT_MAX_INSTRUCTION_CHARS, LoadedSample
 
 __all__ = ["ReasonEditReleaseScorer", "PROMPT_SOURCES", "LORA", "release_head", "fit_release_pixels"]
 
@@ -123,7 +124,7 @@ def read_calibration(folder: Path) -> tuple[tuple[float, float], ...]:
                           f"{', '.join(_CALIBRATION_NAMES)} ({exc})") from exc
 
 
-class ReasonEditReleaseScorer(VLMScorer):
+class ReasonEditReleaseScorer(ReleasedHead):
     """ReasonEdit as released (see the module docstring).
 
     Args:
@@ -141,6 +142,8 @@ class ReasonEditReleaseScorer(VLMScorer):
     """
 
     readout = "reasonedit"
+    prompt_sources = PROMPT_SOURCES
+    released_range = (0.0, 1.0)
 
     def __init__(self, *, model: str | Path | None = None, base_model: str | Path | None = None,
                  revision: str | None = None, base_revision: str | None = None,
@@ -154,8 +157,7 @@ class ReasonEditReleaseScorer(VLMScorer):
             release_folder,
         )
 
-        self.texts = load_texts(PROMPT_SOURCES, prompts_dir=prompts)  # fails before the model
-        self.prompts_dir = str(prompts) if prompts is not None else None
+        self.texts = self.load_prompts(prompts)  # fails before the model
         needs = ("adapter_model.safetensors", "regression_head.pt")
         release_id = str(model) if model is not None else RELEASE
         folder = release_folder(release_id, subfolder=SUBFOLDER if release_id == RELEASE else None,
@@ -183,22 +185,8 @@ class ReasonEditReleaseScorer(VLMScorer):
         super().__init__(backend=release.vlm, template="editreward", dimensions=DIMENSIONS,
                          batch_size=batch_size, max_instruction_chars=max_instruction_chars)
 
-    @property
-    def dimensions(self) -> tuple[str, ...]:
-        return (*self.score_dimensions, "overall")
-
-    @property
-    def score_range(self) -> tuple[float | None, float | None]:
-        return (0.0, 1.0)
-
-    def config(self) -> dict[str, Any]:
-        return {"readout": self.readout, "dimensions": list(self.dimensions),
-                "batch_size": self.batch_size,
-                "max_instruction_chars": self.max_instruction_chars,
-                "backend": self.backend.config(), "release": self.release_files,
-                "pixels": PIXELS, "calibration": [list(c) for c in self.calibration],
-                "prompts": prompts_record(PROMPT_SOURCES, self.prompts_dir),
-                "provenance": {"prompts": self.prompts_dir, "package": self.package_dir}}
+    def release_config(self) -> dict[str, Any]:
+        return {"pixels": PIXELS, "calibration": [list(c) for c in self.calibration]}
 
     def prompt(self, item: LoadedSample) -> Prompt:
         """The chat of one edit: source image, edited image, the authors' prompt."""

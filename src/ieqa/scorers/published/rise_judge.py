@@ -46,24 +46,19 @@ SHA-256 check, or from ``prompts=DIR``.
 from __future__ import annotations
 
 import io
-from collections.abc import Mapping, Sequence
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 from PIL import Image
 
 from ieqa.backends import OPENAI_BASE_URL, EncodedImage, Prompt
 from ieqa.data.images import file_of
-from ieqa.prompts.answers import JudgeParseError, parse_final_score, released_final_scores
+from ieqa.prompts.answers import parse_final_score, released_final_scores
 from ieqa.prompts.published import PublishedText, SourceFile
 from ieqa.scorers.base import ScorerError, ScoreResult
-from ieqa.scorers.published.base import PublishedPrompts
+from ieqa.scorers.published.base import PublishedJudge
 from ieqa.scorers.vlm.base import (
-    DEFAULT_MAX_INSTRUCTION_CHARS,
     LoadedSample,
-    VLMScorer,
-    failure,
-    request_kind,
 )
 
 __all__ = ["RiseJudge", "PROMPT_SOURCES", "DEFAULT_MODEL", "REVISION", "JUDGES"]
@@ -108,7 +103,7 @@ def _released_image(path: str | None, decoded: Image.Image) -> EncodedImage:
     return EncodedImage(data=buf.getvalue(), mime="image/jpeg", image=decoded, detail="high")
 
 
-class RiseJudge(PublishedPrompts, VLMScorer):
+class RiseJudge(PublishedJudge):
     """RISEBench's judge as released (see the module docstring). A sample carries the
     item's fields in ``meta`` (:meth:`ieqa.data.loaders.risebench.RiseItem.meta`).
 
@@ -117,39 +112,18 @@ class RiseJudge(PublishedPrompts, VLMScorer):
         base_url: the OpenAI-compatible endpoint (default OpenAI's).
         prompts: a local copy of the benchmark's repository (``--prompts``).
         batch_size: items per backend call.
-        (other arguments: :class:`~ieqa.scorers.vlm.base.VLMScorer`)
+        (other arguments: :class:`~ieqa.scorers.published.base.PublishedJudge`)
     """
 
     readout = "rise-judge"
-    needs_local_model = False
     prompt_sources = PROMPT_SOURCES
-
-    def __init__(self, *, model: str | None = None, base_url: str | None = None,
-                 prompts: str | Path | None = None, batch_size: int = 8,
-                 max_instruction_chars: int | None = DEFAULT_MAX_INSTRUCTION_CHARS,
-                 backend: Any = None, backend_options: Mapping[str, Any] | None = None) -> None:
-        self.texts = self.load_prompts(prompts)
-        options = dict(backend_options or {})
-        if backend is None:
-            base_url, model = base_url or DEFAULT_BASE_URL, model or DEFAULT_MODEL
-            options.setdefault("max_pixels", None)
-            # the released body's own fields and order: ..., "n": 1, "temperature": 0
-            options.setdefault("extra_body", {"n": 1, "temperature": 0})
-        super().__init__(model=model, base_url=base_url, backend=backend, template="editreward",
-                         dimensions=tuple(JUDGES.values()), batch_size=batch_size,
-                         max_instruction_chars=max_instruction_chars, backend_options=options)
-        if hasattr(self.backend, "forward"):
-            raise ScorerError("rise-judge sends RISEBench's requests to an OpenAI-compatible "
-                              "server (-O base_url=URL --model NAME)")
-
-    # ------------------------------------------------------------------ scorer contract
-    @property
-    def dimensions(self) -> tuple[str, ...]:
-        return (*JUDGES.values(), "overall")
-
-    @property
-    def score_range(self) -> tuple[float | None, float | None]:
-        return (1.0, 5.0)
+    default_model = DEFAULT_MODEL
+    default_base_url = DEFAULT_BASE_URL
+    # the released body's own fields and order: ..., "n": 1, "temperature": 0
+    released_body = {"n": 1, "temperature": 0}
+    judged = tuple(JUDGES.values())
+    local_stand_in = False
+    max_tokens = MAX_TOKENS
 
     def readout_config(self) -> dict[str, Any]:
         return {"temperature": 0, "max_new_tokens": MAX_TOKENS, "image_size": IMAGE_SIZE,
@@ -213,43 +187,22 @@ class RiseJudge(PublishedPrompts, VLMScorer):
                 for judge, spec in plan.items() if spec is not None
                 for name, images in [spec]}
 
-    # ----------------------------------------------------------------------- scoring
-    def score_items(self, items: Sequence[LoadedSample]) -> list[ScoreResult]:
-        plans = [self.requests(item) for item in items]
-        flat = [p for plan in plans for p in plan.values()]
-        gens = self.backend.generate(flat, max_new_tokens=MAX_TOKENS, temperature=None,
-                                     top_p=None)
-        results, k = [], 0
-        for item, plan in zip(items, plans, strict=True):
-            answers = {}
-            for judge in plan:
-                answers[judge] = gens[k][0]
-                k += 1
-            results.append(self._result(item, answers))
-        return results
+    # ----------------------------------------------------------------------- reading
+    def released_reading(self, item: LoadedSample, key: str, gen: Any) -> dict[str, Any]:
+        # a failed request: the released "Failed to obtain answer"
+        return {key: None if gen.error else released_final_scores(gen.text)}
 
-    def _result(self, item: LoadedSample, answers: Mapping[str, Any]) -> ScoreResult:
-        logical = (item.sample.meta.get("category") or item.sample.task) == "logical_reasoning"
-        raw: dict[str, Any] = {"answers": {}, "released": {}, "servers": []}
-        scores: dict[str, float] = {}
-        problems = []
-        for judge, gen in answers.items():
-            raw["answers"][judge] = gen.text
-            raw["servers"].append(gen.server or None)
-            if gen.error:
-                raw["released"][judge] = None  # the released "Failed to obtain answer"
-                problems.append((request_kind(gen), f"{judge}: {gen.error}"))
-                continue
-            raw["released"][judge] = released_final_scores(gen.text)
-            try:
-                value = parse_final_score(gen.text, low=0 if logical else 1,
-                                          high=1 if logical else 5)
-            except JudgeParseError as exc:
-                problems.append(("unreadable", f"{judge}: {exc.reason}"))
-                continue
-            scores[JUDGES[judge]] = float(4 * min(value, 1) + 1) if logical else float(value)
-        if problems:
-            return failure(item.sample.id, raw, problems, asked=len(answers))
+    def read_answer(self, item: LoadedSample, key: str, text: str) -> dict[str, float]:
+        if self._logical(item):
+            value = parse_final_score(text, low=0, high=1)
+            return {JUDGES[key]: float(4 * min(value, 1) + 1)}
+        return {JUDGES[key]: float(parse_final_score(text, low=1, high=5))}
+
+    def finish(self, item: LoadedSample, scores: dict[str, float],
+               raw: dict[str, Any]) -> ScoreResult:
         scores["overall"] = min(scores.values())
         return ScoreResult(id=item.sample.id, scores=scores, raw=raw)
 
+    @staticmethod
+    def _logical(item: LoadedSample) -> bool:
+        return (item.sample.meta.get("category") or item.sample.task) == "logical_reasoning"
