@@ -37,10 +37,11 @@ MUTATIONS: tuple[Mutation, ...] = (
              "the first data row 2)", _SF, "for rowno, row in enumerate(reader, 2):",
              "for rowno, row in enumerate(reader, 1):", _TESTS),
     Mutation("scorefile-jsonl-lines-skip-blank", "JSONL line numbers that skip blank lines",
-             _SF, "    for lineno, line in lines:\n        if not line.strip():\n"
+             "src/ieqa/data/textfile.py",
+             "    for lineno, line in text_lines(path, error=error):\n        if not line.strip():\n"
              "            continue\n",
-             "    lineno = 0\n    for _, line in lines:\n        if not line.strip():\n"
-             "            continue\n        lineno += 1\n", _TESTS),
+             "    lineno = 0\n    for _, line in text_lines(path, error=error):\n"
+             "        if not line.strip():\n            continue\n        lineno += 1\n", _TESTS),
     Mutation("scorefile-error-ignored", "a row with an error but scores read as a prediction",
              _SF, '        if raw.get("error"):\n            failed',
              '        if raw.get("error") and not scores:\n            failed', _TESTS),

@@ -12,7 +12,10 @@ re-exported here and imported on first use (``ieqa.create_scorer``,
 from __future__ import annotations
 
 import importlib
+import importlib.abc
 import importlib.util
+import sys
+import warnings
 from typing import Any
 
 from ieqa.errors import IeqaError, ManifestError, UnknownDimensionError
@@ -32,6 +35,38 @@ _LAZY: dict[str, str] = {
 }
 
 __all__ = ["__version__", "IeqaError", "ManifestError", "UnknownDimensionError", *_LAZY]
+
+_PUBLISHED = ("editreward", "editscore", "edithf", "reasonedit", "re_reward", "unifiedreward",
+              "viescore", "vie_judge", "gedit_judge", "imgedit_judge", "kris_judge", "rise_judge")
+#: old module name -> the module it moved to: importing the old name gives the moved module,
+#: with a DeprecationWarning naming it (CHANGELOG, "Moved"); the names go in a later release
+MOVED_MODULES: dict[str, str] = {
+    **{f"ieqa.scorers.vlm.{m}": f"ieqa.scorers.published.{m}" for m in _PUBLISHED},
+    "ieqa.scorers.vlm.published_prompts": "ieqa.scorers.published.base",
+    "ieqa.backends.releases": "ieqa.scorers.published.editreward_release",
+    "ieqa.backends.lora_release": "ieqa.scorers.published.lora_release",
+    "ieqa.backends.internvl_release": "ieqa.scorers.published.internvl_release",
+    "ieqa.bench.editors": "ieqa.bench.rank_editors",  # editor leaderboards; bench.editor: benchmarks
+}
+
+
+class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Imports an old name of :data:`MOVED_MODULES` as the module it moved to."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        return importlib.util.spec_from_loader(name, self) if name in MOVED_MODULES else None
+
+    def create_module(self, spec: Any) -> Any:
+        warnings.warn(f"{spec.name} moved to {MOVED_MODULES[spec.name]}", DeprecationWarning,
+                      stacklevel=2)
+        return importlib.import_module(MOVED_MODULES[spec.name])
+
+    def exec_module(self, module: Any) -> None:
+        """The moved module has run already."""
+
+
+if not any(isinstance(f, _MovedModules) for f in sys.meta_path):
+    sys.meta_path.insert(0, _MovedModules())
 
 
 def __getattr__(name: str) -> Any:

@@ -67,7 +67,7 @@ def test_readers_and_skip_flags(files, tmp_path):
     assert read_references(flags)["1"].has_naturalness is True  # nothing says otherwise
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"id": "a", "explanation": "x"}\n{"id": "a", "explanation": "y"}\n')
-    with pytest.raises(ExplainMetricError, match=r"bad.jsonl:2: id 'a' repeats"):
+    with pytest.raises(ExplainMetricError, match=r"bad.jsonl: line 2: id 'a' repeats"):
         read_predictions(bad)
     bad.write_text('{"explanation": "x"}\n')
     with pytest.raises(ExplainMetricError, match="has no 'id'"):

@@ -102,7 +102,7 @@ def test_bad_lines_name_the_line_and_say_what_to_write(tmp_path, line, message):
     path = _write(tmp_path / "r.jsonl", [LINES[0], line])
     with pytest.raises(MetricInputError) as err:
         read_rankings(path)
-    assert f"{path}:2:" in str(err.value) and message in str(err.value)
+    assert f"{path}: line 2:" in str(err.value) and message in str(err.value)
 
 
 @pytest.mark.parametrize(("extra", "message"), [

@@ -1,6 +1,6 @@
-"""The released evaluators moved to ieqa.scorers.published (issue 42, part 6); the old
-module names still import, as the same modules, with a DeprecationWarning naming the new
-one."""
+"""Modules that moved (issue 42: the released evaluators to ieqa.scorers.published,
+bench.editors to bench.rank_editors): the old names (ieqa.MOVED_MODULES) still import, as
+the same modules, with a DeprecationWarning naming the new one."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ import pytest
 MOVED = {"ieqa.scorers.vlm.editreward": "ieqa.scorers.published.editreward",
          "ieqa.scorers.vlm.kris_judge": "ieqa.scorers.published.kris_judge",
          "ieqa.scorers.vlm.vie_judge": "ieqa.scorers.published.vie_judge",
-         "ieqa.scorers.vlm.published_prompts": "ieqa.scorers.published.base"}
+         "ieqa.scorers.vlm.published_prompts": "ieqa.scorers.published.base",
+         "ieqa.bench.editors": "ieqa.bench.rank_editors"}
 
 
 @pytest.mark.parametrize("old", sorted(MOVED))

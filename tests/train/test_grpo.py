@@ -119,8 +119,9 @@ def test_reward_function_is_trl_shaped_and_weights_the_dimensions():
     columns = {k: [v, v] for k, v in row.items()}
     rewards = fn(prompts=["p", "p"], completions=[describe(NOISY), "strong blur"],
                  completion_ids=None, trainer_state=None, **columns)
-    # weighted sum: accuracy + usefulness
-    assert rewards == pytest.approx([2.0, 0.0 + 2 / 3])
+    # accuracy + usefulness as a weighted mean (non-negative weights are divided by their
+    # sum, the one rule of ieqa.data.combine.normalise_weights): (acc + use) / 2
+    assert rewards == pytest.approx([(1.0 + 1.0) / 2, (0.0 + 2 / 3) / 2])
     with pytest.raises(Exception, match="does not report"):
         build_rewarder(RewardSource(scorer="shapesedit-judge", weights={"overall": 1.0}))
 
@@ -167,8 +168,9 @@ def test_reward_at_a_url_judges_completions_as_critiques_with_the_recipe_weights
                      completion_ids=None, trainer_state=None,
                      log_metric=lambda k, v: metrics.__setitem__(k, v), **columns)
     assert seen[-2:] == ["strong noise", "all fine"]  # (the server's warm-up judged one first)
-    # the recipe's rule 1*accuracy + 2*usefulness, not the server's logicality-only weights
-    assert rewards == pytest.approx([1.0 + 2 * 0.5, 0.0 + 2 * 0.5])
+    # the recipe's rule 1*accuracy + 2*usefulness (a weighted mean: /3), not the server's
+    # logicality-only weights
+    assert rewards == pytest.approx([(1.0 + 2 * 0.5) / 3, (0.0 + 2 * 0.5) / 3])
     assert metrics == {"critique_reward/n_failed": 0.0}
 
 

@@ -53,7 +53,7 @@ def test_gap_stages_cut_at_quantiles():
     ([1.0, float("nan")], 3, "NaN"),
     ([[1.0, 2.0]], 3, "1-D"),
     ([1.0], 0, "stages must be"),
-    (["big", "small"], 3, "must be numbers"),
+    (["big", "small"], 3, "must be numeric"),
 ])
 def test_gap_stages_errors(gaps, stages, match):
     with pytest.raises(TrainDataError, match=match):

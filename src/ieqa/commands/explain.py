@@ -44,14 +44,14 @@ from ieqa.commands.options import (
     STRICT_OPT,
     WORKERS_OPT,
     exits_when_stopped,
+    file_run_input,
     make_scorer,
+    refuse_out_for_one,
 )
 from ieqa.commands.score import (
     EXIT_ROW_ERRORS,
     exit_for,
     print_run,
-    resolve_input,
-    strict_check,
 )
 from ieqa.prompts.answers import FORMATS, Critique
 from ieqa.scorers.base import ScorerError
@@ -152,10 +152,7 @@ def command(
     except ScorerError as exc:
         raise typer.BadParameter(str(exc), param_hint="--scorer") from None
     if len(inputs) == 3:
-        if out is not None:
-            raise typer.BadParameter("-o is for folders, manifests and benchmarks; one triplet "
-                                     "is printed (add --json for machine-readable output)",
-                                     param_hint="--out")
+        refuse_out_for_one(out)
         crit = explainer.explain([(Path(inputs[0]), Path(inputs[1]), inputs[2])])[0]
         if as_json:
             console.print_json(json.dumps(crit.to_dict(), default=str))
@@ -166,12 +163,8 @@ def command(
         if require_parse and crit.status == "failed":
             raise typer.Exit(EXIT_ROW_ERRORS)
         return
-    if out is None:
-        raise typer.BadParameter("pass -o OUT.parquet (or .jsonl) for the critiques",
-                                 param_hint="--out")
-    items, total, description = resolve_input(inputs[0], root)
-    if strict:
-        items = strict_check(items)
+    items, total, description = file_run_input(inputs, root, out, strict=strict,
+                                               what="the critiques")
     with judge_logged(judge_log_path(out), scorer, overwrite=overwrite), exits_when_stopped():
         summary = explain_to_file(explainer, items, out, input_id=description, total=total,
                                   batch_size=batch_size, workers=workers, overwrite=overwrite,

@@ -34,6 +34,33 @@ def resolve_input(target: str, root: Path | None) -> tuple[Iterable[InputItem], 
     except InputError as exc:
         raise typer.BadParameter(str(exc), param_hint=exc.option) from None
 
+
+def run_input(target: str, root: Path | None, *, strict: bool
+              ) -> tuple[Iterable[InputItem], int, str]:
+    """:func:`resolve_input`, checked whole first with ``--strict``
+    (:func:`ieqa.data.resolve.strict_check`)."""
+    items, total, description = resolve_input(target, root)
+    return (resolve.strict_check(items) if strict else items), total, description
+
+
+def file_run_input(inputs: list[str], root: Path | None, out: Path | None, *, strict: bool,
+                   what: str) -> tuple[Iterable[InputItem], int, str]:
+    """The input of a run into ``-o OUT`` (``what``: "the scores", said in the error when
+    ``-o`` is missing): :func:`run_input` of ``inputs[0]``."""
+    if out is None:
+        raise typer.BadParameter(f"pass -o OUT.parquet (or .jsonl) for {what}",
+                                 param_hint="--out")
+    return run_input(inputs[0], root, strict=strict)
+
+
+def refuse_out_for_one(out: Path | None) -> None:
+    """One triplet is printed, never written: ``-o`` is refused with it."""
+    if out is not None:
+        raise typer.BadParameter("-o is for folders, manifests and benchmarks; one triplet is "
+                                 "printed (add --json for machine-readable output)",
+                                 param_hint="--out")
+
+
 def parse_options(options: list[str] | None) -> dict[str, Any]:
     """``["key=value", ...]`` -> ``{key: value}``; values are read as YAML scalars
     (``3`` -> int, ``0.5`` -> float, ``true`` -> bool, anything else a string)."""

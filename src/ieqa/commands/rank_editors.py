@@ -33,7 +33,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from ieqa.bench.editors import (
+from ieqa.bench.leaderboard import Leaderboard
+from ieqa.bench.rank_editors import (
     EditorRankingError,
     fmt_number,
     leaderboard_display,
@@ -41,7 +42,6 @@ from ieqa.bench.editors import (
     summary_line,
     write_outputs,
 )
-from ieqa.bench.leaderboard import Leaderboard
 from ieqa.commands.options import FROM_SCORER_OPT, MAX_MISMATCH_OPT
 
 NAME = "rank-editors"

@@ -54,10 +54,12 @@ from ieqa.commands.options import (
     STRICT_OPT,
     WORKERS_OPT,
     exits_when_stopped,
+    file_run_input,
     make_scorer,
-    resolve_input,
+    refuse_out_for_one,
+    run_input,
 )
-from ieqa.data.resolve import is_manifest_file, strict_check
+from ieqa.data.resolve import is_manifest_file
 from ieqa.registry import BENCHMARKS
 from ieqa.scorers.base import Scorer, ScoreResult
 from ieqa.scorers.run import (
@@ -227,10 +229,7 @@ def command(
         raise typer.BadParameter("give one FOLDER/MANIFEST/benchmark, or SOURCE EDITED "
                                  "[INSTRUCTION]", param_hint="INPUT...")
     if single:
-        if out is not None:
-            raise typer.BadParameter("-o is for folders, manifests and benchmarks; one triplet is "
-                                     "printed (add --json for machine-readable output)",
-                                     param_hint="--out")
+        refuse_out_for_one(out)
         source, edited = (None, first) if len(inputs) == 1 else (first, Path(inputs[1]))
         instruction = inputs[2] if len(inputs) == 3 else ""
         result = scorer(source, edited, instruction)
@@ -239,12 +238,8 @@ def command(
         else:
             print_result(result, scorer)
         return
-    if out is None:
-        raise typer.BadParameter("pass -o OUT.parquet (or .jsonl) for the scores",
-                                 param_hint="--out")
-    items, total, description = resolve_input(inputs[0], root)
-    if strict:
-        items = strict_check(items)
+    items, total, description = file_run_input(inputs, root, out, strict=strict,
+                                               what="the scores")
     if replay is not None and not replay.name.endswith(JUDGE_LOG) and (
             replay.suffix.lower() in OUTPUT_SUFFIXES or not replay.exists()):
         replay = judge_log_path(replay)  # an earlier output: the log beside it
@@ -268,9 +263,7 @@ def _score_on_ray(inputs: list[str], out: Path | None, root: Path | None, *, str
                                  "OUT.parquet (or .jsonl); score one triplet without it",
                                  param_hint="--engine")
     plan = RayScoring(**scaling)
-    items, total, description = resolve_input(inputs[0], root)
-    if strict:
-        items = strict_check(items)
+    items, total, description = run_input(inputs[0], root, strict=strict)
     summary = score_to_ray(build, items, out, scaling=plan, input_id=description, total=total,
                            **run)
     print_run(summary)

@@ -4,7 +4,6 @@ read it; :func:`open_benchmark` loads a benchmark from a name or a path."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,7 @@ from ieqa.data.inputs import BadRow, InputItem, is_edit_folder, iter_folder
 from ieqa.data.loaders import BenchmarkData, load_benchmark
 from ieqa.data.loaders.base import sniff_format
 from ieqa.data.manifest import first_row_keys, iter_manifest_items
-from ieqa.data.textfile import text_lines
+from ieqa.data.textfile import json_lines, text_lines
 from ieqa.errors import IeqaError, OptionError
 from ieqa.registry import BENCHMARKS
 
@@ -97,18 +96,8 @@ def _manifest_or_none(path: Path) -> tuple[Iterator[InputItem], int, str] | None
 def _first_line_problem(path: Path) -> None:
     """Raise what is wrong with the first row of a JSONL file whose first row gave no keys
     (as a later line's problem is named), if anything is."""
-    for lineno, line in text_lines(path, error=IeqaError):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise IeqaError(f"{path}: line {lineno}: not valid JSON ({exc.msg}, column "
-                            f"{exc.colno}); write one JSON object per line (see the manifest "
-                            "spec in the docs)") from None
-        if not isinstance(row, dict):
-            raise IeqaError(f"{path}: line {lineno}: expected a JSON object, got "
-                            f"{type(row).__name__}; write one object per line") from None
+    for _ in json_lines(path, error=IeqaError, hint="write one JSON object per line (see "
+                                                    "the manifest spec in the docs)"):
         return
 
 

@@ -59,7 +59,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ieqa.data.dimensions import canonical_dimension
-from ieqa.data.textfile import text_lines
+from ieqa.data.textfile import json_lines, text_lines
 from ieqa.errors import IeqaError, UnknownDimensionError
 
 __all__ = ["EXPLAIN_COLUMNS", "INPUT_COLUMNS", "RESULT_COLUMN_TYPES", "output_schema", "JOIN_FIELDS", "JSON_COLUMNS",
@@ -367,23 +367,16 @@ def _raw_rows(p: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     if p.name.endswith(".parquet"):
         yield from _parquet_rows(p)
         return
-    lines = text_lines(p, error=ScoreFileError)
-    yield from (_csv_rows(lines, p) if p.name.endswith(".csv") else _jsonl_rows(lines, p))
+    if p.name.endswith(".csv"):
+        yield from _csv_rows(text_lines(p, error=ScoreFileError), p)
+    else:
+        yield from _jsonl_rows(p)
 
 
-def _jsonl_rows(lines: Iterator[tuple[int, str]],
-                path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
-    for lineno, line in lines:
-        if not line.strip():
-            continue
-        where = f"{path}: line {lineno}"
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ScoreFileError(f"{where}: not valid JSON ({exc.msg})") from None
-        if not isinstance(row, dict):
-            raise ScoreFileError(f"{where}: expected a JSON object, got {type(row).__name__}")
-        yield where, row
+def _jsonl_rows(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    for lineno, row in json_lines(path, error=ScoreFileError,
+                                  hint="a score file has one JSON object per line"):
+        yield f"{path}: line {lineno}", row
 
 
 def _csv_rows(lines: Iterator[tuple[int, str]],

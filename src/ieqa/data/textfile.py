@@ -1,19 +1,21 @@
 """Reading a text file of rows (JSONL, CSV; gzip-compressed when its name ends in ``.gz``)
 line by line: the one place that decodes them (:func:`text_lines`), so that a byte that is
 not UTF-8 or a damaged gzip stream ends in a one-line error naming the file and the line,
-never in a traceback."""
+never in a traceback; :func:`json_lines` reads a JSONL file's values on top of it."""
 
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from ieqa.errors import IeqaError
 
-__all__ = ["UnreadableTextError", "text_lines"]
+__all__ = ["UnreadableTextError", "json_lines", "text_lines"]
 
 
 class UnreadableTextError(IeqaError, ValueError):
@@ -49,3 +51,28 @@ def text_lines(path: str | os.PathLike[str], *,
     except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
         raise error(f"{p}: the gzip data is damaged or cut short after line {lineno} ({exc}); "
                     f"compress the file again (gzip -t {p.name} checks one)") from None
+
+
+def json_lines(path: str | os.PathLike[str], *, error: type[Exception] = UnreadableTextError,
+               hint: str = "write one JSON object per line",
+               objects: bool = True) -> Iterator[tuple[int, Any]]:
+    """``(line number, value)`` of each non-blank line of a JSONL file, read by
+    :func:`text_lines` (UTF-8, ``.gz``) and parsed as JSON: the one reading of JSONL files.
+
+    Raises:
+        error: a line that is not JSON (``PATH: line N: not valid JSON (why, column C);
+            HINT``) or, with ``objects``, not a JSON object; and what :func:`text_lines`
+            raises.
+    """
+    for lineno, line in text_lines(path, error=error):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise error(f"{path}: line {lineno}: not valid JSON ({exc.msg}, column "
+                        f"{exc.colno}); {hint}") from None
+        if objects and not isinstance(value, dict):
+            raise error(f"{path}: line {lineno}: expected a JSON object, got "
+                        f"{type(value).__name__}; {hint}")
+        yield lineno, value

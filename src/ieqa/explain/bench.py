@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ieqa.data.textfile import text_lines
+from ieqa.data.textfile import json_lines
 from ieqa.explain.judge_protocol import (
     JUDGE_DIMENSIONS,
     JudgeItem,
@@ -78,18 +78,9 @@ def _rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
         raise ExplainMetricError(f"{path}: no such file")
     out = []
     # the one decoding path: a non-UTF-8 byte or a damaged .gz names its line too
-    for n, line in text_lines(path, error=ExplainMetricError):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ExplainMetricError(f"{path}:{n}: not JSON ({exc.msg}); write one JSON "
-                                     "object per line") from None
-        if not isinstance(row, dict):
-            raise ExplainMetricError(f"{path}:{n}: expected a JSON object per line")
+    for n, row in json_lines(path, error=ExplainMetricError):
         if "id" not in row or row["id"] is None:
-            raise ExplainMetricError(f"{path}:{n}: the row has no 'id'")
+            raise ExplainMetricError(f"{path}: line {n}: the row has no 'id'")
         out.append((n, row))
     return out
 
@@ -108,10 +99,10 @@ def read_predictions(path: str | Path) -> dict[str, str | None]:
     for n, row in _rows(Path(path)):
         ident = str(row["id"])
         if ident in out:
-            raise ExplainMetricError(f"{path}:{n}: id {ident!r} repeats; one explanation per id")
+            raise ExplainMetricError(f"{path}: line {n}: id {ident!r} repeats; one explanation per id")
         text = _text(row)
         if text is not None and not isinstance(text, str):
-            raise ExplainMetricError(f"{path}:{n}: the explanation must be text, got "
+            raise ExplainMetricError(f"{path}: line {n}: the explanation must be text, got "
                                      f"{type(text).__name__}")
         out[ident] = text if text and text.strip() else None
     return out

@@ -38,7 +38,6 @@ different sizes comparable.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -48,7 +47,7 @@ from typing import Any
 import numpy as np
 
 from ieqa.data.dimensions import canonical_dimension
-from ieqa.data.textfile import text_lines
+from ieqa.data.textfile import json_lines
 from ieqa.errors import UnknownDimensionError
 from ieqa.human.pairs import ranking_to_pairs, win_count_scores
 from ieqa.metrics.checks import MetricInputError
@@ -163,16 +162,9 @@ def read_rankings(path: str | os.PathLike[str]) -> list[GroupRanking]:
         raise MetricInputError(f"rankings file {path} does not exist; give the path of a JSONL file of group "
                                f"rankings, e.g. a line {_EXAMPLE}")
     out = []
-    for n, line in text_lines(path, error=MetricInputError):
-        if not line.strip():
-            continue
-        where = f"{path}:{n}"
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise MetricInputError(f"{where}: not valid JSON ({exc.msg}); write one JSON object per line, "
-                                   f"e.g. {_EXAMPLE}") from None
-        out.append(parse_ranking(obj, where))
+    for n, obj in json_lines(path, error=MetricInputError, objects=False,
+                             hint=f"write one JSON object per line, e.g. {_EXAMPLE}"):
+        out.append(parse_ranking(obj, f"{path}: line {n}"))
     if not out:
         raise MetricInputError(f"{path} holds no ranking; write one JSON object per line, e.g. {_EXAMPLE}")
     return out

@@ -30,7 +30,7 @@ import numpy as np
 from ieqa.data.dimensions import canonical_dimension
 from ieqa.data.schema import EditSample
 from ieqa.data.textfile import text_lines
-from ieqa.metrics.checks import MetricInputError
+from ieqa.metrics.checks import MetricInputError, as_float_array
 
 __all__ = ["DuplicateRatingsError", "RatingTable", "as_rating_matrix", "csv_columns"]
 
@@ -65,12 +65,7 @@ def as_rating_matrix(matrix: object, name: str = "matrix", *, min_raters: int = 
     Raises :class:`MetricInputError` naming ``name`` when the input is not numeric, not
     2-D, has fewer than ``min_raters`` columns, no rows, or infinite values.
     """
-    try:
-        m = np.asarray(matrix, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise MetricInputError(f"{name} must be a numeric (n_items, n_raters) array: {exc}") from None
-    if m.ndim != 2:
-        raise MetricInputError(f"{name} must be 2-D (n_items, n_raters), got shape {m.shape}")
+    m = as_float_array(matrix, name, ndim=2, what="(n_items, n_raters)")
     if m.shape[0] == 0:
         raise MetricInputError(f"{name} has no items (shape {m.shape})")
     if m.shape[1] < min_raters:
@@ -169,11 +164,7 @@ class RatingTable:
         line. A missing column raises naming it and the columns that exist.
         """
         path = Path(path)
-        if not path.is_file():
-            raise MetricInputError(f"ratings file {path} does not exist")
-        lines = [line for _, line in text_lines(path)]
-        if delimiter is None:
-            delimiter = _guess_delimiter(path, lines)
+        lines, delimiter = _csv_lines(path, delimiter)
         reader = csv.DictReader(lines, delimiter=delimiter)
         header = [h.strip() for h in (reader.fieldnames or [])]
         reader.fieldnames = header
@@ -270,14 +261,17 @@ class RatingTable:
         return items, raters, flat.reshape(len(items), len(raters))
 
 
-def csv_columns(path: str | os.PathLike[str], *, delimiter: str | None = None) -> list[str]:
-    """The header of a CSV/TSV ratings file (delimiter chosen as in :meth:`RatingTable.from_csv`)."""
-    path = Path(path)
+def _csv_lines(path: Path, delimiter: str | None) -> tuple[list[str], str]:
+    """The lines of a CSV/TSV ratings file and its delimiter (guessed when not given)."""
     if not path.is_file():
         raise MetricInputError(f"ratings file {path} does not exist")
     lines = [line for _, line in text_lines(path)]
-    if delimiter is None:
-        delimiter = _guess_delimiter(path, lines)
+    return lines, _guess_delimiter(path, lines) if delimiter is None else delimiter
+
+
+def csv_columns(path: str | os.PathLike[str], *, delimiter: str | None = None) -> list[str]:
+    """The header of a CSV/TSV ratings file (delimiter chosen as in :meth:`RatingTable.from_csv`)."""
+    lines, delimiter = _csv_lines(Path(path), delimiter)
     header = next(csv.reader(lines, delimiter=delimiter), [])
     return [h.strip() for h in header]
 

@@ -19,15 +19,24 @@ class MetricInputError(IeqaError, ValueError):
     """A metric received input it cannot score (wrong shape, NaN, constant, too few items)."""
 
 
-def as_1d_float(x: object, name: str) -> np.ndarray:
-    """``x`` as a 1-D float64 array; raises :class:`MetricInputError` naming ``name``."""
+def as_float_array(x: object, name: str, *, ndim: int = 1, what: str = "",
+                   error: type[Exception] = MetricInputError) -> np.ndarray:
+    """``x`` as a float64 array of ``ndim`` dimensions: the one coercion of numeric input;
+    ``error`` (default :class:`MetricInputError`) names ``name`` and ``what`` (the shape
+    wanted, in words: ``"(n_items, n_raters)"``)."""
+    wanted = f" {what}" if what else ""
     try:
         arr = np.asarray(x, dtype=np.float64)
     except (TypeError, ValueError) as exc:
-        raise MetricInputError(f"{name} must be numeric, got {type(x).__name__}: {exc}") from None
-    if arr.ndim != 1:
-        raise MetricInputError(f"{name} must be 1-D, got shape {arr.shape}")
+        raise error(f"{name} must be numeric{wanted}, got {type(x).__name__}: {exc}") from None
+    if arr.ndim != ndim:
+        raise error(f"{name} must be {ndim}-D{wanted}, got shape {arr.shape}")
     return arr
+
+
+def as_1d_float(x: object, name: str) -> np.ndarray:
+    """``x`` as a 1-D float64 array; raises :class:`MetricInputError` naming ``name``."""
+    return as_float_array(x, name)
 
 
 def as_1d(x: object, name: str) -> np.ndarray:

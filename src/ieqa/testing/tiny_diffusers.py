@@ -3,7 +3,6 @@ and docs examples of ``ieqa generate``: :func:`build_tiny_pix2pix`."""
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -22,22 +21,16 @@ def build_tiny_pix2pix(folder: str | os.PathLike[str], seed: int = 0) -> Path:
         StableDiffusionInstructPix2PixPipeline,
         UNet2DConditionModel,
     )
-    from transformers import CLIPTextConfig, CLIPTextModel, CLIPTokenizer
+    from transformers import CLIPTextConfig, CLIPTextModel
+
+    from ieqa.testing.tiny_embedders import tiny_clip_tokenizer
 
     folder = Path(folder)
     tok_dir = folder / "_tokenizer_files"
-    tok_dir.mkdir(parents=True, exist_ok=True)
-    vocab = {"<|startoftext|>": 0, "<|endoftext|>": 1}
-    for c in "abcdefghijklmnopqrstuvwxyz":
-        vocab[c] = len(vocab)
-        vocab[c + "</w>"] = len(vocab)
-    (tok_dir / "vocab.json").write_text(json.dumps(vocab))
-    (tok_dir / "merges.txt").write_text("#version: 0.2\n")
-    tokenizer = CLIPTokenizer(str(tok_dir / "vocab.json"), str(tok_dir / "merges.txt"),
-                              model_max_length=16)
+    tokenizer = tiny_clip_tokenizer(tok_dir)
     torch.manual_seed(seed)
     text_encoder = CLIPTextModel(CLIPTextConfig(
-        vocab_size=len(vocab), hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+        vocab_size=len(tokenizer), hidden_size=16, intermediate_size=32, num_hidden_layers=1,
         num_attention_heads=2, max_position_embeddings=16, projection_dim=16, bos_token_id=0,
         eos_token_id=1, pad_token_id=1))
     unet = UNet2DConditionModel(

@@ -9,15 +9,16 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
-__all__ = ["build_tiny_clip", "build_tiny_dino"]
+__all__ = ["build_tiny_clip", "build_tiny_dino", "tiny_clip_tokenizer"]
 
 
-def build_tiny_clip(folder: str | os.PathLike[str], seed: int = 0) -> Path:
-    """Write a tiny random ``CLIPModel`` (1-layer 16-wide towers, 224-pixel images in 32-pixel
-    patches, a 54-token character vocabulary, context 16) and its tokenizer to ``folder``."""
-    import torch
-    from transformers import CLIPConfig, CLIPModel, CLIPTokenizer
+def tiny_clip_tokenizer(folder: str | os.PathLike[str]) -> Any:
+    """A ``CLIPTokenizer`` of a 54-token character vocabulary (context 16), its vocabulary
+    and merges files written to ``folder``: the tokenizer of the tiny CLIP models here and
+    of the tiny diffusers pipeline (:mod:`ieqa.testing.tiny_diffusers`)."""
+    from transformers import CLIPTokenizer
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -27,11 +28,22 @@ def build_tiny_clip(folder: str | os.PathLike[str], seed: int = 0) -> Path:
         vocab[c + "</w>"] = len(vocab)
     (folder / "vocab.json").write_text(json.dumps(vocab))
     (folder / "merges.txt").write_text("#version: 0.2\n")
-    CLIPTokenizer(str(folder / "vocab.json"), str(folder / "merges.txt"),
-                  model_max_length=16).save_pretrained(folder)
+    return CLIPTokenizer(str(folder / "vocab.json"), str(folder / "merges.txt"),
+                         model_max_length=16)
+
+
+def build_tiny_clip(folder: str | os.PathLike[str], seed: int = 0) -> Path:
+    """Write a tiny random ``CLIPModel`` (1-layer 16-wide towers, 224-pixel images in 32-pixel
+    patches, a 54-token character vocabulary, context 16) and its tokenizer to ``folder``."""
+    import torch
+    from transformers import CLIPConfig, CLIPModel
+
+    folder = Path(folder)
+    tokenizer = tiny_clip_tokenizer(folder)
+    tokenizer.save_pretrained(folder)
     torch.manual_seed(seed)
     config = CLIPConfig(
-        text_config={"vocab_size": len(vocab), "hidden_size": 16, "intermediate_size": 32,
+        text_config={"vocab_size": len(tokenizer), "hidden_size": 16, "intermediate_size": 32,
                      "num_hidden_layers": 1, "num_attention_heads": 2,
                      "max_position_embeddings": 16, "bos_token_id": 0, "eos_token_id": 1,
                      "pad_token_id": 1},

@@ -140,8 +140,9 @@ class RewardSource(_Strict):
     """Where a ``grpo`` stage's reward comes from: ``scorer`` (in-process: a registered
     scorer name such as ``critique`` with ``options`` e.g. ``{checkpoint: DIR}``, the
     built-in programmatic ``shapesedit-judge``, or ``module:Class``) or ``url`` (an ``ieqa
-    serve`` server). ``weights`` combine the critique dimensions into the reward
-    (RE-Reward: accuracy weighted most)."""
+    serve`` server). ``weights`` combine the critique dimensions into the reward, a
+    weighted mean (divided by their sum, :func:`ieqa.data.combine.normalise_weights`;
+    RE-Reward: accuracy weighted most)."""
 
     scorer: str | None = None
     url: str | None = None

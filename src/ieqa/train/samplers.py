@@ -21,6 +21,7 @@ from collections.abc import Hashable, Sequence
 import numpy as np
 
 from ieqa.errors import TrainDataError
+from ieqa.metrics.checks import as_float_array
 
 __all__ = ["curriculum_order", "gap_stages", "shuffled_order", "stratified_order"]
 
@@ -53,12 +54,7 @@ def gap_stages(gaps: Sequence[float], stages: int = 3) -> list[int]:
     differences), finite.
     """
     stages = _count(stages, "stages", 1)
-    try:
-        g = np.asarray(gaps, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise TrainDataError(f"gaps must be numbers: {exc}") from None
-    if g.ndim != 1:
-        raise TrainDataError(f"gaps must be a 1-D sequence of numbers, got shape {g.shape}")
+    g = as_float_array(gaps, "gaps", what="(a sequence of numbers)", error=TrainDataError)
     if not np.isfinite(g).all():
         raise TrainDataError(f"gaps has {int((~np.isfinite(g)).sum())} NaN/infinite values")
     if g.size == 0:

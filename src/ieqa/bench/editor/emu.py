@@ -74,10 +74,7 @@ class EmuEditProtocol(EditorProtocol):
 
     def read_items(self, data: str | os.PathLike[str] | None, languages: Sequence[str],
                    work_dir: Path) -> list[EmuItem]:
-        if "en" not in {str(lang).strip().lower() for lang in languages}:
-            from ieqa.bench.errors import BenchError
-
-            raise BenchError("the Emu Edit test set is English: --language en")
+        self.require_english(languages, "the Emu Edit test set is")
         split = "validation" if data is not None and "validation" in Path(data).name else "test"
         return read_emu_edit(data, work_dir / "sources", split=split)
 

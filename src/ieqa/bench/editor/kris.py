@@ -160,10 +160,7 @@ class KrisProtocol(EditorProtocol):
 
     def read_items(self, data: str | os.PathLike[str] | None, languages: Sequence[str],
                    work_dir: Path) -> list[KrisItem]:
-        if "en" not in {str(lang).strip().lower() for lang in languages}:
-            from ieqa.bench.errors import BenchError
-
-            raise BenchError("KRIS-Bench's instructions are English: --language en")
+        self.require_english(languages, "KRIS-Bench's instructions are")
         return read_kris(data)
 
     def output_path(self, folder: str | os.PathLike[str], item: Any) -> Path:

@@ -80,8 +80,7 @@ class MagicBrushProtocol(EditorProtocol):
 
     def read_items(self, data: str | os.PathLike[str] | None, languages: Sequence[str],
                    work_dir: Path) -> list[MagicBrushItem]:
-        if "en" not in {str(lang).strip().lower() for lang in languages}:
-            raise BenchError("MagicBrush's instructions are English: --language en")
+        self.require_english(languages, "MagicBrush's instructions are")
         return read_magicbrush(data)
 
     def output_path(self, folder: str | os.PathLike[str], item: Any) -> Path:

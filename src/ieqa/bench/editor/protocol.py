@@ -111,6 +111,15 @@ class EditorProtocol(ABC):
         record, never generated as a guess."""
         return None
 
+    @staticmethod
+    def require_english(languages: Sequence[str], what: str) -> None:
+        """Refuse ``languages`` without English (``what``: "X's instructions are", said
+        before "English: --language en")."""
+        if "en" not in {str(lang).strip().lower() for lang in languages}:
+            from ieqa.bench.errors import BenchError
+
+            raise BenchError(f"{what} English: --language en")
+
     def check_judge(self, judge: Scorer) -> None:  # noqa: B027 - most benchmarks take any judge
         """Raise :class:`~ieqa.bench.errors.BenchError` when ``judge`` cannot run this
         benchmark as it is configured (before anything is scored)."""

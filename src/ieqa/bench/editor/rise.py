@@ -118,10 +118,7 @@ class RiseProtocol(EditorProtocol):
 
     def read_items(self, data: str | os.PathLike[str] | None, languages: Sequence[str],
                    work_dir: Path) -> list[RiseItem]:
-        if "en" not in {str(lang).strip().lower() for lang in languages}:
-            from ieqa.bench.errors import BenchError
-
-            raise BenchError("RISEBench's instructions are English: --language en")
+        self.require_english(languages, "RISEBench's instructions are")
         return read_risebench(data)
 
     def output_path(self, folder: str | os.PathLike[str], item: Any) -> Path:

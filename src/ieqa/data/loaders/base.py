@@ -246,6 +246,20 @@ def read_records(path: PathLike) -> Iterator[tuple[str, Any]]:
     raise BenchmarkFormatError(f"{path}: neither a JSON array nor JSON lines (starts with {first[:20]!r})")
 
 
+def read_json(path: PathLike, expected: type | tuple[type, ...], what: str, *,
+              nonempty: bool = False) -> Any:
+    """The JSON value of the file ``path``: one of ``expected`` (``what``: it in words, for
+    the error), not empty with ``nonempty``. A file that cannot be read or parsed, or that
+    holds something else, raises :class:`BenchmarkFormatError` naming it."""
+    try:
+        value = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise BenchmarkFormatError(f"{path}: not readable JSON ({exc})") from None
+    if not isinstance(value, expected) or (nonempty and not value):
+        raise BenchmarkFormatError(f"{path}: expected {what}")
+    return value
+
+
 def _json_items(path: Path) -> Iterator[tuple[str, Any]]:
     try:
         with open(path, encoding="utf-8") as f:

@@ -16,13 +16,12 @@ An editor's outputs follow the released script's layout: one flat folder of ``{k
 
 from __future__ import annotations
 
-import json
 import os
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from ieqa.data.loaders.base import BenchmarkFormatError, EnglishItem
+from ieqa.data.loaders.base import BenchmarkFormatError, EnglishItem, read_json
 
 __all__ = ["IMGEDIT_DATASET", "IMGEDIT_ARCHIVE", "EDIT_TYPES", "TYPE_COUNTS", "RENAMED_TYPES",
            "ANNOTATION_FILES", "ImgEditItem", "output_path", "read_imgedit", "resolve_data",
@@ -157,12 +156,7 @@ def read_imgedit(data: str | os.PathLike[str] | None,
     """
     annotation = resolve_data(data, unpack_dir)
     root = annotation.parent
-    try:
-        entries = json.loads(annotation.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise BenchmarkFormatError(f"{annotation}: not a JSON file ({exc})") from exc
-    if not isinstance(entries, dict) or not entries:
-        raise BenchmarkFormatError(f"{annotation}: expected a JSON object of items by key")
+    entries = read_json(annotation, dict, "a JSON object of items by key", nonempty=True)
     items: list[ImgEditItem] = []
     absent: list[str] = []
     for key, entry in entries.items():

@@ -20,14 +20,18 @@ An editor's outputs follow the released scripts' layout: ``DIR/{category}/{id}.j
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ieqa.data.loaders.base import BenchmarkFormatError, EnglishItem, hub_dataset_folder
+from ieqa.data.loaders.base import (
+    BenchmarkFormatError,
+    EnglishItem,
+    hub_dataset_folder,
+    read_json,
+)
 
 __all__ = ["KRIS_DATASET", "GROUPS", "KNOWLEDGE_TYPES", "CATEGORIES", "CATEGORY_COUNTS",
            "KNOWLEDGE_CATEGORIES", "OUTPUT_SUFFIXES", "KrisItem", "output_path", "read_kris",
@@ -193,12 +197,7 @@ def read_kris(data: str | os.PathLike[str] | None) -> list[KrisItem]:
         path = root / category / "annotation.json"
         if not path.is_file():
             continue
-        try:
-            rows = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise BenchmarkFormatError(f"{path}: not readable JSON ({exc})") from None
-        if not isinstance(rows, dict):
-            raise BenchmarkFormatError(f"{path}: expected an object keyed by item id")
+        rows = read_json(path, dict, "an object keyed by item id")
         for index, row in rows.items():
             where = f"{path}, item {index!r}"
             if not isinstance(row, dict) or not isinstance(row.get("ins_en"), str):

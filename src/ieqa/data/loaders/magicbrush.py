@@ -17,13 +17,12 @@ edited from the ground-truth input (the **single-turn** or "all turn" setting), 
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ieqa.data.loaders.base import BenchmarkFormatError, EnglishItem
+from ieqa.data.loaders.base import BenchmarkFormatError, EnglishItem, read_json
 
 __all__ = ["CAPTION_FILES", "MagicBrushItem", "output_path", "read_magicbrush", "resolve_root"]
 
@@ -116,10 +115,7 @@ def resolve_root(data: str | os.PathLike[str] | None) -> Path:
 def _captions(root: Path) -> dict[str, Any]:
     for name in CAPTION_FILES:
         if (root / name).is_file():
-            data = json.loads((root / name).read_text(encoding="utf-8"))
-            if not isinstance(data, dict):
-                raise BenchmarkFormatError(f"{root / name}: expected an object of captions")
-            return data
+            return read_json(root / name, dict, "an object of captions")
     return {}
 
 
@@ -139,12 +135,7 @@ def read_magicbrush(data: str | os.PathLike[str] | None) -> list[MagicBrushItem]
     """
     root = resolve_root(data)
     path = root / "edit_sessions.json"
-    try:
-        sessions = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise BenchmarkFormatError(f"{path}: not readable JSON ({exc})") from None
-    if not isinstance(sessions, dict) or not sessions:
-        raise BenchmarkFormatError(f"{path}: expected an object of sessions (id -> turns)")
+    sessions = read_json(path, dict, "an object of sessions (id -> turns)", nonempty=True)
     captions = _captions(root)
     items: list[MagicBrushItem] = []
     absent: list[str] = []

@@ -25,7 +25,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ieqa.data.loaders.base import BenchmarkFormatError, EnglishItem, hub_dataset_folder
+from ieqa.data.loaders.base import (
+    BenchmarkFormatError,
+    EnglishItem,
+    hub_dataset_folder,
+    read_json,
+)
 
 __all__ = ["RISE_DATASET", "CATEGORIES", "CATEGORY_COUNTS", "OUTPUT_SUFFIXES", "RiseItem",
            "output_path", "read_risebench", "resolve_data"]
@@ -151,9 +156,7 @@ def read_risebench(data: str | os.PathLike[str] | None) -> list[RiseItem]:
             category, an id twice, or images that are not there (listed).
     """
     path = resolve_data(data)
-    rows = json.loads(path.read_text(encoding="utf-8"))
-    if not isinstance(rows, list) or not rows:
-        raise BenchmarkFormatError(f"{path}: expected a JSON list of RISEBench items")
+    rows = read_json(path, list, "a JSON list of RISEBench items", nonempty=True)
     first = rows[0].get("image") if isinstance(rows[0], dict) else None
     roots = [path.parent, path.parent / "data"]
     root = next((r for r in roots if first and (r / first).is_file()), path.parent)

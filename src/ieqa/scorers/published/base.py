@@ -14,7 +14,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -199,6 +200,21 @@ class ReleasedHead(PublishedPrompts, VLMScorer):
     def release_config(self) -> dict[str, Any]:
         """What the config records beyond the common fields (image sizes, calibration)."""
         return {}
+
+    def head_results(self, items: Sequence[LoadedSample], outputs: Sequence[Sequence[float]],
+                     read: Callable[[LoadedSample, list[float]], ScoreResult]
+                     ) -> list[ScoreResult]:
+        """One result per item from its head's outputs: a non-finite output is the item's
+        error (a numerically broken forward), never a score; the others are ``read``."""
+        results = []
+        for item, row in zip(items, outputs, strict=True):
+            values = [float(v) for v in row]
+            if all(math.isfinite(v) for v in values):
+                results.append(read(item, values))
+            else:
+                results.append(ScoreResult.failed(item.sample.id, f"the head returned {values}: "
+                                                  "not finite (a numerically broken forward)"))
+        return results
 
     def config(self) -> dict[str, Any]:
         out = {"readout": self.readout, "dimensions": list(self.dimensions),

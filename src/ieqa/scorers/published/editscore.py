@@ -62,7 +62,7 @@ from ieqa.prompts.answers import (
 )
 from ieqa.prompts.published import PublishedText, SourceFile
 from ieqa.scorers.base import ScorerError, ScoreResult
-from ieqa.scorers.published.vie_judge import VIE_DIMENSIONS, VieJudge
+from ieqa.scorers.published.vie_judge import VIE_DIMENSIONS, VieJudge, vie_prompt_sources
 from ieqa.scorers.vlm.base import DEFAULT_MAX_INSTRUCTION_CHARS, LoadedSample
 
 __all__ = ["EditScoreScorer", "EditScoreVariant", "VARIANTS", "PROMPT_SOURCES"]
@@ -76,13 +76,8 @@ _PROMPTS = SourceFile("VectorSpaceLab/EditScore", REVISION, "editscore/vie_promp
 #: scale joined by line breaks; the PQ prompt is context and PQ rule. Every "10" of the scale
 #: texts becomes the score range, as the authors' code does; the instruction goes into
 #: ``<instruction>``.
-PROMPT_SOURCES: tuple[PublishedText, ...] = (
-    PublishedText("context", _PROMPTS, "_context_no_delimit_reasoning_first"),
-    PublishedText("edit_rule", _PROMPTS, "_prompts_0shot_two_image_edit_rule"),
-    PublishedText("sc_scale", _PROMPTS, "_prompts_0shot_tie_rule_SC",
-                  markers=("<instruction>", "10")),
-    PublishedText("pq_rule", _PROMPTS, "_prompts_0shot_rule_PQ", markers=("10",)),
-)
+PROMPT_SOURCES: tuple[PublishedText, ...] = vie_prompt_sources(
+    _PROMPTS, context="_context_no_delimit_reasoning_first", scaled=True)
 
 #: the system message of EditScore's hand-written chat template: Qwen2.5-VL's default one
 #: (sent explicitly, so that a chat template without that default renders it too)

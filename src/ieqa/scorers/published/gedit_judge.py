@@ -56,7 +56,7 @@ from PIL import Image
 from ieqa.backends import Prompt
 from ieqa.prompts.published import PublishedText, SourceFile
 from ieqa.scorers.base import ScorerError
-from ieqa.scorers.published.vie_judge import VIE_DIMENSIONS
+from ieqa.scorers.published.vie_judge import VIE_DIMENSIONS, vie_prompt_sources
 from ieqa.scorers.published.viescore import DEFAULT_BASE_URL, VIEScoreScorer
 from ieqa.scorers.vlm.base import DEFAULT_MAX_INSTRUCTION_CHARS, LoadedSample, VLMScorer
 
@@ -69,12 +69,7 @@ _PROMPTS = SourceFile("stepfun-ai/Step1X-Edit", REVISION, "GEdit-Bench/viescore/
                       "010234af186eb0a70fcb99047cd32ad1da01bed59ca1a95a01335426417cf838")
 
 #: the benchmark's texts for the ``tie`` task, by what ieqa calls them
-PROMPT_SOURCES: tuple[PublishedText, ...] = (
-    PublishedText("context", _PROMPTS, "_context_no_delimit"),
-    PublishedText("edit_rule", _PROMPTS, "_prompts_0shot_two_image_edit_rule"),
-    PublishedText("sc_scale", _PROMPTS, "_prompts_0shot_tie_rule_SC", markers=("<instruction>",)),
-    PublishedText("pq_rule", _PROMPTS, "_prompts_0shot_rule_PQ"),
-)
+PROMPT_SOURCES: tuple[PublishedText, ...] = vie_prompt_sources(_PROMPTS)
 
 #: the released judge's model name (undated, as released)
 DEFAULT_MODEL = "gpt-4.1"

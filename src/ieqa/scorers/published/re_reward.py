@@ -23,7 +23,6 @@ file, or from ``prompts=DIR`` (``--prompts``).
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -154,14 +153,10 @@ class RERewardReleaseScorer(ReleasedHead):
         weight = self.head[0].weight
         with torch.inference_mode():
             out = self.head(hidden.to(weight.device, weight.dtype)).float().cpu()
-        results = []
-        for k, item in enumerate(items):
-            values = out[k].tolist()
-            if not all(math.isfinite(v) for v in values):
-                results.append(ScoreResult.failed(item.sample.id, f"the head returned {values}: "
-                                                  "not finite (a numerically broken forward)"))
-                continue
-            scores = dict(zip(DIMENSIONS, values, strict=True))
-            scores["overall"] = weighted_sum(scores, RE_REWARD_WEIGHTS)
-            results.append(ScoreResult(id=item.sample.id, scores=scores))
-        return results
+        return self.head_results(items, out.tolist(), self._result)
+
+    @staticmethod
+    def _result(item: LoadedSample, values: list[float]) -> ScoreResult:
+        scores = dict(zip(DIMENSIONS, values, strict=True))
+        scores["overall"] = weighted_sum(scores, RE_REWARD_WEIGHTS)
+        return ScoreResult(id=item.sample.id, scores=scores)

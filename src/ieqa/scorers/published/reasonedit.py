@@ -206,18 +206,12 @@ class ReasonEditReleaseScorer(ReleasedHead):
         return out.float().cpu()
 
     def score_items(self, items: Sequence[LoadedSample]) -> list[ScoreResult]:
-        raw = self.raw_scores(items)
-        results = []
-        for k, item in enumerate(items):
-            values = raw[k].tolist()
-            if not all(math.isfinite(v) for v in values):
-                results.append(ScoreResult.failed(item.sample.id, f"the head returned {values}: "
-                                                  "not finite (a numerically broken forward)"))
-                continue
-            calibrated = [min(1.0, max(0.0, v * slope + intercept))
-                          for v, (slope, intercept) in zip(values, self.calibration, strict=True)]
-            scores = dict(zip(DIMENSIONS, calibrated, strict=True))
-            scores["overall"] = sum(w * v for w, v in zip(WEIGHTS, calibrated, strict=True))
-            results.append(ScoreResult(id=item.sample.id, scores=scores,
-                                       raw={"head": dict(zip(DIMENSIONS, values, strict=True))}))
-        return results
+        return self.head_results(items, self.raw_scores(items).tolist(), self._result)
+
+    def _result(self, item: LoadedSample, values: list[float]) -> ScoreResult:
+        calibrated = [min(1.0, max(0.0, v * slope + intercept))
+                      for v, (slope, intercept) in zip(values, self.calibration, strict=True)]
+        scores = dict(zip(DIMENSIONS, calibrated, strict=True))
+        scores["overall"] = sum(w * v for w, v in zip(WEIGHTS, calibrated, strict=True))
+        return ScoreResult(id=item.sample.id, scores=scores,
+                           raw={"head": dict(zip(DIMENSIONS, values, strict=True))})

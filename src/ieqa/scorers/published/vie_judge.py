@@ -42,6 +42,7 @@ from typing import Any
 from ieqa.backends import Prompt
 from ieqa.data.combine import viescore
 from ieqa.prompts.answers import JudgeParseError, parse_vie_answer
+from ieqa.prompts.published import PublishedText, SourceFile
 from ieqa.scorers.base import ScorerError, ScoreResult
 from ieqa.scorers.published.base import PublishedPrompts
 from ieqa.scorers.vlm.base import (
@@ -85,6 +86,21 @@ def vie_overall(passes: Sequence[dict[str, float]], reduction: str) -> float:
         return viescore(mean("sc"), mean("pq"))
     raise ScorerError(f"unknown reduction {reduction!r}; choose one of {', '.join(REDUCTIONS)}")
 
+
+
+def vie_prompt_sources(file: SourceFile, *, context: str = "_context_no_delimit",
+                       scaled: bool = False) -> tuple[PublishedText, ...]:
+    """VIEScore's four texts of its ``tie`` task in ``file`` (VIEScore's ``vie_prompts.py``,
+    which GEdit-Bench and EditScore copy), by what ieqa calls them: the context, the edit
+    rule, the SC scale (the instruction goes into ``<instruction>``) and the PQ rule;
+    ``scaled``: every "10" of the scale texts becomes the score range, so each must hold
+    one (EditScore)."""
+    ten = ("10",) if scaled else ()
+    return (PublishedText("context", file, context),
+            PublishedText("edit_rule", file, "_prompts_0shot_two_image_edit_rule"),
+            PublishedText("sc_scale", file, "_prompts_0shot_tie_rule_SC",
+                          markers=("<instruction>", *ten)),
+            PublishedText("pq_rule", file, "_prompts_0shot_rule_PQ", markers=ten))
 
 class VieJudge(PublishedPrompts, VLMScorer):
     """Base of the published VIEScore-style judges (see the module docstring).

@@ -41,7 +41,7 @@ from ieqa.backends import OPENAI_BASE_URL, Prompt
 from ieqa.prompts.answers import released_vie_reading
 from ieqa.prompts.published import PublishedText, SourceFile
 from ieqa.scorers.base import ScorerError, ScoreResult
-from ieqa.scorers.published.vie_judge import VieJudge
+from ieqa.scorers.published.vie_judge import VieJudge, vie_prompt_sources
 from ieqa.scorers.vlm.base import DEFAULT_MAX_INSTRUCTION_CHARS, LoadedSample
 
 __all__ = ["VIEScoreScorer", "PROMPT_SOURCES", "DEFAULT_MODEL", "DEFAULT_BASE_URL"]
@@ -52,12 +52,7 @@ _PROMPTS = SourceFile("TIGER-AI-Lab/VIEScore", REVISION, "viescore/vie_prompts.p
                       "010234af186eb0a70fcb99047cd32ad1da01bed59ca1a95a01335426417cf838")
 
 #: the authors' texts for the ``tie`` task, by what ieqa calls them
-PROMPT_SOURCES: tuple[PublishedText, ...] = (
-    PublishedText("context", _PROMPTS, "_context_no_delimit"),
-    PublishedText("edit_rule", _PROMPTS, "_prompts_0shot_two_image_edit_rule"),
-    PublishedText("sc_scale", _PROMPTS, "_prompts_0shot_tie_rule_SC", markers=("<instruction>",)),
-    PublishedText("pq_rule", _PROMPTS, "_prompts_0shot_rule_PQ"),
-)
+PROMPT_SOURCES: tuple[PublishedText, ...] = vie_prompt_sources(_PROMPTS)
 
 #: VIEScore's released judge (its GPT-4o wrapper's model) and endpoint
 DEFAULT_MODEL = "gpt-4o-2024-05-13"

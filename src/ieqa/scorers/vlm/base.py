@@ -228,20 +228,30 @@ class VLMScorer(Scorer):
                               f"limit with -O max_instruction_chars={n} if the model's context "
                               "holds it")
 
-    def score_batch(self, samples: Sequence[EditSample]) -> list[ScoreResult]:
-        """One result per sample in input order; a sample whose images do not load or
-        whose instruction is too long, or a batch the model fails on, gets a recorded
-        error (a batch out of memory or context is split first, see the module
-        docstring)."""
-        results: dict[int, ScoreResult] = {}
+    def load_samples(self, samples: Sequence[EditSample]
+                     ) -> tuple[list[tuple[int, LoadedSample]], dict[int, Exception]]:
+        """Each sample checked (:meth:`check_sample`) and its images loaded: ``(index,
+        LoadedSample)`` of those that load, and by index the exception of each that does
+        not (the caller records it as that sample's error, by contract never dropped)."""
         loaded: list[tuple[int, LoadedSample]] = []
+        failed: dict[int, Exception] = {}
         for i, sample in enumerate(samples):
             try:
                 self.check_sample(sample)
                 source = load_image(sample.source) if sample.source is not None else None
                 loaded.append((i, LoadedSample(sample, source, load_image(sample.edited))))
             except Exception as exc:  # noqa: BLE001 - recorded per sample, by contract
-                results[i] = ScoreResult.failed(sample.id, exc)
+                failed[i] = exc
+        return loaded, failed
+
+    def score_batch(self, samples: Sequence[EditSample]) -> list[ScoreResult]:
+        """One result per sample in input order; a sample whose images do not load or
+        whose instruction is too long, or a batch the model fails on, gets a recorded
+        error (a batch out of memory or context is split first, see the module
+        docstring)."""
+        loaded, failed = self.load_samples(samples)
+        results: dict[int, ScoreResult] = {i: ScoreResult.failed(samples[i].id, exc)
+                                           for i, exc in failed.items()}
         # candidates of one source+instruction next to each other (stable), so a batch
         # holds whole groups and the backend can share their prefix
         first_seen: dict[str, int] = {}
@@ -307,16 +317,10 @@ class VLMScorer(Scorer):
         if format == "reasonedit" and tmpl.scale is not None:
             options["scale"] = tmpl.scale
         items = [as_sample(s, i) for i, s in enumerate(samples)]
-        out: dict[int, Any] = {}
-        loaded: list[tuple[int, LoadedSample]] = []
-        for i, sample in enumerate(items):
-            try:
-                self.check_sample(sample)
-                source = load_image(sample.source) if sample.source is not None else None
-                loaded.append((i, LoadedSample(sample, source, load_image(sample.edited))))
-            except Exception as exc:  # noqa: BLE001 - recorded per sample, by contract
-                out[i] = Critique(None, format, "error", error=f"{type(exc).__name__}: {exc}",
-                                  id=sample.id)
+        loaded, failed = self.load_samples(items)
+        out: dict[int, Any] = {i: Critique(None, format, "error", id=items[i].id,
+                                           error=f"{type(exc).__name__}: {exc}")
+                               for i, exc in failed.items()}
 
         def run(chunk: Sequence[LoadedSample]) -> list[Any]:
             prompts = [render_sample(tmpl, item.sample, None, None, item) for item in chunk]
