@@ -69,3 +69,22 @@ def test_demo_can_skip_training(tmp_path):
     res = runner.invoke(app, ["demo", "--n", "8", "--out", str(tmp_path), "--train-recipe", "none"])
     assert res.exit_code == 0, res.output
     assert "held-out SRCC" not in res.output and not (tmp_path / "train").exists()
+
+
+def test_number_pairs_of_price_and_score_scale():
+    """``--price`` and ``--score-scale`` read "A,B" through one parser
+    (ieqa.commands.options.number_pair); a bad pair says what to write, a reversed scale is
+    refused."""
+    import typer
+
+    from ieqa.commands.bench_editor import _prices
+    from ieqa.commands.optimize_prompt import _scale
+
+    assert _prices(None) is None and _scale(None) is None
+    assert _prices("2,8") == (2.0, 8.0) and _scale("0, 100") == (0.0, 100.0)
+    with pytest.raises(typer.BadParameter, match="write INPUT,OUTPUT in USD per million"):
+        _prices("2")
+    with pytest.raises(typer.BadParameter, match="score range as LOW,HIGH"):
+        _scale("1,2,3")
+    with pytest.raises(typer.BadParameter, match="LOW must be below HIGH"):
+        _scale("5,1")

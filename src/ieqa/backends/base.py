@@ -25,7 +25,7 @@ OPENAI_BASE_URL = "https://api.openai.com/v1"
 
 __all__ = ["ERROR_KINDS", "OPENAI_BASE_URL", "EncodedImage", "Prompt", "Generation", "VLMBackend",
            "fit_pixel_budget",
-           "fit_qwen_grid"]
+           "fit_qwen_grid", "key_mismatch"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -243,3 +243,16 @@ def fit_qwen_grid(image: Image.Image, *, factor: int = 28, min_pixels: int = 4 *
     if (w_bar, h_bar) == (width, height):
         return image
     return image.resize((w_bar, h_bar), Image.Resampling.BICUBIC)
+
+
+def key_mismatch(unexpected: Sequence[str], missing: Sequence[str]) -> str:
+    """``"N unexpected: a, b, ...; M missing: ..."`` of a checkpoint's weight names that do
+    not fit a model (the first 5 of each named), ``""`` when they fit: the one wording of an
+    adapter that is not the model's."""
+    def show(keys: Sequence[str]) -> str:
+        keys = sorted(keys)
+        return ", ".join(keys[:5]) + (f" (+{len(keys) - 5} more)" if len(keys) > 5 else "")
+
+    parts = ([f"{len(unexpected)} unexpected: {show(unexpected)}"] if unexpected else []) \
+        + ([f"{len(missing)} missing: {show(missing)}"] if missing else [])
+    return "; ".join(parts)

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from ieqa.backends.base import Generation, Prompt
+from ieqa.backends.base import Generation, Prompt, key_mismatch
 from ieqa.backends.processor import BackendError, PromptTooLongError, load_processor
 
 __all__ = ["TransformersVLM", "ForwardOutput", "resolve_adapter", "resolve_device", "POSITION_MODES",
@@ -282,14 +282,10 @@ class TransformersVLM:
                                    "Is it an adapter of this base model?") from exc
         expected = set(get_peft_model_state_dict(peft_model))
         stored = set(load_peft_weights(str(folder), device="cpu", key_mapping=mapping))
-        unexpected, missing = sorted(stored - expected), sorted(expected - stored)
-        if unexpected or missing:
-            def show(keys: list[str]) -> str:
-                return ", ".join(keys[:5]) + (f" (+{len(keys) - 5} more)" if len(keys) > 5 else "")
-            parts = ([f"{len(unexpected)} unexpected: {show(unexpected)}"] if unexpected else []) \
-                + ([f"{len(missing)} missing: {show(missing)}"] if missing else [])
+        mismatch = key_mismatch(sorted(stored - expected), sorted(expected - stored))
+        if mismatch:
             raise BackendError(f"the adapter {adapter} does not match {self.model_id}: adapter "
-                               f"weights {'; '.join(parts)}. Is it an adapter of this base model "
+                               f"weights {mismatch}. Is it an adapter of this base model "
                                "(and its transformers layout)?")
         self.model = peft_model.merge_and_unload() if merge else peft_model.get_base_model()
 

@@ -26,6 +26,7 @@ from ieqa.commands.options import (
     REVISION_OPT,
     exits_when_stopped,
     make_scorer,
+    number_pair,
 )
 
 NAME = "bench-editor"
@@ -60,14 +61,7 @@ def print_editor_table(out: Console, results: dict[str, Any]) -> None:
 
 
 def _prices(value: str | None) -> tuple[float, float] | None:
-    if value is None:
-        return None
-    try:
-        a, b = (float(x) for x in value.split(","))
-    except ValueError:
-        raise typer.BadParameter(f"{value!r}: write INPUT,OUTPUT in USD per million tokens, "
-                                 "e.g. 2,8", param_hint="--price") from None
-    return a, b
+    return number_pair(value, "--price", "INPUT,OUTPUT in USD per million tokens, e.g. 2,8")
 
 
 def command(

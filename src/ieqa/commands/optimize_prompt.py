@@ -39,6 +39,7 @@ from ieqa.commands.options import (
     MODEL_OPT,
     OPTION_OPT,
     make_scorer,
+    number_pair,
     parse_options,
 )
 from ieqa.errors import IeqaError
@@ -59,13 +60,11 @@ def _samples(path: str, what: str) -> list:
 
 
 def _scale(text: str | None) -> tuple[float, float] | None:
-    if text is None:
+    pair = number_pair(text, "--score-scale",
+                       "the data's score range as LOW,HIGH (e.g. 1,5 or 0,100)")
+    if pair is None:
         return None
-    try:
-        lo, hi = (float(v) for v in text.split(","))
-    except ValueError:
-        raise typer.BadParameter(f"{text!r}: write the data's score range as LOW,HIGH "
-                                 "(e.g. 1,5 or 0,100)", param_hint="--score-scale") from None
+    lo, hi = pair
     if not lo < hi:
         raise typer.BadParameter(f"{text!r}: LOW must be below HIGH", param_hint="--score-scale")
     return lo, hi

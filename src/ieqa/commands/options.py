@@ -53,6 +53,18 @@ def file_run_input(inputs: list[str], root: Path | None, out: Path | None, *, st
     return run_input(inputs[0], root, strict=strict)
 
 
+def number_pair(text: str | None, option: str, how: str) -> tuple[float, float] | None:
+    """``"A,B"`` as two numbers (``None`` when the option is not given); ``how`` says
+    what to write (``"INPUT,OUTPUT in USD per million tokens, e.g. 2,8"``)."""
+    if text is None:
+        return None
+    try:
+        a, b = (float(x) for x in text.split(","))
+    except ValueError:
+        raise typer.BadParameter(f"{text!r}: write {how}", param_hint=option) from None
+    return a, b
+
+
 def refuse_out_for_one(out: Path | None) -> None:
     """One triplet is printed, never written: ``-o`` is refused with it."""
     if out is not None:

@@ -10,9 +10,11 @@ carries what differs between pipelines (``image_guidance_scale``, ``true_cfg_sca
 ``guidance_scale``, ...). Candidate ``k`` of every item uses ``seeds[k]``, so the same
 seed list reproduces the same candidates.
 
-Inputs are a GEdit-Bench dataset (:mod:`ieqa.data.loaders.gedit_bench`), ImgEdit-Bench's
-(:mod:`ieqa.data.loaders.imgedit_bench`) or a manifest of ``(id, source, instruction)`` rows
-(JSONL or CSV; paths relative to the manifest's folder). Outputs, under ``out``:
+Inputs are an editor benchmark's data, found through the registered benchmarks
+(:data:`ieqa.registry.EDITOR_BENCHMARKS`: each protocol's ``detect`` recognises its files,
+so a benchmark registered from its own module is generated for too), or a manifest of
+``(id, source, instruction)`` rows (JSONL or CSV; paths relative to the manifest's folder).
+Outputs, under ``out``:
 
 * GEdit-Bench: the benchmark's layout, ``fullset/{task_type}/{language}/{key}.png`` with
   one candidate, ``candidate-{k}/fullset/...`` with several (each folder one
@@ -212,9 +214,9 @@ def generate_candidates(
     Args:
         pipeline: a hub id or folder (loaded with ``DiffusionPipeline.from_pretrained``), or
             a pipeline object.
-        data: a manifest, a GEdit-Bench, ImgEdit-Bench or KRIS-Bench folder (or
-            ImgEdit's ``Benchmark.tar``), RISEBench's JSON file, or ``"gedit-bench"`` /
-            ``"imgedit-bench"`` / ``"kris-bench"`` / ``"risebench"``.
+        data: a manifest, a registered editor benchmark's data (the file or folder its
+            protocol's ``detect`` claims: :func:`read_generation_items`) or its name
+            (``"gedit-bench"``, ``"imgedit-bench"``, ...: its data in the local hub cache).
         out: the output folder.
         num_candidates: K >= 1 candidates per item.
         seeds: K seeds (default ``0 .. K-1``); candidate k of every item uses ``seeds[k]``.

@@ -40,7 +40,7 @@ import os
 import re
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -357,6 +357,16 @@ def _parse(model: type[T], data: Any, label: str) -> T:
                                  "serve of this ieqa version?") from None
 
 
+@dataclass
+class _ScoreParts:
+    """Where a score call's items went: each item's local failure (``slots``), the items
+    each chunk sent, and how many failed before sending."""
+
+    slots: list[ItemResult | None]
+    sent_ranges: list[list[int]] = field(default_factory=list)
+    local_failed: int = 0
+
+
 def _merge_score(parts: Sequence[ScoreResponse | None], slots: Sequence[ItemResult | None],
                  chunk_ranges: Sequence[list[int]], local_failed: int) -> ScoreResponse:
     """Reassemble chunk answers (``parts``, one per chunk; ``None`` for a chunk whose items
@@ -485,6 +495,23 @@ class _Base:
             return True, outcome.data
         return False, outcome.delay
 
+    def _score_requests(self, items: Sequence[Any], dimensions: Sequence[str] | None
+                        ) -> tuple[Iterator[dict[str, Any] | None], _ScoreParts]:
+        """The request bodies of ``items``, one per chunk (``None`` for a chunk whose items
+        all failed to encode), encoded as they are taken, and what :func:`_merge_score`
+        needs to reassemble the answers (complete once every body was taken)."""
+        dicts, chunks = self._score_plan(items)
+        parts = _ScoreParts(slots=[None] * len(dicts))
+
+        def bodies() -> Iterator[dict[str, Any] | None]:
+            for indices in chunks:
+                body, sent, failed = self._score_body(dicts, indices, parts.slots, dimensions)
+                parts.local_failed += failed
+                parts.sent_ranges.append(sent)
+                yield body
+
+        return bodies(), parts
+
     def _score_plan(self, items: Sequence[Any]) -> tuple[list[dict[str, Any]], list[list[int]]]:
         dicts = [_item_dict(item, i) for i, item in enumerate(items)]
         return dicts, [list(r) for r in _chunks(len(dicts), self.max_items_per_request)]
@@ -581,16 +608,10 @@ class RewardClient(_Base):
         Raises:
             RewardServiceError: a request failed for good (see the message for what to do).
         """
-        dicts, chunks = self._score_plan(items)
-        slots: list[ItemResult | None] = [None] * len(dicts)
-        parts, sent_ranges, local_failed = [], [], 0
-        for indices in chunks:
-            body, sent, failed = self._score_body(dicts, indices, slots, dimensions)
-            local_failed += failed
-            parts.append(None if body is None else _parse(ScoreResponse, self._request(
-                "POST", f"/{API_VERSION}/score", body), "POST /v1/score"))
-            sent_ranges.append(sent)
-        return _merge_score(parts, slots, sent_ranges, local_failed)
+        bodies, plan = self._score_requests(items, dimensions)
+        answers = [None if body is None else _parse(ScoreResponse, self._request(
+            "POST", f"/{API_VERSION}/score", body), "POST /v1/score") for body in bodies]
+        return _merge_score(answers, plan.slots, plan.sent_ranges, plan.local_failed)
 
     def compare(self, groups: Sequence[Mapping[str, Any]]) -> CompareResponse:
         """Preferences among each group's candidates (:meth:`LocalRewarder.compare`).
@@ -719,14 +740,7 @@ class AsyncRewardClient(_Base):
 
     async def score(self, items: Sequence[Any], dimensions: Sequence[str] | None = None) -> ScoreResponse:
         """See :meth:`RewardClient.score`."""
-        dicts, chunks = self._score_plan(items)
-        slots: list[ItemResult | None] = [None] * len(dicts)
-        bodies, sent_ranges, local_failed = [], [], 0
-        for indices in chunks:
-            body, sent, failed = self._score_body(dicts, indices, slots, dimensions)
-            local_failed += failed
-            bodies.append(body)
-            sent_ranges.append(sent)
+        bodies, plan = self._score_requests(items, dimensions)
 
         def call(body: dict[str, Any] | None) -> Callable[[], Any]:
             async def go() -> ScoreResponse | None:
@@ -736,8 +750,8 @@ class AsyncRewardClient(_Base):
                               "POST /v1/score")
             return go
 
-        parts = await self._gather([call(b) for b in bodies])
-        return _merge_score(parts, slots, sent_ranges, local_failed)
+        answers = await self._gather([call(b) for b in bodies])
+        return _merge_score(answers, plan.slots, plan.sent_ranges, plan.local_failed)
 
     async def compare(self, groups: Sequence[Mapping[str, Any]]) -> CompareResponse:
         """See :meth:`RewardClient.compare`."""

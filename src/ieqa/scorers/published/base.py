@@ -5,6 +5,8 @@
   :mod:`ieqa.prompts.published`), recording which texts it used in its readout config, and
   a config without the template (the prompts are the authors' files, not an ieqa
   template).
+* :class:`Released` — what every released evaluator reports: its dimensions and
+  ``overall`` on its authors' range.
 * :class:`ReleasedHead` — the released heads (EditReward, ReasonEdit, RE-Reward, EditHF): their
   dimensions, range and config.
 * :class:`PublishedJudge` — the editor benchmarks' official API judges (ImgEdit-Bench's,
@@ -31,7 +33,7 @@ from ieqa.scorers.vlm.base import (
     request_kind,
 )
 
-__all__ = ["PublishedJudge", "PublishedPrompts", "ReleasedHead"]
+__all__ = ["PublishedJudge", "PublishedPrompts", "Released", "ReleasedHead"]
 
 
 class PublishedPrompts:
@@ -60,7 +62,23 @@ class PublishedPrompts:
         return out
 
 
-class PublishedJudge(PublishedPrompts, VLMScorer):
+class Released(PublishedPrompts, VLMScorer):
+    """What every released evaluator reports: its dimensions and ``overall``, on the range
+    its authors' scores have."""
+
+    #: the range of the released scores (``None``: open)
+    released_range: tuple[float | None, float | None] = (None, None)
+
+    @property
+    def dimensions(self) -> tuple[str, ...]:
+        return (*self.score_dimensions, "overall")
+
+    @property
+    def score_range(self) -> tuple[float | None, float | None]:
+        return self.released_range
+
+
+class PublishedJudge(Released):
     """A benchmark's official judge as released: its authors' prompts, sent to an
     OpenAI-compatible server (or, where :attr:`local_stand_in`, a local checkpoint standing
     in), one or more requests per item (:meth:`requests`), each answer read strictly with
@@ -77,7 +95,7 @@ class PublishedJudge(PublishedPrompts, VLMScorer):
     released_body: Mapping[str, Any] = {"stream": False}
     #: the dimensions the judgements become (``overall`` is added) and their range
     judged: tuple[str, ...] = ()
-    released_range: tuple[float, float] = (1.0, 5.0)
+    released_range: tuple[float | None, float | None] = (1.0, 5.0)
     #: whether a local checkpoint may stand in for the server (else a server is required)
     local_stand_in: bool = True
     #: the answer limit of every request (``None``: the server's default)
@@ -100,15 +118,6 @@ class PublishedJudge(PublishedPrompts, VLMScorer):
         if self.local and not self.local_stand_in:
             raise ScorerError(f"{self.readout} sends its benchmark's requests to an "
                               "OpenAI-compatible server (-O base_url=URL --model NAME)")
-
-    # ------------------------------------------------------------------ scorer contract
-    @property
-    def dimensions(self) -> tuple[str, ...]:
-        return (*self.judged, "overall")
-
-    @property
-    def score_range(self) -> tuple[float | None, float | None]:
-        return self.released_range
 
     # ------------------------------------------------------------------------ requests
     def requests(self, item: LoadedSample) -> dict[str, Prompt]:
@@ -169,29 +178,19 @@ class PublishedJudge(PublishedPrompts, VLMScorer):
         return self.finish(item, scores, raw)
 
 
-class ReleasedHead(PublishedPrompts, VLMScorer):
+class ReleasedHead(Released):
     """A released evaluator whose scores are read from its checkpoint (a reward head, LoRA
     heads) on its authors' prompts: EditReward, ReasonEdit's quality head, RE-Reward,
     EditHF. A subclass sets :attr:`prompt_sources`, :attr:`released_range`,
     ``release_files`` (what was loaded), ``package_dir`` (where from) and what its config
     records beyond the common fields (:meth:`release_config`)."""
 
-    #: the range of the released scores (``None``: open)
-    released_range: tuple[float | None, float | None] = (None, None)
     #: the provenance key of the folder the release was read from (``None``: not recorded)
     package_key: str | None = "package"
     #: the folder the release was read from
     package_dir: str | None = None
     #: what was loaded (hub ids, revisions, files)
     release_files: dict[str, Any] = {}
-
-    @property
-    def dimensions(self) -> tuple[str, ...]:
-        return (*self.score_dimensions, "overall")
-
-    @property
-    def score_range(self) -> tuple[float | None, float | None]:
-        return self.released_range
 
     def backend_config(self) -> dict[str, Any]:
         """The backend's part of the config."""

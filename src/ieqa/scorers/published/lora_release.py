@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ieqa.backends.base import key_mismatch
 from ieqa.backends.processor import BackendError, load_processor
 from ieqa.backends.transformers_vlm import TransformersVLM, resolve_device
 
@@ -143,15 +144,11 @@ def load_lora_state_release(folder: Path, *, base_model: str | Path, lora: Mappi
     except ValueError as exc:
         raise BackendError(f"the release's LoRA settings do not fit {base_model}: {exc}") from exc
     result = set_peft_model_state_dict(peft_model, load_file(str(adapter_path), device="cpu"))
-    unexpected = sorted(result.unexpected_keys)
-    missing = sorted(k for k in result.missing_keys if "lora_" in k)
-    if unexpected or missing:
-        def show(keys: list[str]) -> str:
-            return ", ".join(keys[:5]) + (f" (+{len(keys) - 5} more)" if len(keys) > 5 else "")
-        parts = ([f"{len(unexpected)} unexpected: {show(unexpected)}"] if unexpected else []) \
-            + ([f"{len(missing)} missing: {show(missing)}"] if missing else [])
+    mismatch = key_mismatch(list(result.unexpected_keys),
+                            [k for k in result.missing_keys if "lora_" in k])
+    if mismatch:
         raise BackendError(f"{adapter_path} does not match {base_model} with the release's LoRA "
-                           f"settings: adapter weights {'; '.join(parts)}. Is --base-model the "
+                           f"settings: adapter weights {mismatch}. Is --base-model the "
                            "model this release was trained on?")
     base = peft_model.get_base_model()  # the LoRA layers stay in it, unmerged
     if not load_in_4bit:
