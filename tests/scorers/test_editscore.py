@@ -492,3 +492,106 @@ def test_the_released_reading_needs_the_last_passs_reasoning(replica, answers, s
     else:
         assert released["scores"]["instruction_alignment"] == pytest.approx((20 + 10) / 2 / 2.5)
 
+
+
+# ---------------------------------------------------------------- Qwen3-VL (issue 43)
+@pytest.fixture(scope="module")
+def replica_qwen3(tmp_path_factory):
+    from ieqa.scorers.published.editscore import PROMPT_SOURCES
+    from ieqa.testing import build_tiny_vlm
+    from ieqa.testing.releases import build_lora_adapter, write_prompt_standins
+
+    root = tmp_path_factory.mktemp("editscore-qwen3")
+    base = build_tiny_vlm(root / "base", "qwen3-vl", seed=3)
+    return {"base": base, "adapter": build_lora_adapter(root / "adapter", base, seed=5),
+            "prompts": write_prompt_standins(root / "prompts", PROMPT_SOURCES)}
+
+
+def _reference_qwen3(replica, images, text: str, seeds: list[int], max_new_tokens: int) -> list[str]:
+    """The authors' ``qwen3vl`` backbone, its steps written out here: the base with the
+    adapter merged by PEFT; one user message of the images (as they are) and then the text,
+    through the processor's own chat template (tokenized by it, as their ``prepare_input``
+    does); per pass ``torch.manual_seed`` right before ``generate(do_sample=True,
+    temperature=0.7, top_p=0.9, top_k=20)``; the new tokens decoded and stripped."""
+    from peft import PeftModel
+    from transformers import AutoModelForImageTextToText
+
+    from ieqa.backends.processor import load_processor  # AutoProcessor wants torchvision here
+
+    model = AutoModelForImageTextToText.from_pretrained(replica["base"], dtype=torch.float32)
+    model = PeftModel.from_pretrained(model, str(replica["adapter"])).merge_and_unload().eval()
+    processor = load_processor(replica["base"])
+    messages = [{"role": "user", "content": [{"type": "image", "image": im} for im in images]
+                 + [{"type": "text", "text": text}]}]
+    inputs = processor.apply_chat_template(messages, tokenize=True, add_generation_prompt=True,
+                                           return_dict=True, return_tensors="pt")
+    out = []
+    for seed in seeds:
+        torch.manual_seed(seed)
+        with torch.no_grad():
+            ids = model.generate(**inputs, max_new_tokens=max_new_tokens, do_sample=True,
+                                 temperature=0.7, top_p=0.9, top_k=20)
+        new = ids[0, inputs["input_ids"].shape[1]:]
+        out.append(processor.tokenizer.decode(new, skip_special_tokens=True,
+                                              clean_up_tokenization_spaces=False).strip())
+    return out
+
+
+def test_qwen3_vl_variant_generates_as_the_released_qwen3vl_backbone(replica_qwen3):
+    from ieqa.scorers.published.editscore import VARIANTS
+
+    assert {v: (VARIANTS[v].adapter, VARIANTS[v].base_model) for v in VARIANTS
+            if v.startswith("qwen3")} == {
+        f"qwen3-vl-{s.lower()}": (f"EditScore/EditScore-Qwen3-VL-{s}-Instruct",
+                                  f"Qwen/Qwen3-VL-{s}-Instruct") for s in ("4B", "8B", "32B")}
+    edits = _edits(2)
+    scorer = create_scorer("editscore", variant="qwen3-vl-8b", model=str(replica_qwen3["base"]),
+                           adapter=str(replica_qwen3["adapter"]),
+                           prompts=str(replica_qwen3["prompts"]), device="cpu", num_pass=2,
+                           max_new_tokens=10)
+    results = scorer.score(edits)
+    for sample, result in zip(edits, results, strict=True):
+        sc_prompt = scorer.sc_text.replace("<instruction>", sample.instruction)
+        assert [p["sc_text"].strip() for p in result.raw["passes"]] == _reference_qwen3(
+            replica_qwen3, [sample.source, sample.edited], sc_prompt, [42, 43], 10)
+        assert [p["pq_text"].strip() for p in result.raw["passes"]] == _reference_qwen3(
+            replica_qwen3, [sample.edited], scorer.pq_text, [42, 43], 10)
+    # the chat the model reads: no <imgN>: labels, no system message of ieqa's
+    sc, _ = scorer.prompts(scorer.load_samples(edits[:1])[0][0][1])
+    rendered = scorer.backend.render(sc)
+    assert "<img1>" not in rendered and SYSTEM not in rendered
+    assert scorer.config()["variant"] == "qwen3-vl-8b"
+
+
+def test_qwen3_vl_variant_on_a_server_sends_the_released_vllm_request(replica):
+    """The authors' ``qwen3vl_vllm`` path: one user message of the images (resized as
+    ``qwen_vl_utils`` does) and then the text, no ``<imgN>:`` labels, no system message;
+    the same sampling, and the same scores from the same answers as the Qwen2.5-VL path."""
+    import base64
+    import io
+
+    edits = _edits(2)
+    with serve(ScriptedJudge(25)) as judge:
+        scorer = create_scorer("editscore", variant="qwen3-vl-8b", base_url=judge.url,
+                               model="editscore", prompts=str(replica["prompts"]))
+        results = scorer.score(edits)
+    want = _reference([42], 25, "average_last")
+    assert all(r.error is None and r.scores == pytest.approx(want, rel=1e-12, abs=0)
+               for r in results)
+    assert len(judge.requests) == 4
+    for q in judge.requests:
+        body = q.body
+        assert (body["temperature"], body["top_p"], body["top_k"], body["max_tokens"]) \
+            == (0.7, 0.9, 20, 512)
+        (user,) = body["messages"]
+        kinds = [p["type"] for p in user["content"]]
+        sc = "sc_scale" in user["content"][-1]["text"]
+        assert kinds == ["image_url"] * (2 if sc else 1) + ["text"]
+        sample = next(e for e in edits if not sc or e.instruction in user["content"][-1]["text"])
+        sent = [Image.open(io.BytesIO(base64.b64decode(p["image_url"]["url"].split(",", 1)[1])))
+                for p in user["content"][:-1]]
+        expected = [sample.source, sample.edited] if sc else [sample.edited]
+        if sc:
+            assert [im.size for im in sent] == [_qwen_resize(im).size for im in expected]
+        else:
+            assert sent[0].size in {_qwen_resize(e.edited).size for e in edits}

@@ -172,7 +172,8 @@ PUBLISHED_TABLE: tuple[ScorerInfo, ...] = (
     ScorerInfo("editscore", "EditScore as released: LoRA on Qwen2.5-VL answering VIEScore-style "
                "SC and PQ prompts on 0-25 (rescaled to 0-10), sampled passes seeded "
                "seed+pass, overall by average_last (or -O reduction=average_first...); "
-               "-O variant=32b|72b; a vLLM server with --lora-modules via -O base_url=",
+               "-O variant=32b|72b, or qwen3-vl-4b|8b|32b (LoRA on Qwen3-VL); a vLLM "
+               "server with --lora-modules via -O base_url=",
                "vlm", ("instruction_alignment", "content_preservation", "visual_quality",
                        "sc_min", "overall"), higher_better=True, needs_source=True,
                needs_instruction=True, factory="ieqa.scorers.published.editscore:EditScoreScorer",

@@ -21,9 +21,14 @@ passes:
   ``evaluate()`` computes it) or ``average_first_min_sc`` (``sqrt(mean SC * mean PQ)``, as
   their RL reward server's ``batch_evaluate()`` does).
 
-The model sees each image after an ``<imgN>: `` label, then the prompt text, after the
-Qwen chat template's default system message (:data:`SYSTEM`); each image is first resized as
-``qwen_vl_utils`` does (:func:`ieqa.backends.base.fit_qwen_grid`).
+On Qwen2.5-VL (``7b``, ``32b``, ``72b``) the model sees each image after an ``<imgN>: ``
+label, then the prompt text, after the Qwen chat template's default system message
+(:data:`SYSTEM`); each image is first resized as ``qwen_vl_utils`` does
+(:func:`ieqa.backends.base.fit_qwen_grid`). On Qwen3-VL (``qwen3-vl-4b``, ``-8b``,
+``-32b``; the authors' ``qwen3vl`` backbone) the chat is the processor's own template, the
+images first without labels and no system message of ieqa's; the transformers path hands
+the images to the processor as they are (its own resizing), and a server gets them resized
+as ``qwen_vl_utils`` does, as the authors' vLLM path sends them.
 
 **Malformed answers** make the row an error (:class:`~ieqa.scorers.published.vie_judge.VieJudge`);
 nothing is guessed. The authors' code retries and then draws a random score
@@ -87,6 +92,11 @@ SYSTEM = "You are a helpful assistant."
 MIN_PIXELS, MAX_PIXELS, GRID = 4 * 28 * 28, 16384 * 28 * 28, 28
 
 
+def _qwen_vl_utils(image: Any) -> Any:
+    """``image`` resized as ``qwen_vl_utils``' ``fetch_image`` does (28-pixel grid)."""
+    return fit_qwen_grid(image, factor=GRID, min_pixels=MIN_PIXELS, max_pixels=MAX_PIXELS)
+
+
 @dataclass(frozen=True)
 class EditScoreVariant:
     """One released EditScore model.
@@ -95,11 +105,18 @@ class EditScoreVariant:
         adapter: hub id of the LoRA adapter.
         base_model: hub id of the VLM it adapts.
         vram_bf16: about how much GPU memory the merged model takes at bf16 (weights only).
+        chat: how the authors' code builds the chat of this base family: ``"labelled"``
+            (Qwen2.5-VL: their hand-written template, the default system message, an
+            ``<imgN>: `` label before each image, each image resized as ``qwen_vl_utils``
+            does) or ``"processor"`` (Qwen3-VL: the processor's own chat template with the
+            images first and no label; on the transformers path the images go to the
+            processor as they are, on the vLLM path resized by ``qwen_vl_utils`` first).
     """
 
     adapter: str
     base_model: str
     vram_bf16: str
+    chat: str = "labelled"
 
 
 #: the released models (``variant=``); the first is the default
@@ -107,6 +124,12 @@ VARIANTS: dict[str, EditScoreVariant] = {
     "7b": EditScoreVariant("EditScore/EditScore-7B", "Qwen/Qwen2.5-VL-7B-Instruct", "17 GB"),
     "32b": EditScoreVariant("EditScore/EditScore-32B", "Qwen/Qwen2.5-VL-32B-Instruct", "67 GB"),
     "72b": EditScoreVariant("EditScore/EditScore-72B", "Qwen/Qwen2.5-VL-72B-Instruct", "147 GB"),
+    "qwen3-vl-4b": EditScoreVariant("EditScore/EditScore-Qwen3-VL-4B-Instruct",
+                                    "Qwen/Qwen3-VL-4B-Instruct", "9 GB", chat="processor"),
+    "qwen3-vl-8b": EditScoreVariant("EditScore/EditScore-Qwen3-VL-8B-Instruct",
+                                    "Qwen/Qwen3-VL-8B-Instruct", "18 GB", chat="processor"),
+    "qwen3-vl-32b": EditScoreVariant("EditScore/EditScore-Qwen3-VL-32B-Instruct",
+                                     "Qwen/Qwen3-VL-32B-Instruct", "67 GB", chat="processor"),
 }
 
 
@@ -119,7 +142,9 @@ class EditScoreScorer(VieJudge):
             module: ``--lora-modules NAME=EditScore/EditScore-7B``).
         adapter: the LoRA adapter (hub id or local folder); default the variant's. Not used
             with ``base_url`` (the server holds it).
-        variant: ``"7b"`` (default), ``"32b"`` or ``"72b"``: the default adapter and base.
+        variant: ``"7b"`` (default), ``"32b"``, ``"72b"`` (Qwen2.5-VL) or
+            ``"qwen3-vl-4b"``, ``"qwen3-vl-8b"``, ``"qwen3-vl-32b"`` (Qwen3-VL): the default
+            adapter and base, and how the chat is built (:data:`VARIANTS`).
         revision, adapter_revision: hub revisions of the base model and the adapter.
         base_url: an OpenAI-compatible server (``http://host:8000/v1``).
         prompts: a local copy of the authors' repository (``--prompts``).
@@ -274,18 +299,28 @@ class EditScoreScorer(VieJudge):
     # ----------------------------------------------------------------------- prompts
     @staticmethod
     def labelled(images: Sequence[Any], text: str) -> Prompt:
-        """A prompt as EditScore builds it: ``<img1>: IMAGE<img2>: IMAGE...TEXT``, each
-        image resized on the Qwen grid first (:func:`~ieqa.backends.base.fit_qwen_grid`)."""
+        """A prompt as EditScore builds it for Qwen2.5-VL: ``<img1>: IMAGE<img2>:
+        IMAGE...TEXT`` after the default system message, each image resized on the Qwen grid
+        first (:func:`~ieqa.backends.base.fit_qwen_grid`)."""
         parts: list[Any] = []
         for i, image in enumerate(images, 1):
-            parts += [f"<img{i}>: ", fit_qwen_grid(image, factor=GRID, min_pixels=MIN_PIXELS,
-                                                  max_pixels=MAX_PIXELS)]
+            parts += [f"<img{i}>: ", _qwen_vl_utils(image)]
         return Prompt(parts=(*parts, text), system=SYSTEM)
+
+    def unlabelled(self, images: Sequence[Any], text: str) -> Prompt:
+        """A prompt as EditScore builds it for Qwen3-VL: the images, then the text, in the
+        processor's chat template (no system message of its own); the images go as they
+        are to a local model's processor, and resized as ``qwen_vl_utils`` does to a
+        server (the authors' vLLM path)."""
+        local = hasattr(self.backend, "forward")
+        return Prompt(parts=(*(image if local else _qwen_vl_utils(image) for image in images),
+                             text))
 
     def prompts(self, item: LoadedSample) -> tuple[Prompt, Prompt]:
         """The SC and the PQ prompt of one edit."""
         self.needs_source(item, "EditScore")
-        sc = self.labelled([item.source, item.edited],
-                           self.sc_text.replace("<instruction>", item.sample.instruction))
+        build = self.labelled if VARIANTS[self.variant].chat == "labelled" else self.unlabelled
+        sc = build([item.source, item.edited],
+                   self.sc_text.replace("<instruction>", item.sample.instruction))
         pq_images = [item.edited] if self.pq_images == "edited" else [item.source, item.edited]
-        return sc, self.labelled(pq_images, self.pq_text)
+        return sc, build(pq_images, self.pq_text)
