@@ -53,16 +53,24 @@ MOVED_MODULES: dict[str, str] = {
 class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Imports an old name of :data:`MOVED_MODULES` as the module it moved to."""
 
+    def __init__(self) -> None:
+        self.specs: dict[str, Any] = {}  # each moved module's own spec, by its name
+
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
         return importlib.util.spec_from_loader(name, self) if name in MOVED_MODULES else None
 
     def create_module(self, spec: Any) -> Any:
         warnings.warn(f"{spec.name} moved to {MOVED_MODULES[spec.name]}", DeprecationWarning,
                       stacklevel=2)
-        return importlib.import_module(MOVED_MODULES[spec.name])
+        moved = importlib.import_module(MOVED_MODULES[spec.name])
+        self.specs.setdefault(moved.__name__, moved.__spec__)
+        return moved
 
     def exec_module(self, module: Any) -> None:
-        """The moved module has run already."""
+        """The moved module has run already; the import machinery gave it the old name's
+        spec, so it gets its own back (``find_spec``, ``reload`` and ``importlib.resources``
+        of the new name keep working)."""
+        module.__spec__ = self.specs[module.__name__]
 
 
 if not any(isinstance(f, _MovedModules) for f in sys.meta_path):

@@ -11,6 +11,7 @@ itself without an edit to any list.
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +35,57 @@ class Entry:
     info: Any = None  # registry-specific description (e.g. a ScorerInfo)
 
 
+#: the environment variable naming plugin modules (comma-separated), and the entry-point
+#: group of installed packages: their modules register benchmarks, evaluators or templates
+#: of their own, imported before any registry is first read (:func:`load_plugins`)
+PLUGINS_ENV = "IEQA_PLUGINS"
+PLUGIN_GROUP = "ieqa.plugins"
+_PLUGINS: list[str] = []
+
+
+def load_plugins() -> list[str]:
+    """Import the plugin modules, once: each module named in ``$IEQA_PLUGINS``
+    (comma-separated) and each ``ieqa.plugins`` entry point of an installed package. A
+    plugin registers from its own code (``register_scorer``, ``register_format``,
+    ``@register_editor_benchmark``), so the ``ieqa`` command knows what it adds. Returns
+    the names imported.
+
+    Raises:
+        IeqaError: a plugin that cannot be imported, named, with what to do.
+    """
+    if _PLUGINS:
+        return list(_PLUGINS[1:])
+    _PLUGINS.append("")  # loading (a plugin's own registry reads must not load again)
+    try:
+        _import_plugins()
+    except BaseException:
+        _PLUGINS.clear()  # the next read tries again, and says so again
+        raise
+    return list(_PLUGINS[1:])
+
+
+def _import_plugins() -> None:
+    names = [m.strip() for m in os.environ.get(PLUGINS_ENV, "").split(",") if m.strip()]
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except Exception as exc:  # noqa: BLE001 - any failure of the user's module
+            raise IeqaError(f"{PLUGINS_ENV} names {name!r}, which cannot be imported "
+                            f"({type(exc).__name__}: {exc}); fix the module (or its folder on "
+                            f"PYTHONPATH) or take it out of {PLUGINS_ENV}") from exc
+        _PLUGINS.append(name)
+    from importlib.metadata import entry_points
+
+    for point in entry_points(group=PLUGIN_GROUP):
+        try:
+            point.load()
+        except Exception as exc:  # noqa: BLE001
+            raise IeqaError(f"the {PLUGIN_GROUP} entry point {point.name!r} ({point.value}) "
+                            f"cannot be loaded ({type(exc).__name__}: {exc}); fix or "
+                            "uninstall the package that declares it") from exc
+        _PLUGINS.append(point.value)
+
+
 class Registry:
     """A named collection of :class:`Entry` objects."""
 
@@ -55,6 +107,7 @@ class Registry:
                         importlib.import_module(info.name)
                 else:
                     importlib.import_module(module)
+            load_plugins()
 
     def load(self) -> None:
         """Import the provider modules now (they add the built-in entries), once."""
@@ -103,7 +156,7 @@ class Registry:
 
 
 SCORERS = Registry("scorer", providers=("ieqa.scorers.table",))
-BENCHMARKS = Registry("benchmark", providers=("ieqa.data.loaders",))
+BENCHMARKS = Registry("benchmark", providers=("ieqa.data.loaders.*",))
 #: the editor benchmarks of ``ieqa bench-editor``: each entry's factory is its
 #: :class:`~ieqa.bench.editor.protocol.EditorProtocol` class (registered with
 #: :func:`ieqa.bench.editor.protocol.register_editor_benchmark`, or ``EDITOR_BENCHMARKS.add``)

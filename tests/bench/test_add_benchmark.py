@@ -104,3 +104,47 @@ def test_register_metric_set_refuses_a_second_set_and_an_unknown_protocol() -> N
     with pytest.raises(ValueError, match="imagenhub has a pointwise metric set already"):
         register_metric_set("imagenhub", "pointwise", (POINTWISE_CORE[0],))
     assert "toy-x" not in PROTOCOLS
+
+
+PLUGIN = '''
+from ieqa.scorers.base import Scorer, ScoreResult, ScorerInfo
+from ieqa.scorers.table import register_scorer
+
+
+class Constant(Scorer):
+    def score_sample(self, sample):
+        return ScoreResult(sample.id, scores={"visual_quality": 2.5})
+
+
+register_scorer(ScorerInfo("plugin-constant", "a plugin's evaluator: always 2.5",
+                           "no-reference", ("visual_quality",), higher_better=True,
+                           needs_source=False, factory="my_ieqa_plugin:Constant"))
+'''
+
+
+def test_the_ieqa_command_loads_plugins_named_in_ieqa_plugins(tmp_path) -> None:
+    """A module named in ``$IEQA_PLUGINS`` registers before any registry is read, so the
+    ``ieqa`` command (another process) lists and runs what it adds; one that cannot be
+    imported stops the command with the module named and what to do."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "my_ieqa_plugin.py").write_text(PLUGIN)
+    Image.new("L", (8, 8), 7).save(tmp_path / "edit.png")
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+           "IEQA_PLUGINS": "my_ieqa_plugin", "HF_HUB_OFFLINE": "1"}
+    ieqa = [sys.executable, "-m", "ieqa.cli"]
+    listed = subprocess.run([*ieqa, "list", "scorers"], env=env, capture_output=True, text=True,
+                            timeout=120, cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    assert "plugin-constant" in " ".join(listed.stdout.split())
+    scored = subprocess.run([*ieqa, "score", "--scorer", "plugin-constant", "edit.png",
+                             "--json"], env=env, capture_output=True, text=True, timeout=120,
+                            cwd=tmp_path)
+    assert scored.returncode == 0, scored.stderr
+    assert json.loads(scored.stdout)["scores"]["visual_quality"] == 2.5
+    broken = subprocess.run([*ieqa, "list", "scorers"], env={**env, "IEQA_PLUGINS": "no_such_mod"},
+                            capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert broken.returncode != 0
+    assert "IEQA_PLUGINS names 'no_such_mod', which cannot be imported" in broken.stdout + broken.stderr

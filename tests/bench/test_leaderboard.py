@@ -124,6 +124,8 @@ def test_parse_weights_and_validation():
     assert parse_weights("0.3*PQ + 0.4*editing_alignment+0.3 * content_preservation") \
         == EDITHF_WEIGHTS
     assert parse_weights("visual_quality") == {"visual_quality": 1.0}
+    # a trailing or doubled comma is no entry, as before
+    assert parse_weights("PQ=0.3, ,SC=0.7,") == {"visual_quality": 0.3, "instruction_alignment": 0.7}
     for bad, msg in [
         ("=1", "dimension=number"),
         ("sharpness=1", "unknown dimension"),

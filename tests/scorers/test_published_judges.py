@@ -200,7 +200,7 @@ def _standins(tmp_path, module: str) -> Path:
 
     from ieqa.testing.releases import write_prompt_standins
 
-    sources = import_module(f"ieqa.scorers.vlm.{module}").PROMPT_SOURCES
+    sources = import_module(f"ieqa.scorers.published.{module}").PROMPT_SOURCES
     return write_prompt_standins(tmp_path / module, sources)
 
 

@@ -5,6 +5,7 @@ the same modules, with a DeprecationWarning naming the new one."""
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import sys
 
 import pytest
@@ -22,6 +23,10 @@ def test_an_old_module_name_is_the_new_module_with_a_warning(old: str) -> None:
     with pytest.warns(DeprecationWarning, match=f"{old} moved to {MOVED[old]}"):
         module = importlib.import_module(old)
     assert module is importlib.import_module(MOVED[old])
+    # the moved module keeps its own spec: found by its new name, at its file
+    spec = importlib.util.find_spec(MOVED[old])
+    assert spec.name == MOVED[old] and spec.origin.endswith(MOVED[old].split(".")[-1] + ".py")
+    assert module.__spec__ is spec and module.__name__ == MOVED[old]
 
 
 def test_the_release_loaders_moved_out_of_backends() -> None:

@@ -85,7 +85,9 @@ def parse_weights(text: str) -> dict[str, float]:
     """
     try:
         return _check_weights(combine_parse_weights(text))
-    except (WeightsError, UnknownDimensionError) as exc:
+    except WeightsError as exc:
+        raise BenchError(str(exc)) from None
+    except UnknownDimensionError as exc:
         raise BenchError(f"weights: {exc}") from None
 
 

@@ -77,7 +77,8 @@ _TERM = re.compile(r"\s*([+-])?\s*(?:((?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\
                    r"([A-Za-z_][A-Za-z0-9_]*)\s*")
 _PAIR = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_ &-]*?)\s*=\s*(\S+?)\s*")
 _HOW = ("write terms '[weight*]dimension' joined by + or -, e.g. "
-        "'0.4*instruction_alignment + 0.3*visual_quality + 0.3*content_preservation'")
+        "'0.4*instruction_alignment + 0.3*visual_quality + 0.3*content_preservation', or "
+        "dimension=number pairs joined by commas")
 
 
 def parse_weights(text: str) -> dict[str, float]:
@@ -104,15 +105,19 @@ def parse_weights(text: str) -> dict[str, float]:
     terms: list[tuple[str, float]] = []
     if "=" in stripped:
         for entry in stripped.split(","):
+            if not entry.strip():  # a trailing or doubled comma
+                continue
             match = _PAIR.fullmatch(entry)
             if match is None:
-                raise WeightsError(f"weights {text!r}: {entry.strip()!r} is not of the form "
-                                   f"dimension=number; or {_HOW}")
+                raise WeightsError(f"cannot read the weights {text!r}: {entry.strip()!r} is "
+                                   "not of the form dimension=number")
             try:
                 terms.append((match.group(1), float(match.group(2))))
             except ValueError:
-                raise WeightsError(f"weights {text!r}: {match.group(2)!r} (for "
-                                   f"{match.group(1)}) is not a number") from None
+                raise WeightsError(f"cannot read the weights {text!r}: {match.group(2)!r} "
+                                   f"(for {match.group(1)}) is not a number") from None
+        if not terms:
+            raise WeightsError(f"no weights given in {text!r}; {_HOW}")
     else:
         pos, first = 0, True
         while pos < len(text):
@@ -126,11 +131,12 @@ def parse_weights(text: str) -> dict[str, float]:
     weights: dict[str, float] = {}
     for name, value in terms:
         if not math.isfinite(value):
-            raise WeightsError(f"weights {text!r}: {name}={value} is not a finite number")
+            raise WeightsError(f"cannot read the weights {text!r}: {name}={value} is not a "
+                               "finite number")
         dim = canonical_dimension(name)  # UnknownDimensionError names the known ones
         if dim in weights:
-            raise WeightsError(f"weights {text!r}: dimension {dim!r} is given twice (the "
-                               f"second time as {name!r}); give each dimension once")
+            raise WeightsError(f"cannot read the weights {text!r}: dimension {dim!r} is given "
+                               f"twice (the second time as {name!r}); give each dimension once")
         weights[dim] = value
     return weights
 
