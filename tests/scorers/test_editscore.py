@@ -20,6 +20,7 @@ without ieqa's scorer code:
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import math
@@ -322,24 +323,27 @@ def test_images_are_resized_as_qwen_vl_utils_does(size):
     assert min(thin.size) >= 28 and thin.size == _qwen_resize(image, high=3136).size
 
 
-def _reference_passes(replica, sample: EditSample, text: str, seeds: list[int],
-                      max_new_tokens: int, adapter: bool = True) -> list[str]:
+@functools.lru_cache(maxsize=4)
+def _released_model(base: str, adapter: str | None):  # noqa: ANN202
+    """The authors' model: the base with the adapter merged by PEFT (none: the base alone),
+    float32, in eval mode; and its processor (ieqa's loader: AutoProcessor wants torchvision
+    here)."""
     from peft import PeftModel
     from transformers import AutoModelForImageTextToText
 
     from ieqa.backends.processor import load_processor
 
-    model = AutoModelForImageTextToText.from_pretrained(replica["base"], dtype=torch.float32)
-    if adapter:
-        model = PeftModel.from_pretrained(model, str(replica["adapter"])).merge_and_unload()
-    model.eval()
-    processor = load_processor(replica["base"])
-    chat = (f"<|im_start|>system\n{SYSTEM}<|im_end|>\n<|im_start|>user\n"
-            "<img1>: <|vision_start|><|image_pad|><|vision_end|>"
-            "<img2>: <|vision_start|><|image_pad|><|vision_end|>"
-            f"{text}<|im_end|>\n<|im_start|>assistant\n")
-    images = [_qwen_resize(sample.source), _qwen_resize(sample.edited)]
-    inputs = processor(text=[chat], images=images, return_tensors="pt")
+    model = AutoModelForImageTextToText.from_pretrained(base, dtype=torch.float32)
+    if adapter is not None:
+        model = PeftModel.from_pretrained(model, adapter).merge_and_unload()
+    return model.eval(), load_processor(base)
+
+
+def _sampled_passes(model, processor, inputs, seeds: list[int],  # noqa: ANN001
+                    max_new_tokens: int) -> list[str]:
+    """The authors' passes: per seed ``torch.manual_seed`` right before ``generate(
+    do_sample=True, temperature=0.7, top_p=0.9, top_k=20)``; the new tokens decoded and
+    stripped."""
     out = []
     for seed in seeds:
         torch.manual_seed(seed)
@@ -350,6 +354,19 @@ def _reference_passes(replica, sample: EditSample, text: str, seeds: list[int],
         out.append(processor.tokenizer.decode(new, skip_special_tokens=True,
                                               clean_up_tokenization_spaces=False).strip())
     return out
+
+
+def _reference_passes(replica, sample: EditSample, text: str, seeds: list[int],
+                      max_new_tokens: int, adapter: bool = True) -> list[str]:
+    model, processor = _released_model(str(replica["base"]),
+                                       str(replica["adapter"]) if adapter else None)
+    chat = (f"<|im_start|>system\n{SYSTEM}<|im_end|>\n<|im_start|>user\n"
+            "<img1>: <|vision_start|><|image_pad|><|vision_end|>"
+            "<img2>: <|vision_start|><|image_pad|><|vision_end|>"
+            f"{text}<|im_end|>\n<|im_start|>assistant\n")
+    images = [_qwen_resize(sample.source), _qwen_resize(sample.edited)]
+    inputs = processor(text=[chat], images=images, return_tensors="pt")
+    return _sampled_passes(model, processor, inputs, seeds, max_new_tokens)
 
 
 def test_transformers_path_generates_as_the_released_code(replica):
@@ -513,28 +530,12 @@ def _reference_qwen3(replica, images, text: str, seeds: list[int], max_new_token
     through the processor's own chat template (tokenized by it, as their ``prepare_input``
     does); per pass ``torch.manual_seed`` right before ``generate(do_sample=True,
     temperature=0.7, top_p=0.9, top_k=20)``; the new tokens decoded and stripped."""
-    from peft import PeftModel
-    from transformers import AutoModelForImageTextToText
-
-    from ieqa.backends.processor import load_processor  # AutoProcessor wants torchvision here
-
-    model = AutoModelForImageTextToText.from_pretrained(replica["base"], dtype=torch.float32)
-    model = PeftModel.from_pretrained(model, str(replica["adapter"])).merge_and_unload().eval()
-    processor = load_processor(replica["base"])
+    model, processor = _released_model(str(replica["base"]), str(replica["adapter"]))
     messages = [{"role": "user", "content": [{"type": "image", "image": im} for im in images]
                  + [{"type": "text", "text": text}]}]
     inputs = processor.apply_chat_template(messages, tokenize=True, add_generation_prompt=True,
                                            return_dict=True, return_tensors="pt")
-    out = []
-    for seed in seeds:
-        torch.manual_seed(seed)
-        with torch.no_grad():
-            ids = model.generate(**inputs, max_new_tokens=max_new_tokens, do_sample=True,
-                                 temperature=0.7, top_p=0.9, top_k=20)
-        new = ids[0, inputs["input_ids"].shape[1]:]
-        out.append(processor.tokenizer.decode(new, skip_special_tokens=True,
-                                              clean_up_tokenization_spaces=False).strip())
-    return out
+    return _sampled_passes(model, processor, inputs, seeds, max_new_tokens)
 
 
 def test_qwen3_vl_variant_generates_as_the_released_qwen3vl_backbone(replica_qwen3):

@@ -155,11 +155,13 @@ def _safe(ident: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", ident).strip("._") or "item"
 
 
-def candidate_path(out: Path, kind: str, item: GenerationItem, k: int, n_candidates: int) -> Path:
-    """Where candidate ``k`` of ``item`` is written (see the module docstring)."""
-    if kind != "manifest":
+def candidate_path(out: Path, benchmark: Any, item: GenerationItem, k: int,
+                   n_candidates: int) -> Path:
+    """Where candidate ``k`` of ``item`` is written (see the module docstring):
+    ``benchmark``'s layout (its protocol), or a manifest's (``None``)."""
+    if benchmark is not None:
         base = out if n_candidates == 1 else out / f"candidate-{k}"
-        return EDITOR_BENCHMARKS.get(kind).factory().output_path(base, item.bench_item)
+        return benchmark.output_path(base, item.bench_item)
     return out / "images" / _safe(item.id) / f"candidate-{k}.png"
 
 
@@ -252,10 +254,11 @@ def generate_candidates(
                                 f"({earlier.get('settings')}); pass --overwrite to make them "
                                 "again, or another --out")
     kind, items = read_generation_items(data, languages=languages, work_dir=out)
+    benchmark = None if kind == "manifest" else EDITOR_BENCHMARKS.get(kind).factory()
     skipped = [{"id": i.id, "why": i.skip} for i in items if i.skip]
     items = [i for i in items if not i.skip]
     todo = [(item, k) for item in items for k in range(num_candidates)
-            if overwrite or not candidate_path(out, kind, item, k, num_candidates).is_file()]
+            if overwrite or not candidate_path(out, benchmark, item, k, num_candidates).is_file()]
     record = {"settings": settings, "kind": kind, "items": len(items),
               "candidates": len(items) * num_candidates,
               "kept": len(items) * num_candidates - len(todo), "generated": 0,
@@ -269,7 +272,7 @@ def generate_candidates(
         with progress_bar(f"Generating with {name}", len(todo), enabled=progress,
                           unit="candidates") as advance:
             for n, (item, k) in enumerate(todo):
-                target = candidate_path(out, kind, item, k, num_candidates)
+                target = candidate_path(out, benchmark, item, k, num_candidates)
                 with Image.open(item.source) as im:
                     source = im.convert("RGB")
                 generator = torch.Generator(device=device).manual_seed(seeds[k])
@@ -285,7 +288,7 @@ def generate_candidates(
                 if last and on_item is not None:
                     on_item(item)
     rows = [EditSample(id=f"{item.id}#{k}", source=item.source,
-                       edited=candidate_path(out, kind, item, k, num_candidates),
+                       edited=candidate_path(out, benchmark, item, k, num_candidates),
                        instruction=item.instruction, task=item.task, editor=name,
                        group_id=item.id, meta={"seed": seeds[k], "k": k})
             for item in items for k in range(num_candidates)]
