@@ -202,4 +202,23 @@ MUTATIONS: tuple[Mutation, ...] = (
              '_HEADS = (("head_0", "visual_quality", "instruction_alignment"),\n'
              '          ("head_1", "instruction_following", "visual_quality"))',
              ("tests/scorers/test_editreward.py::test_scores_equal_the_released_forward",)),
+    Mutation("judge-editreward-qwen3-resized", "EditReward's Qwen3-VL configuration resizes "
+             "the images to 200704 pixels as the Qwen2.5-VL one does",
+             "src/ieqa/scorers/published/editreward.py",
+             '"Qwen/Qwen3-VL-8B-Instruct", "8.8 B", pixels=None,',
+             '"Qwen/Qwen3-VL-8B-Instruct", "8.8 B",',
+             ("tests/scorers/test_editreward_qwen3.py::"
+              "test_scores_equal_the_authors_qwen3_vl_forward",)),
+    Mutation("judge-editreward-qwen3-1d", "EditReward's Qwen3-VL configuration runs with 1-D "
+             "positions", "src/ieqa/scorers/published/editreward.py",
+             '                                     positions="model",',
+             '                                     positions="1d",',
+             ("tests/scorers/test_editreward_qwen3.py::"
+              "test_scores_equal_the_authors_qwen3_vl_forward",)),
+    Mutation("judge-editreward-pth-not-unwrapped", "a model.pth checkpoint is read without "
+             "unwrapping its 'model' entry", "src/ieqa/scorers/published/editreward_release.py",
+             'if isinstance(state, dict) and isinstance(state.get("model"), dict):',
+             'if False:',
+             ("tests/scorers/test_editreward_qwen3.py::"
+              "test_a_torch_checkpoint_of_the_authors_training_loads",)),
 )

@@ -161,7 +161,8 @@ VLM_TABLE: tuple[ScorerInfo, ...] = (
 PUBLISHED_TABLE: tuple[ScorerInfo, ...] = (
     ScorerInfo("editreward", "EditReward as released: two prompts, two (mu, sigma) heads at "
                "<|Reward|>, 1-D positions, heads fused by the mean of [mu, log sigma]; "
-               "-O variant=mimo-vl-7b for the MiMo-VL release", "vlm",
+               "-O variant=mimo-vl-7b for the MiMo-VL release, -O variant=qwen3-vl-8b for "
+               "the authors' Qwen3-VL configuration (--model: your checkpoint)", "vlm",
                ("instruction_alignment", "visual_quality", "overall"), higher_better=True,
                needs_source=True, needs_instruction=True,
                factory="ieqa.scorers.published.editreward:EditRewardScorer",

@@ -18,6 +18,16 @@ pixels do not depend on which image processor transformers picks. The forward us
 (``positions="1d"``; ``"model"`` gives transformers' 3-D M-RoPE positions, which the
 release was not trained with).
 
+The Qwen3-VL configuration of the authors' repository (``variant="qwen3-vl-8b"``, their
+``EditReward-Qwen3-VL.yaml``: a full fine-tune of ``Qwen/Qwen3-VL-8B-Instruct`` saved as the
+same one-file state dict) runs as their ``EditRewardQwen3Inferencer`` does, which differs in
+two ways: the images go to the processor unresized (their messages carry ``min_pixels`` /
+``max_pixels`` keys, which ``processor.apply_chat_template`` does not read, so the Qwen3-VL
+processor's own budget applies), and the forward gets no position ids (the model's own 3-D
+positions, ``positions="model"``). The authors published no weights for it: ``model=``
+(``--model``) names a checkpoint trained with that configuration (``model.safetensors``,
+or their ``model.pth``).
+
 The prompt texts are the authors': read at run time from their repository's files at a
 pinned commit with a SHA-256 check (:mod:`ieqa.prompts.published`), or from ``prompts=DIR``
 (``--prompts``), a local copy laid out as their repository.
@@ -74,17 +84,27 @@ PROCESSOR_PIXELS = (4 * 28 * 28, 16384 * 28 * 28)
 
 @dataclass(frozen=True)
 class EditRewardVariant:
-    """One released EditReward model.
+    """One EditReward model of the authors' repository.
 
     Attributes:
-        release: hub id of the released state dict.
+        release: hub id of the released state dict; None where the authors published a
+            configuration but no weights (``model=`` is then required).
         base_model: hub id of the VLM it was trained from.
         parameters: parameter count of the release (VLM and heads), for the catalog.
+        pixels: each image's pixel budget (min = max), applied with Pillow before the
+            processor as the authors' Qwen2.5-VL collator does; None: the images go to the
+            processor as they are (its own budget applies), as their Qwen3-VL inferencer.
+        positions: the forward's position ids by default: ``"1d"`` (the Qwen2.5-VL
+            trainer's) or ``"model"`` (the model's own, the Qwen3-VL trainer's).
+        config: the authors' configuration file it was trained with.
     """
 
-    release: str
+    release: str | None
     base_model: str
     parameters: str
+    pixels: int | None = PIXELS
+    positions: str = "1d"
+    config: str = "EditReward/config/EditReward-Qwen2.5-7B-VL.yaml"
 
 
 #: the released models (``variant=``); the first is the default
@@ -92,7 +112,11 @@ VARIANTS: dict[str, EditRewardVariant] = {
     "qwen2.5-vl-7b": EditRewardVariant("TIGER-Lab/EditReward-Qwen2.5-7B-VL",
                                        "Qwen/Qwen2.5-VL-7B-Instruct", "8.3 B"),
     "mimo-vl-7b": EditRewardVariant("TIGER-Lab/EditReward-MiMo-VL-7B-SFT-2508",
-                                    "XiaomiMiMo/MiMo-VL-7B-SFT-2508", "8.3 B"),
+                                    "XiaomiMiMo/MiMo-VL-7B-SFT-2508", "8.3 B",
+                                    config="EditReward/config/EditReward-MiMo-VL-7B-SFT-2508.yaml"),
+    "qwen3-vl-8b": EditRewardVariant(None, "Qwen/Qwen3-VL-8B-Instruct", "8.8 B", pixels=None,
+                                     positions="model",
+                                     config="EditReward/config/EditReward-Qwen3-VL.yaml"),
 }
 
 #: which head reads which prompt, and the dimension it scores
@@ -122,13 +146,15 @@ class EditRewardScorer(ReleasedHead):
     Args:
         model: the release: hub id (default: the variant's), a local folder holding its
             ``model.safetensors``, or the file.
-        variant: ``"qwen2.5-vl-7b"`` (default) or ``"mimo-vl-7b"``: the default release and
-            base model.
+        variant: ``"qwen2.5-vl-7b"`` (default), ``"mimo-vl-7b"`` or ``"qwen3-vl-8b"`` (the
+            authors' Qwen3-VL configuration; no published weights, so ``model`` is
+            required): the default release, base model, pixels and positions.
         base_model: the base VLM (hub id or local folder); default the variant's.
         revision, base_revision: hub revisions of the release and the base model.
         prompts: a local copy of the authors' repository (``--prompts``) instead of
             fetching the pinned prompt files.
-        positions: ``"1d"`` (as released) or ``"model"`` (transformers' M-RoPE).
+        positions: ``"1d"`` or ``"model"`` (transformers' M-RoPE); default the
+            variant's (``"1d"`` for Qwen2.5-VL and MiMo-VL, ``"model"`` for Qwen3-VL).
         sigma_aggregation: ``"elementwise"`` (as released: mean of log sigma) or
             ``"independent"``.
         attn_implementation, share_prefix: transformers backend settings.
@@ -143,7 +169,7 @@ class EditRewardScorer(ReleasedHead):
     def __init__(self, *, model: str | Path | None = None, variant: str = "qwen2.5-vl-7b",
                  base_model: str | Path | None = None, revision: str | None = None,
                  base_revision: str | None = None, prompts: str | Path | None = None,
-                 positions: str = "1d", sigma_aggregation: str = "elementwise",
+                 positions: str | None = None, sigma_aggregation: str = "elementwise",
                  attn_implementation: str | None = None, share_prefix: bool = True,
                  device: str | None = "auto", dtype: str = "auto", batch_size: int = 8,
                  max_instruction_chars: int | None = DEFAULT_MAX_INSTRUCTION_CHARS) -> None:
@@ -156,43 +182,53 @@ class EditRewardScorer(ReleasedHead):
             raise ScorerError("sigma_aggregation must be elementwise (as released) or "
                               f"independent, got {sigma_aggregation!r}")
         chosen = VARIANTS[variant]
+        if model is None and chosen.release is None:
+            raise ScorerError(
+                f"EditReward's {variant} configuration ({chosen.config} in "
+                "TIGER-AI-Lab/EditReward) has no published weights: pass --model (-O model=) "
+                "with a checkpoint trained with it, a folder holding model.safetensors or "
+                "model.pth, or the file")
         texts = load_texts(PROMPT_SOURCES, prompts_dir=prompts)  # before the model: fails fast
+        budget = PROCESSOR_PIXELS if chosen.pixels is not None else (None, None)
         release = load_reward_release(
             model if model is not None else chosen.release,
             base_model=base_model if base_model is not None else chosen.base_model,
             revision=revision, base_revision=base_revision, device=device, dtype=dtype,
-            attn_implementation=attn_implementation, min_pixels=PROCESSOR_PIXELS[0],
-            max_pixels=PROCESSOR_PIXELS[1],
-            positions=positions, share_prefix=share_prefix)
+            attn_implementation=attn_implementation, min_pixels=budget[0],
+            max_pixels=budget[1], positions=positions or chosen.positions,
+            share_prefix=share_prefix)
         self._setup(release, texts, prompts, variant=variant,
                     sigma_aggregation=sigma_aggregation, batch_size=batch_size,
-                    max_instruction_chars=max_instruction_chars)
+                    max_instruction_chars=max_instruction_chars, pixels=chosen.pixels)
 
     @classmethod
     def from_release(cls, release: RewardRelease, *, prompts: str | Path | None = None,
                      variant: str = "in-memory", sigma_aggregation: str = "elementwise",
                      batch_size: int = 8,
                      max_instruction_chars: int | None = DEFAULT_MAX_INSTRUCTION_CHARS,
-                     ) -> EditRewardScorer:
+                     pixels: int | None = PIXELS) -> EditRewardScorer:
         """The scorer on a release already in memory (a model built for a benchmark, or
         loaded with :func:`ieqa.scorers.published.editreward_release.load_reward_release`); ``prompts`` as for
-        the constructor."""
+        the constructor; ``pixels`` as :attr:`EditRewardVariant.pixels`."""
         from ieqa.scorers.table import scorer_info
 
         scorer = cls.__new__(cls)
         scorer.info = scorer_info("editreward")
         scorer._setup(release, load_texts(PROMPT_SOURCES, prompts_dir=prompts), prompts,
                       variant=variant, sigma_aggregation=sigma_aggregation,
-                      batch_size=batch_size, max_instruction_chars=max_instruction_chars)
+                      batch_size=batch_size, max_instruction_chars=max_instruction_chars,
+                      pixels=pixels)
         return scorer
 
     def _setup(self, release: RewardRelease, texts: dict[str, str],
                prompts: str | Path | None, *, variant: str, sigma_aggregation: str,
-               batch_size: int, max_instruction_chars: int | None) -> None:
+               batch_size: int, max_instruction_chars: int | None,
+               pixels: int | None) -> None:
         if sigma_aggregation not in ("elementwise", "independent"):
             raise ScorerError("sigma_aggregation must be elementwise (as released) or "
                               f"independent, got {sigma_aggregation!r}")
         self.variant = variant
+        self.pixels = pixels
         self.sigma_aggregation = sigma_aggregation
         self.texts = texts
         self.prompts_dir = str(prompts) if prompts is not None else None
@@ -210,17 +246,20 @@ class EditRewardScorer(ReleasedHead):
 
     def release_config(self) -> dict[str, Any]:
         return {"variant": self.variant, "sigma_aggregation": self.sigma_aggregation,
-                "pixels": PIXELS}
+                "pixels": self.pixels if self.pixels is not None else "processor"}
 
     def prompt(self, item: LoadedSample, text: str) -> Prompt:
-        """The prompt of one head: source image, edited image, then the authors' prompt
-        with the instruction filled in and the reward cue appended."""
+        """The prompt of one head: source image, edited image (each resized to the pixel
+        budget, or as they are where the variant has none), then the authors' prompt with
+        the instruction filled in and the reward cue appended."""
         if item.source is None:
             raise ScorerError(f"sample {item.sample.id!r} has no source image; EditReward "
                               "compares the edit with its source")
         body = self.texts[text].format(text_prompt=item.sample.instruction)
-        source, edited = (fit_qwen_grid(im, min_pixels=PIXELS, max_pixels=PIXELS)
-                          for im in (item.source, item.edited))
+        source, edited = item.source, item.edited
+        if self.pixels is not None:
+            source, edited = (fit_qwen_grid(im, min_pixels=self.pixels, max_pixels=self.pixels)
+                              for im in (source, edited))
         return Prompt(parts=(source, edited, body + self.texts["reward_cue"]),
                       share_key=f"{share_key(item.sample)}\x00{text}", shared_images=1)
 

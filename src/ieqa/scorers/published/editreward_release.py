@@ -28,8 +28,8 @@ from typing import Any
 from ieqa.backends.processor import BackendError, load_processor
 from ieqa.backends.transformers_vlm import TransformersVLM, resolve_device
 
-__all__ = ["RewardRelease", "load_reward_release", "release_file", "split_heads",
-           "to_current_layout"]
+__all__ = ["RewardRelease", "load_reward_release", "read_state_dict", "release_file",
+           "split_heads", "to_current_layout"]
 
 log = logging.getLogger(__name__)
 
@@ -55,13 +55,19 @@ class RewardRelease:
     files: dict[str, Any] = field(default_factory=dict)
 
 
+#: what a checkpoint folder of the authors' training may hold instead (their inferencers
+#: read ``model.pth`` first: a ``torch.save``d state dict, possibly under ``"model"``)
+TORCH_FILE = "model.pth"
+
+
 def release_file(release: str | Path, *, revision: str | None = None,
                  filename: str = RELEASE_FILE) -> Path:
     """The local path of a release's weights file.
 
-    ``release`` is the file itself, a local folder holding ``filename``, or a hub id
-    (downloaded by huggingface_hub into its cache; ``revision`` pins a branch, tag or
-    commit).
+    ``release`` is the file itself, a local folder holding ``filename`` (or, for a
+    checkpoint of the authors' training, ``model.pth``, which their inferencers read
+    first), or a hub id (downloaded by huggingface_hub into its cache; ``revision`` pins a
+    branch, tag or commit).
 
     Raises:
         BackendError: the folder lacks the file, or the hub has no such repository/file.
@@ -70,11 +76,15 @@ def release_file(release: str | Path, *, revision: str | None = None,
     if path.is_file():
         return path
     if path.is_dir():
+        if filename == RELEASE_FILE and (path / TORCH_FILE).is_file():
+            return path / TORCH_FILE
         if (path / filename).is_file():
             return path / filename
         present = sorted(p.name for p in path.iterdir())[:20]
-        raise BackendError(f"{path} holds no {filename} (it holds: {', '.join(present) or 'nothing'});"
-                           f" pass the folder of the released files or the hub id")
+        also = f" or {TORCH_FILE}" if filename == RELEASE_FILE else ""
+        raise BackendError(f"{path} holds no {filename}{also} (it holds: "
+                           f"{', '.join(present) or 'nothing'}); pass the folder of the "
+                           "released files or the hub id")
     if str(release).startswith((".", "/", "~")) or str(release).count("/") != 1:
         raise BackendError(f"{release} is neither a local file or folder nor a hub id "
                            "(owner/name)")
@@ -91,6 +101,27 @@ def release_file(release: str | Path, *, revision: str | None = None,
     except (HfHubHTTPError, OSError, ValueError) as exc:
         raise BackendError(f"cannot download {filename} of {release}"
                            f"{f' at {revision}' if revision else ''}: {exc}") from exc
+
+
+def read_state_dict(path: Path) -> dict[str, Any]:
+    """The tensors of a weights file: safetensors, or a ``torch.save``d state dict
+    (``.pth``/``.pt``/``.bin``; read with ``weights_only=True``, so nothing in it runs),
+    unwrapped from ``{"model": ...}`` as the authors' inferencers do."""
+    if path.suffix in (".pth", ".pt", ".bin"):
+        import torch
+
+        try:
+            state = torch.load(str(path), map_location="cpu", weights_only=True)
+        except Exception as exc:  # noqa: BLE001 - torch raises many kinds for a bad file
+            raise BackendError(f"cannot read {path} as a torch state dict: {exc}") from exc
+        if isinstance(state, dict) and isinstance(state.get("model"), dict):
+            state = state["model"]
+        if not isinstance(state, dict):
+            raise BackendError(f"{path} holds a {type(state).__name__}, not a state dict")
+        return state
+    from safetensors.torch import load_file
+
+    return load_file(str(path))
 
 
 def split_heads(state_dict: dict[str, Any]) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
@@ -154,7 +185,6 @@ def load_reward_release(release: str | Path, *, base_model: str | Path,
         BackendError: a file is missing, the vocabulary does not match the base tokenizer,
             or the release's keys do not match the architecture (listed).
     """
-    from safetensors.torch import load_file
     from transformers import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING, AutoConfig
 
     from ieqa.backends.transformers_vlm import POSITION_MODES
@@ -163,7 +193,7 @@ def load_reward_release(release: str | Path, *, base_model: str | Path,
         raise BackendError(f"positions must be one of {', '.join(POSITION_MODES)}, got "
                            f"{positions!r}")
     path = release_file(release, revision=revision)
-    weights, heads = split_heads(load_file(str(path)))
+    weights, heads = split_heads(read_state_dict(path))
     if not heads:
         raise BackendError(f"{path} holds no reward head (no rm_heads.* or rm_head.* keys): it "
                            "is not a reward-model release")
