@@ -359,3 +359,36 @@ def test_the_release_is_a_reward_with_its_sigma(replica, samples) -> None:
     best, pick = best_of_n(LocalRewarder(scorer, rule="overall"), samples[0].source,
                            samples[0].instruction, [s.edited for s in samples[:3]])
     assert best == int(np.argmax([r.scores["overall"] for r in results]))
+
+
+# ------------------------------------------------------------------ the MiMo-VL release
+@pytest.fixture(scope="module")
+def mimo(tmp_path_factory, replica):
+    """A tiny MiMo-VL base (Qwen2.5-VL's architecture, its own tokenizer and a chat
+    template with a default system turn) and a release on it."""
+    from ieqa.testing import build_tiny_vlm
+    from ieqa.testing.releases import build_reward_release
+
+    root = tmp_path_factory.mktemp("editreward_mimo")
+    base = build_tiny_vlm(root / "base", "mimo-vl", seed=4)
+    build_reward_release(root / "release", base, seed=17)
+    return {"base": base, "release": root / "release", "prompts": replica["prompts"]}
+
+
+def test_the_mimo_vl_release_runs_on_its_own_base_as_released(mimo, samples) -> None:
+    """``variant=mimo-vl-7b``: the authors' Qwen2.5-VL inference with MiMo-VL's processor,
+    so the chat is the base's own template (its system turn is in the prompt ieqa renders)
+    and the vocabulary its own tokenizer's; scores equal the reference within 1e-4."""
+    ref = reference(mimo, samples)
+    scorer = create_scorer("editreward", variant="mimo-vl-7b", model=str(mimo["release"]),
+                           base_model=str(mimo["base"]), prompts=str(mimo["prompts"]),
+                           device="cpu", dtype="float32")
+    rendered = scorer.backend.render(scorer.prompt(scorer.load_samples(samples[:1])[0][0][1],
+                                                   "instruction_following"))
+    assert rendered.startswith("<|im_start|>system\nYou are a tiny random stand-in of MiMo-VL")
+    assert scorer.backend.tokenizer.convert_tokens_to_ids("<think>") is not None
+    results = scorer.score(samples)
+    assert all(r.ok for r in results), [r.error for r in results]
+    got = np.array([[r.scores["overall"], math.log(r.sigma["overall"])] for r in results])
+    assert _close(got, ref["fused"]), (got, ref["fused"])
+    assert scorer.config()["variant"] == "mimo-vl-7b"

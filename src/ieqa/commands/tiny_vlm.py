@@ -21,7 +21,7 @@ console = Console()
 def command(
     out: Path = typer.Argument(..., help="output folder (created)"),
     family: str = typer.Option("qwen2-vl", "--family",
-                               help="qwen2-vl, qwen2.5-vl, qwen3-vl, qwen3.5 or internvl"),
+                               help="qwen2-vl, qwen2.5-vl, qwen3-vl, qwen3.5, mimo-vl or internvl"),
     seed: int = typer.Option(0, "--seed", help="weight initialisation seed"),
     overwrite: bool = typer.Option(False, "--overwrite", help="replace an existing checkpoint"),
 ) -> None:

@@ -1,5 +1,6 @@
 """Tiny offline vision-language models of the Qwen2-VL, Qwen2.5-VL, Qwen3-VL and Qwen3.5
-families, and InternVL (transformers' own layout, a Qwen3 decoder).
+families, MiMo-VL (Qwen2.5-VL's architecture with a tokenizer and chat template of its own)
+and InternVL (transformers' own layout, a Qwen3 decoder).
 
 :func:`build_tiny_vlm` writes a complete checkpoint folder (config, random weights,
 byte-level tokenizer (single-byte tokens plus the level words
@@ -19,8 +20,15 @@ from ieqa.data.dimensions import LEVEL_WORDS
 
 __all__ = ["build_tiny_vlm", "TINY_FAMILIES", "TinyFamily"]
 
-TinyFamily = Literal["qwen2-vl", "qwen2.5-vl", "qwen3-vl", "qwen3.5", "internvl"]
-TINY_FAMILIES: tuple[str, ...] = ("qwen2-vl", "qwen2.5-vl", "qwen3-vl", "qwen3.5", "internvl")
+TinyFamily = Literal["qwen2-vl", "qwen2.5-vl", "qwen3-vl", "qwen3.5", "mimo-vl", "internvl"]
+TINY_FAMILIES: tuple[str, ...] = ("qwen2-vl", "qwen2.5-vl", "qwen3-vl", "qwen3.5", "mimo-vl",
+                                  "internvl")
+
+#: MiMo-VL (XiaomiMiMo/MiMo-VL-7B-*) is Qwen2.5-VL's architecture with a tokenizer of its own
+#: (thinking tokens among its added tokens) and a chat template that opens with a default
+#: system turn; the tiny family has both, so a test shows that a scorer takes the base's
+#: own vocabulary and template (the wording below is ieqa's, not MiMo's)
+_MIMO_TOKENS = ("<think>", "</think>")
 
 #: InternVL's image tokens (named as transformers' InternVL processor reads them)
 _INTERNVL_TOKENS = {"start_image_token": "<img>", "end_image_token": "</img>",
@@ -44,15 +52,23 @@ _CHAT_TEMPLATE = (
 )
 
 
+_MIMO_TEMPLATE = (
+    "{% if messages[0]['role'] != 'system' %}<|im_start|>system\n"
+    "You are a tiny random stand-in of MiMo-VL built by ieqa.<|im_end|>\n{% endif %}"
+    + _CHAT_TEMPLATE)
+
+
 # The level words (ieqa.data.dimensions.LEVEL_WORDS) are one token after a space in real Qwen
 # tokenizers; the tiny tokenizer merges them too so that the level readout (one token per
 # level word) works as on a real model.
 _WORDS = tuple(reversed(LEVEL_WORDS))  # best first, the order the merges were always added in
 
 
-def _tokenizer(named: dict[str, str] | None = None) -> Any:
+def _tokenizer(named: dict[str, str] | None = None, extra: tuple[str, ...] = (),
+               template: str = _CHAT_TEMPLATE) -> Any:
     """The byte-level tokenizer; ``named``: extra special tokens a processor reads by
-    name (InternVL's image tokens)."""
+    name (InternVL's image tokens); ``extra``: more special tokens; ``template``: the chat
+    template."""
     from tokenizers.pre_tokenizers import ByteLevel
     from transformers import Qwen2Tokenizer
 
@@ -68,8 +84,9 @@ def _tokenizer(named: dict[str, str] | None = None) -> Any:
     vocab["<|endoftext|>"] = len(vocab)
     tokenizer = Qwen2Tokenizer(vocab=vocab, merges=merges, **(named or {}))
     tokenizer.add_special_tokens({"additional_special_tokens": [*_SPECIAL_TOKENS,
-                                                                *(named or {}).values()]})
-    tokenizer.chat_template = _CHAT_TEMPLATE
+                                                                *(named or {}).values(),
+                                                                *extra]})
+    tokenizer.chat_template = template
     return tokenizer
 
 
@@ -112,7 +129,7 @@ def _config(family: str, tokenizer: Any, hidden: int, layers: int) -> Any:
         vision = dict(depth=1, embed_dim=32, hidden_size=hidden, num_heads=2, mlp_ratio=2,
                       initializer_range=_INIT_STD)
         return Qwen2VLConfig(text_config=text, vision_config=vision, **ids)
-    if family == "qwen2.5-vl":
+    if family in ("qwen2.5-vl", "mimo-vl"):
         vision = dict(depth=2, hidden_size=32, intermediate_size=64, num_heads=2,
                       out_hidden_size=hidden, window_size=56, fullatt_block_indexes=[1],
                       initializer_range=_INIT_STD)
@@ -146,6 +163,7 @@ def _model_class(family: str) -> Any:
 
     return {"qwen2-vl": Qwen2VLForConditionalGeneration,
             "qwen2.5-vl": Qwen2_5_VLForConditionalGeneration,
+            "mimo-vl": Qwen2_5_VLForConditionalGeneration,
             "qwen3-vl": Qwen3VLForConditionalGeneration,
             "qwen3.5": Qwen3_5ForConditionalGeneration,
             "internvl": InternVLForConditionalGeneration}[family]
@@ -170,7 +188,9 @@ def build_tiny_vlm(path: str | Path, family: TinyFamily = "qwen2-vl", *, seed: i
     Args:
         path: output folder (created).
         family: ``"qwen2-vl"``, ``"qwen2.5-vl"``, ``"qwen3-vl"``, ``"qwen3.5"`` (the
-            hybrid linear/full-attention decoder of Qwen3.5, the last layer full) or
+            hybrid linear/full-attention decoder of Qwen3.5, the last layer full),
+            ``"mimo-vl"`` (Qwen2.5-VL's architecture, a tokenizer with ``<think>`` and
+            ``</think>`` and a chat template that opens with a default system turn) or
             ``"internvl"`` (transformers' InternVL layout with a Qwen3 decoder, 448-px
             single-tile images of 256 tokens; ``min_pixels``/``max_pixels`` do not apply).
         seed: weight initialisation seed; the same seed gives the same weights.
@@ -194,7 +214,10 @@ def build_tiny_vlm(path: str | Path, family: TinyFamily = "qwen2-vl", *, seed: i
     if (path / "config.json").exists() and not overwrite:
         raise ValueError(f"{path} already holds a checkpoint; pass overwrite=True to replace it")
     path.mkdir(parents=True, exist_ok=True)
-    tokenizer = _tokenizer(_INTERNVL_TOKENS if family == "internvl" else None)
+    if family == "mimo-vl":
+        tokenizer = _tokenizer(extra=_MIMO_TOKENS, template=_MIMO_TEMPLATE)
+    else:
+        tokenizer = _tokenizer(_INTERNVL_TOKENS if family == "internvl" else None)
     config = _config(family, tokenizer, hidden_size, num_layers)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
