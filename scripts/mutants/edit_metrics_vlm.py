@@ -202,6 +202,18 @@ MUTATIONS: tuple[Mutation, ...] = (
              '_HEADS = (("head_0", "visual_quality", "instruction_alignment"),\n'
              '          ("head_1", "instruction_following", "visual_quality"))',
              ("tests/scorers/test_editreward.py::test_scores_equal_the_released_forward",)),
+    # ---- MMRB2
+    Mutation("mmrb2-reverse-not-swapped", "MMRB2: the reverse judgement compared with chosen "
+             "without swapping A and B", "src/ieqa/bench/mmrb2.py",
+             '("reverse", _swap)', '("reverse", lambda j: j)',
+             ("tests/bench/test_mmrb2.py::"
+              "test_official_accuracy_is_the_released_rule_on_every_answer_shape",)),
+    Mutation("mmrb2-tie-favours-a", "MMRB2: a score tie judged A (right whenever A was chosen)",
+             "src/ieqa/bench/mmrb2.py",
+             'forward = "A" if delta > eps else "B" if delta < -eps else "tie"',
+             'forward = "A" if delta >= -eps else "B"',
+             ("tests/bench/test_mmrb2.py::"
+              "test_scores_give_the_official_accuracy_per_source_with_coverage",)),
     Mutation("judge-editreward-qwen3-resized", "EditReward's Qwen3-VL configuration resizes "
              "the images to 200704 pixels as the Qwen2.5-VL one does",
              "src/ieqa/scorers/published/editreward.py",

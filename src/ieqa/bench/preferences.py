@@ -39,7 +39,15 @@ def _evaluate_preferences(bench: BenchmarkData, preds: Predictions, specs: Seque
                "tie_calibrated_optimistic": _tie_optimistic_rows, "multiway": _multiway_rows,
                "with_ties_published": _with_ties_published_rows,
                "editreward_groups_published": _published_group_rows,
-               "editreward_pairs_published": _published_pair_rows}
+               "editreward_pairs_published": _published_pair_rows,
+               "mmrb2_official": _mmrb2_rows}
+    unscorable = bench.meta.get("unscorable") or {}
+    if unscorable:
+        st.notes.append(f"{len(unscorable)} of {bench.meta.get('pairs', '?')} pairs cannot be "
+                        "scored by an edit scorer (one input image and one output image per "
+                        "response needed; listed in the benchmark's meta['unscorable']): left "
+                        "out, as MMRB2's compute_accuracy.py leaves out a pair without a "
+                        "prediction")
     for dim, pairs in _pairs(kept, idx, preds, st).items():
         for spec in specs:
             if spec.kind not in compute:
@@ -52,6 +60,24 @@ def _evaluate_preferences(bench: BenchmarkData, preds: Predictions, specs: Seque
 def _model_sign(d: np.ndarray, eps: float) -> np.ndarray:
     """+1 / -1 / 0 (model tie, ``|d| <= eps``)."""
     return np.where(np.abs(d) <= eps, 0.0, np.sign(d))
+
+
+def _mmrb2_rows(spec: MetricSpec, dim: str, pr: _Pairs, st: _Settings) -> list[MetricRow]:
+    """MMRB2's compute_accuracy.py on judgements from the scores (both orders per pair)."""
+    from ieqa.bench.mmrb2 import judgements_from_scores, official_accuracy
+
+    chosen = np.where(pr.label > 0, "A", np.where(pr.label < 0, "B", ""))
+    ids = [str(i) for i in range(len(pr))]
+    preds = {i: judgements_from_scores(float(a), float(b), eps=st.eps)
+             for i, a, b in zip(ids, pr.score_a, pr.score_b, strict=True)}
+
+    def acc(idx: np.ndarray, _ids: Any = None) -> float:
+        return official_accuracy(preds, [{"id": ids[k], "chosen": chosen[k]} for k in idx]).accuracy
+
+    ties = int((np.abs(pr.delta) <= st.eps).sum())
+    note = ("forward and reverse judgement of each pair (2 per pair)"
+            + (f"; {ties} score ties judged 'tie', wrong as released" if ties else ""))
+    return _with_subsets(spec.name, dim, pr, st, acc, pr.tasks, note)
 
 
 def _genai_rows(spec: MetricSpec, dim: str, pr: _Pairs, st: _Settings) -> list[MetricRow]:

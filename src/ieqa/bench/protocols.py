@@ -238,6 +238,14 @@ EDITREWARD_PUBLISHED: tuple[MetricSpec, ...] = (
                published_beside="tie_calibrated_accuracy"),
 )
 
+MMRB2_OFFICIAL = MetricSpec(
+    "accuracy_mmrb2", "MMRB2 accuracy: both presentation orders, as compute_accuracy.py",
+    "mmrb2_official", per="dimension and prompt source",
+    ties="a score tie (|delta| <= eps) is judged 'tie': evaluated and wrong; pairs without "
+         "a prediction left out and counted",
+    source="facebookresearch/MMRB2 evaluate/compute_scores/compute_accuracy.py "
+           "compute_task_accuracy", published_beside="accuracy_without_ties")
+
 POINTWISE_GENERIC = (*POINTWISE_CORE, *POINTWISE_GROUPED)
 PAIRWISE_GENERIC = (PAIR_WITHOUT_TIES, *TIE_CALIBRATED)
 
@@ -263,6 +271,7 @@ PROTOCOLS: dict[str, dict[str, tuple[MetricSpec, ...]]] = {
         "pairwise": (*PAIRWISE_GENERIC, WITH_TIES_PUBLISHED),
     },
     "ntire-xaigc": {"pointwise": (*POINTWISE_GENERIC, NTIRE)},
+    "mmrb2-edit": {"pairwise": (MMRB2_OFFICIAL, PAIR_WITHOUT_TIES)},
     "shapesedit": dict(GENERIC),
     "manifest": dict(GENERIC),
 }

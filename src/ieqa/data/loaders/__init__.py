@@ -29,12 +29,13 @@ from ieqa.data.loaders.editscore_bench import load_editscore_bench
 from ieqa.data.loaders.genai_bench import load_genai_bench
 from ieqa.data.loaders.imagenhub import load_imagenhub
 from ieqa.data.loaders.manifest import load_manifest
+from ieqa.data.loaders.mmrb2 import load_mmrb2_edit
 from ieqa.data.loaders.ntire import load_ntire
 from ieqa.data.loaders.shapesedit import load_shapesedit
 
 __all__ = [
     "BenchmarkData", "BenchmarkFormatError", "load_aurora",
     "load_benchmark", "load_ebench", "load_editreward_bench", "load_editscore_bench",
-    "load_genai_bench", "load_imagenhub", "load_manifest", "load_ntire",
+    "load_genai_bench", "load_imagenhub", "load_manifest", "load_mmrb2_edit", "load_ntire",
     "load_shapesedit", "preferences_from_groups", "sniff_format", "supported_formats",
 ]
