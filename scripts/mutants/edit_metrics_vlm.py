@@ -202,6 +202,25 @@ MUTATIONS: tuple[Mutation, ...] = (
              '_HEADS = (("head_0", "visual_quality", "instruction_alignment"),\n'
              '          ("head_1", "instruction_following", "visual_quality"))',
              ("tests/scorers/test_editreward.py::test_scores_equal_the_released_forward",)),
+    # ---- IE-Critic-R1
+    Mutation("ie-critic-generation-prompt", "IE-Critic-R1's closed '<think>' turn rendered "
+             "with a generation prompt after it", "src/ieqa/backends/transformers_vlm.py",
+             "prompt.messages(), add_generation_prompt=prompt.assistant_turn is None,",
+             "prompt.messages(), add_generation_prompt=True,",
+             ("tests/scorers/test_ie_critic.py::"
+              "test_the_local_model_generates_as_the_released_evaluation",)),
+    Mutation("ie-critic-no-vision-resize", "IE-Critic-R1's images go to the processor without "
+             "qwen_vl_utils' resize first", "src/ieqa/scorers/published/ie_critic.py",
+             "images = tuple(fit_qwen_grid(im.convert(\"RGB\")) for im in (item.source, item.edited))",
+             "images = tuple(im.convert(\"RGB\") for im in (item.source, item.edited))",
+             ("tests/scorers/test_ie_critic.py::"
+              "test_the_local_model_generates_as_the_released_evaluation",)),
+    Mutation("ie-critic-scale-unchecked", "IE-Critic-R1: an answer off the 1-5 scale is "
+             "taken as a score", "src/ieqa/scorers/published/ie_critic.py",
+             "if not math.isfinite(score) or not SCALE[0] <= score <= SCALE[1]:",
+             "if not math.isfinite(score):",
+             ("tests/scorers/test_ie_critic.py::"
+              "test_on_a_server_the_request_and_the_reading_are_the_released_ones",)),
     # ---- MMRB2
     Mutation("mmrb2-reverse-not-swapped", "MMRB2: the reverse judgement compared with chosen "
              "without swapping A and B", "src/ieqa/bench/mmrb2.py",

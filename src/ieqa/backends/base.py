@@ -76,6 +76,11 @@ class Prompt:
             written, each image standing as the processor's image token (a released
             evaluator that tokenises its prompt without a chat template). Local models
             only: an OpenAI-compatible server always applies its chat template.
+        assistant_turn: a whole assistant message after the user message, closed by the
+            chat template (rendered without a generation prompt: the model writes after the
+            closed turn), as a released evaluator that sends one (IE-Critic-R1's
+            ``"<think>"``); to a server it goes as an assistant message and the server's
+            template decides. Unlike ``answer_prefix``, which the answer continues.
     """
 
     parts: tuple[str | Image.Image, ...]
@@ -84,6 +89,7 @@ class Prompt:
     share_key: str | None = None
     shared_images: int = 0
     chat: bool = True
+    assistant_turn: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "parts", tuple(self.parts))
@@ -94,6 +100,9 @@ class Prompt:
         if not self.chat and self.system:
             raise ValueError("a prompt with chat=False has no system message (it is the "
                              "model's whole input as written)")
+        if self.assistant_turn is not None and (self.answer_prefix or not self.chat):
+            raise ValueError("a prompt with an assistant_turn has no answer_prefix and is a "
+                             "chat (the turn is closed by the chat template)")
         if self.shared_images < 0 or self.shared_images > len(self.images):
             raise ValueError(f"shared_images={self.shared_images} but the prompt has "
                              f"{len(self.images)} image(s)")
@@ -115,6 +124,8 @@ class Prompt:
         if self.system:
             out.append({"role": "system", "content": [{"type": "text", "text": self.system}]})
         out.append({"role": "user", "content": content})
+        if self.assistant_turn is not None:
+            out.append({"role": "assistant", "content": self.assistant_turn})
         return out
 
 

@@ -218,5 +218,7 @@ def local_request(prompt: Any, settings: dict[str, Any]) -> tuple[str, list[str]
         parts.append({"image": images[-1]})
     body = {"system": prompt.system, "parts": parts, "answer_prefix": prompt.answer_prefix,
             "settings": settings}
+    if getattr(prompt, "assistant_turn", None) is not None:  # only then: older keys unchanged
+        body["assistant_turn"] = prompt.assistant_turn
     return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest(), \
         images

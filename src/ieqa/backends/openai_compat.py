@@ -537,6 +537,8 @@ class OpenAICompatBackend:
         messages.append({"role": "user", "content": content})
         if prompt.answer_prefix:
             messages.append({"role": "assistant", "content": prompt.answer_prefix})
+        if prompt.assistant_turn is not None:  # sent as it is; the server's template decides
+            messages.append({"role": "assistant", "content": prompt.assistant_turn})
         return messages
 
     def _encode_image(self, image: Image.Image) -> str:

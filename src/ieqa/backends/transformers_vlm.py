@@ -340,7 +340,8 @@ class TransformersVLM:
     # ------------------------------------------------------------------------ encoding
     def render(self, prompt: Prompt) -> str:
         """The prompt as the model reads it: its chat template with the generation prompt,
-        followed by ``answer_prefix``; a prompt with ``chat=False`` as written, each image
+        followed by ``answer_prefix`` (with an ``assistant_turn``: the closed turn and no
+        generation prompt); a prompt with ``chat=False`` as written, each image
         standing as the processor's image token (``processor.image_token``)."""
         if not prompt.chat:
             token = getattr(self.processor, "image_token", None)
@@ -349,8 +350,9 @@ class TransformersVLM:
                                    "prompt with chat=False cannot place its images")
             return "".join(p if isinstance(p, str) else token for p in prompt.parts) \
                 + prompt.answer_prefix
-        text = self.processor.apply_chat_template(prompt.messages(), add_generation_prompt=True,
-                                                  tokenize=False)
+        text = self.processor.apply_chat_template(
+            prompt.messages(), add_generation_prompt=prompt.assistant_turn is None,
+            tokenize=False)
         return text + prompt.answer_prefix
 
     def encode_one(self, prompt: Prompt) -> dict[str, Any]:

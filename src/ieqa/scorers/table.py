@@ -182,6 +182,17 @@ PUBLISHED_TABLE: tuple[ScorerInfo, ...] = (
                release={"hub_id": "EditScore/EditScore-7B",
                         "base_model": "Qwen/Qwen2.5-VL-7B-Instruct", "parameters": "8.3 B",
                         "paper": "EditScore (Luo et al. 2025)"}),
+    ScorerInfo("ie-critic-r1", "IE-Critic-R1 as released: a Qwen2.5-VL-7B critic that "
+               "reasons in <think> and answers one 1-5 score in <answer>; the authors' "
+               "prompt, a closed '<think>' assistant turn, greedy, 2048 tokens; the released "
+               "reading, strictly on 1-5; a vLLM server with their chat template via "
+               "-O base_url=", "vlm", ("overall",), higher_better=True, needs_source=True,
+               needs_instruction=True, factory="ieqa.scorers.published.ie_critic:IECriticR1",
+               score_range=(1.0, 5.0), units="1-5 (MOS scale)",
+               release={"hub_id": "Coobiw/IE-Critic-R1-7B",
+                        "base_model": "Qwen/Qwen2.5-VL-7B-Instruct (full fine-tune)",
+                        "parameters": "8.3 B", "paper": "IE-Critic-R1 (Qu et al. 2025, "
+                        "arXiv:2511.18055)"}),
     ScorerInfo("viescore", "VIEScore as published (tie task): the authors' SC and PQ prompts and "
                "request (text then JPEG images, max_tokens 1400, nothing else) to any "
                "OpenAI-compatible judge, GPT-4o by default; SC = min, PQ = min, "
