@@ -223,4 +223,21 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("judge-diff-noise-one-sd", "judge-diff's noise bar is one standard deviation, "
              "not two", _E + "diff.py", "noise = 2 * max(std_a, std_b)",
              "noise = max(std_a, std_b)", _GEDIT),
+    # ---- UniREditBench
+    Mutation("uniredit-weights-swapped", "UniREditBench item score with the consistency and "
+             "reasoning weights swapped", "src/ieqa/bench/editor/uniredit.py",
+             "return 0.3 * cons + 0.5 * rea + 0.2 * qua,", "return 0.5 * cons + 0.3 * rea + 0.2 * qua,",
+             ("tests/bench/test_editor_uniredit.py::"
+              "test_unireditbench_requests_and_the_released_numbers",)),
+    Mutation("uniredit-last-number", "UniREditBench's released reading keeps the last number "
+             "of an answer instead of the first", "src/ieqa/scorers/published/uniredit_judge.py",
+             "return parts[0][0], parts[1][0], parts[2][0]",
+             "return parts[0][-1], parts[1][-1], parts[2][-1]",
+             ("tests/bench/test_editor_uniredit.py::"
+              "test_unireditbench_requests_and_the_released_numbers",)),
+    Mutation("uniredit-no-rules", "UniREditBench's judge leaves out a game-world item's rules",
+             "src/ieqa/scorers/published/uniredit_judge.py",
+             "if meta.get(\"rules\"):", "if False:",
+             ("tests/bench/test_editor_uniredit.py::"
+              "test_unireditbench_requests_and_the_released_numbers",)),
 )

@@ -18,7 +18,8 @@ from ieqa.registry import EDITOR_BENCHMARKS
 from ieqa.scorers.base import Scorer, ScoreResult, ScorerInfo
 from ieqa.testing.editor_bench import build_gedit_fixture, gedit_fixture_items, write_gedit_outputs
 
-BUILT_IN = {"emu-edit", "gedit-bench", "imgedit-bench", "kris-bench", "magicbrush", "risebench"}
+BUILT_IN = {"emu-edit", "gedit-bench", "imgedit-bench", "kris-bench", "magicbrush", "risebench",
+            "unireditbench"}
 
 
 class HalfJudge(Scorer):

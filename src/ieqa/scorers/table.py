@@ -244,6 +244,19 @@ PUBLISHED_TABLE: tuple[ScorerInfo, ...] = (
                release={"hub_id": "gpt-4.1-2025-04-14 via the OpenAI API (or any "
                                   "OpenAI-compatible judge)",
                         "paper": "RISEBench (Zhao et al. 2025)"}),
+    ScorerInfo("uniredit-judge", "UniREditBench's official judge as released: three "
+               "requests per item (consistency with the original, reasoning against the text "
+               "and ground-truth image references, plausibility) with the benchmark's "
+               "eval/utils.py prompts, images shrunk to 768 px as JPEG, gpt-4.1-2025-04-14 at "
+               "temperature 0; one 'Final Score' 1-5 per answer or a row error; overall = 0.3 "
+               "consistency + 0.5 reasoning + 0.2 plausibility", "vlm",
+               ("content_preservation", "instruction_alignment", "visual_quality", "overall"),
+               higher_better=True, needs_source=True, needs_instruction=True,
+               factory="ieqa.scorers.published.uniredit_judge:UniREditJudge",
+               score_range=(1.0, 5.0), units="1-5",
+               release={"hub_id": "gpt-4.1-2025-04-14 via the OpenAI API (or any "
+                                  "OpenAI-compatible judge)",
+                        "paper": "UniREditBench (Han et al. 2025, arXiv:2511.01295)"}),
     ScorerInfo("kris-judge", "KRIS-Bench's official judge as released: three requests per "
                "item (consistency, instruction following or instruction + knowledge, quality) "
                "with the category's prompts from the benchmark's prompts.py, images as their "

@@ -38,7 +38,8 @@ __all__ = ["build_gedit_fixture", "gedit_fixture_items", "write_gedit_outputs",
            "rise_fixture_items", "build_rise_fixture", "write_rise_outputs",
            "kris_fixture_items", "build_kris_fixture", "write_kris_outputs",
            "emu_fixture_items", "build_emu_fixture", "write_emu_outputs",
-           "build_magicbrush_fixture", "write_magicbrush_outputs"]
+           "build_magicbrush_fixture", "write_magicbrush_outputs",
+           "uniredit_fixture_items", "build_uniredit_fixture", "write_uniredit_outputs"]
 
 
 def gedit_fixture_items(per_type: int = 1, languages: Sequence[str] = ("en",),
@@ -364,3 +365,51 @@ def write_magicbrush_outputs(folder: str | os.PathLike[str], items: Sequence[obj
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(_png(seed + n, (60, 44)))
     return Path(folder)
+
+
+def uniredit_fixture_items() -> list[dict[str, object]]:
+    """Nine UniREditBench items in three evaluation dimensions of unequal sizes (4, 2, 3),
+    one game-world item with ``rules``, as ``data.json`` rows."""
+    spec = [("physics", 4, ""), ("biology", 2, ""), ("sudoku", 3, "Fill each row with 1-4.")]
+    items: list[dict[str, object]] = []
+    for name, count, rules in spec:
+        for idx in range(count):
+            item: dict[str, object] = {
+                "original_image_path": f"original_image/{name}_{idx}.png",
+                "reference_image_path": f"reference_image/{name}_{idx}.png",
+                "instruction": f"show the {name} case {idx} after the change",
+                "name": name, "idx": idx,
+                "reference_effect": f"the {name} case {idx} as it should look"}
+            if rules and idx == 2:
+                item["rules"] = rules
+            items.append(item)
+    return items
+
+
+def build_uniredit_fixture(folder: str | os.PathLike[str], items: Sequence[dict[str, object]]
+                           ) -> Path:
+    """Write ``items`` as ``folder/data.json`` with their images (the unpacked zips);
+    returns ``folder``."""
+    folder = Path(folder)
+    for n, item in enumerate(items):
+        for key, size in (("original_image_path", (40 + 8 * (n % 3), 48)),
+                          ("reference_image_path", (56, 40))):
+            path = folder / str(item[key])
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(_png(5000 + 10 * n + len(key), size))
+    (folder / "data.json").write_text(json.dumps(list(items), indent=2))
+    return folder
+
+
+def write_uniredit_outputs(folder: str | os.PathLike[str], items: Sequence[dict[str, object]],
+                           *, seed: int = 6000, skip: Sequence[int] = ()) -> Path:
+    """An editor's outputs of ``items`` in UniREditBench's layout (``folder/{name}/{idx}.png``),
+    except the indices in ``skip``."""
+    folder = Path(folder)
+    for n, item in enumerate(items):
+        if n in skip:
+            continue
+        path = folder / str(item["name"]) / f"{item['idx']}.png"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(_png(seed + n, (900, 600)))  # larger than 768: the thumbnail shrinks it
+    return folder

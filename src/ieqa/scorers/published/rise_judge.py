@@ -61,7 +61,8 @@ from ieqa.scorers.vlm.base import (
     LoadedSample,
 )
 
-__all__ = ["RiseJudge", "PROMPT_SOURCES", "DEFAULT_MODEL", "REVISION", "JUDGES"]
+__all__ = ["RiseJudge", "PROMPT_SOURCES", "DEFAULT_MODEL", "REVISION", "JUDGES",
+           "released_image"]
 
 #: the commit of PhoenixZ810/RISEBench the prompt file is read at
 REVISION = "5f226519b25c005bb32fb83864bbd1845ab85c23"
@@ -87,7 +88,7 @@ JUDGES: dict[str, str] = {"judge1": "content_preservation", "judge2": "instructi
 _TEMPORAL_CAUSAL = ("temporal_reasoning", "causal_reasoning")
 
 
-def _released_image(path: str | None, decoded: Image.Image) -> EncodedImage:
+def released_image(path: str | None, decoded: Image.Image) -> EncodedImage:
     """An image as the released code sends it (see the module docstring); an image made in
     memory, which has no file, from its decoded pixels."""
     if path is not None:
@@ -147,12 +148,12 @@ class RiseJudge(PublishedJudge):
                               f"category (meta['category']), got {category!r}")
         assert item.source is not None
         m = {**meta, "category": category}
-        src = _released_image(file_of(item.source), item.source)
-        out = _released_image(file_of(item.edited), item.edited)
+        src = released_image(file_of(item.source), item.source)
+        out = released_image(file_of(item.edited), item.edited)
         ref = None
         if m.get("reference_img"):
             with Image.open(m["reference_img"]) as opened:
-                ref = _released_image(m["reference_img"], opened.convert("RGB"))
+                ref = released_image(m["reference_img"], opened.convert("RGB"))
         text = item.sample.instruction
         if category in _TEMPORAL_CAUSAL:
             cons = ("prompt_consist", [src, out])
