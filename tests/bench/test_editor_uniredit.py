@@ -104,7 +104,7 @@ def _run(tmp_path, prompts):  # noqa: ANN001, ANN202
             if key not in ANSWERS:
                 continue
             bodies = released_requests(c, item, data, outputs / item["name"] / f"{item['idx']}.png")
-            for n, (name, body) in enumerate(bodies.items()):
+            for n, body in enumerate(bodies.values()):
                 answer = ANSWERS[key][n]
                 judge.script[canonical(body)] = [
                     Reply(status=400, body={"error": {"message": "filtered"}}) if answer is None
