@@ -9,7 +9,9 @@ below, 2026-11-30) printed; the other expected numbers are counted by hand in th
 
 from __future__ import annotations
 
+import base64
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -155,3 +157,154 @@ def test_the_command_scores_the_folder_from_a_predictions_file(folder, tmp_path)
     value = {(r["metric"], r.get("subset", "all")): r["value"] for r in rows}
     assert value[("accuracy_mmrb2", "all")] == pytest.approx(0.4)
     assert value[("accuracy_mmrb2", "dreambench")] == pytest.approx(0.5)
+
+
+# ------------------------------------------------------------------------ the judge
+SHAPES = [
+    ('{"score": 5, "better_response": "A", "confidence": 0.4}', "A", "A"),
+    ('```json\n{"better_response": "B"}\n```', "B", "B"),  # a fenced answer
+    ('{"better_response": "B", "score": 2', "B", None),  # cut short: json_repair mends it
+    ('{"better_response": "a"}', "a", None),  # lower case: read, and wrong as released
+    ('{"better_response": "Response A"}', "Response A", None),
+    ('{"score": 4}', None, None),  # no better_response: a failure
+    ("A is better.", None, None),  # no JSON: json_repair gives "", then a failure
+    ('[{"better_response": "A"}]', None, None),  # a list
+]
+
+
+@pytest.mark.parametrize(("text", "released", "strict"), SHAPES)
+def test_the_released_and_the_strict_reading_of_an_answer(text, released, strict) -> None:
+    from ieqa.bench.mmrb2 import released_judgement, strict_judgement
+
+    assert released_judgement(text) == released
+    assert strict_judgement(text) == strict
+
+
+def _released_body(prompt, pair, first, second):  # noqa: ANN001, ANN202
+    """The body the released gpt-4o evaluator sends: one user message of the rubric, the
+    three labels (as its code writes them) with the contents, images as their files'
+    bytes under the suffix's media type; model and n, nothing else."""
+    mime = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg"}
+
+    def part(kind, value):  # noqa: ANN001, ANN202
+        if kind == "text":
+            return {"type": "text", "text": value}
+        data = base64.b64encode(open(value, "rb").read()).decode("utf-8")  # noqa: SIM115
+        return {"type": "image_url", "image_url": {
+            "url": f"data:{mime.get(Path(value).suffix.lower(), 'image/jpeg')};base64,{data}"}}
+
+    content = [["text", prompt], ["text", "[ORIGINAL PROMPT TO MODEL:]"], *pair["prompt_content"],
+               ["text", "[RESPONSE A:]"], *pair[f"response_{first}"],
+               ["text", "[RESPONSE B:]"], *pair[f"response_{second}"]]
+    return {"model": "gpt-4o", "messages": [{"role": "user", "content": [
+        part(k, v) for k, v in content]}], "n": 1}
+
+
+@pytest.fixture()
+def judge_prompts(tmp_path):
+    from ieqa.bench.mmrb2 import PROMPT_SOURCES
+    from ieqa.testing.releases import write_prompt_standins
+
+    folder = write_prompt_standins(tmp_path / "mmrb2-prompts", PROMPT_SOURCES)
+    return folder
+
+
+def test_the_judge_sends_the_released_requests_and_reads_both_orders(folder, judge_prompts,
+                                                                      tmp_path) -> None:
+    from chat_server import Reply, ScriptedJudge, canonical, chat_answer, serve
+    from ieqa.bench.mmrb2 import MMRB2Judge
+    from ieqa.data.loaders.mmrb2 import read_pairs
+    from ieqa.prompts.published import load_texts
+
+    pairs = read_pairs(folder)
+    assert len(pairs) == 7  # every pair, the two an edit scorer cannot take included
+    from ieqa.bench.mmrb2 import PROMPT_SOURCES
+
+    rubric = load_texts(PROMPT_SOURCES, prompts_dir=judge_prompts)["edit"]
+    # forward, reverse per pair: e0 right twice; e1 (B chosen) wrong then unread; x-out a
+    # server error then lower case; the rest right
+    plan = {"e0": ('{"better_response": "A"}', '{"better_response": "B"}'),
+            "e1": ('{"better_response": "A"}', "no verdict"),
+            "x-out": (None, '{"better_response": "a"}')}
+    with serve(ScriptedJudge(by="json")) as server:
+        for pair in pairs:
+            want = {"A": ("A", "B"), "B": ("B", "A")}[pair["chosen"]]
+            answers = plan.get(pair["id"], tuple(f'{{"better_response": "{w}"}}' for w in want))
+            for (first, second), answer in zip((("a", "b"), ("b", "a")), answers, strict=True):
+                body = _released_body(rubric, pair, first, second)
+                server.script[canonical(body)] = [
+                    Reply(status=400, body={"error": {"message": "bad"}}) if answer is None
+                    else chat_answer(answer, model="gpt-4o")]
+        judge = MMRB2Judge(base_url=server.url, prompts=judge_prompts,
+                           backend_options={"max_retries": 0})
+        released, mine = judge.judge(pairs)
+        refused = [s for s in server.requests if canonical(s.body) not in server.script]
+    assert not refused
+    assert released["e1"]["reverse"] == [] and released["x-out"]["forward"] == []
+    assert released["x-out"]["reverse"][0]["judgement"] == "a"
+    official = official_accuracy(released, [{"id": p["id"], "chosen": p["chosen"]} for p in pairs])
+    # 14 orders: 2 unread (e1 reverse, x-out forward); of the 12 read, e1 forward and
+    # x-out reverse ("a" is not "A") are wrong: 10 of 12
+    assert (official.total_evaluated, official.total_correct, official.unread) == (12, 10, 2)
+    strict = official_accuracy(mine, [{"id": p["id"], "chosen": p["chosen"]} for p in pairs])
+    assert (strict.total_evaluated, strict.total_correct) == (11, 10)  # x-out reverse unread too
+
+
+def test_the_command_writes_the_authors_format_and_both_accuracies(folder, judge_prompts,
+                                                                   tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from chat_server import FakeServer, Reply, serve
+    from ieqa.cli import app
+
+    class AlwaysA(FakeServer):
+        def next_reply(self, body):  # noqa: ANN001, ANN201
+            return Reply(body={"id": "x", "object": "chat.completion", "model": body["model"],
+                               "choices": [{"index": 0, "finish_reason": "stop", "message": {
+                                   "role": "assistant",
+                                   "content": '{"better_response": "A"}'}}]})
+
+    with serve(AlwaysA()) as server:
+        result = CliRunner().invoke(app, ["mmrb2-judge", "--root", str(folder), "--base-url",
+                                          server.url, "--prompts", str(judge_prompts),
+                                          "--limit", "5", "-o", str(tmp_path / "res")])
+    assert result.exit_code == 0, result.output
+    res = json.loads((tmp_path / "res" / "results.json").read_text())
+    # always A: right in one order of every judged pair: 5 of 10; 2 pairs missing (limit)
+    assert res["official"]["accuracy"] == pytest.approx(0.5)
+    assert res["official"]["missing_pairs"] == 2 and res["official"]["accuracy_all"] == pytest.approx(5 / 14)
+    preds = load_predictions(tmp_path / "res" / "predictions.json")
+    assert set(preds) == {"e0", "e1", "e2", "d0", "d1"}
+
+
+def test_the_local_judge_samples_seeded_with_the_checkpoints_top_p_and_top_k(
+        folder, judge_prompts, tmp_path) -> None:
+    """Their qwen3vl8b-pairwise judge runs the model here: temperature 1.0 with the
+    checkpoint's own top-p/top-k (the tiny checkpoint sets 0.8 and 20 here), seeded, so
+    two runs with one seed give the same answers; a random model's answers are unread."""
+    from transformers import GenerationConfig
+
+    from ieqa.bench.mmrb2 import MMRB2Judge
+    from ieqa.data.loaders.mmrb2 import read_pairs
+    from ieqa.testing import build_tiny_vlm
+
+    base = build_tiny_vlm(tmp_path / "qwen3vl", "qwen3-vl", seed=2)
+    config = GenerationConfig.from_pretrained(base)
+    config.do_sample, config.top_p, config.top_k = True, 0.8, 20  # as the released checkpoints
+    config.save_pretrained(base)
+    pairs = read_pairs(folder)[:2]
+    runs = []
+    for _ in range(2):
+        judge = MMRB2Judge(local=True, model=str(base), prompts=judge_prompts, seed=3,
+                           max_new_tokens=6,
+                           backend_options={"device": "cpu", "dtype": "float32"})
+        assert judge.generation_options() == {"max_new_tokens": 6, "temperature": 1.0,
+                                              "top_p": 0.8, "top_k": 20, "seed": 3}
+        runs.append(judge.judge(pairs))
+    released, mine = runs[0]
+    texts = [released[p["id"]][k] or mine[p["id"]][k] for p in pairs
+             for k in ("forward", "reverse")]
+    assert all(t and t[0]["metadata"].get("text") for t in texts)
+    assert runs[0] == runs[1]
+    prompt = judge.request(pairs[0], "a", "b")
+    assert len(prompt.images) == 3 and "[RESPONSE B:]" in prompt.parts

@@ -24,14 +24,17 @@ its own, so the reverse order gives the swapped letter.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from ieqa.bench.errors import BenchError
+from ieqa.prompts.published import PublishedText, SourceFile
 
-__all__ = ["MMRB2Accuracy", "judgements_from_scores", "load_predictions", "official_accuracy",
+__all__ = ["MMRB2Accuracy", "MMRB2Judge", "PROMPT_SOURCES", "REVISION", "judgements_from_scores",
+           "load_predictions", "official_accuracy", "released_judgement", "strict_judgement",
            "write_predictions"]
 
 
@@ -136,3 +139,160 @@ def write_predictions(path: str | Path, predictions: Mapping[str, Any]) -> Path:
     path = Path(path)
     path.write_text(json.dumps(predictions, indent=2) + "\n", encoding="utf-8")
     return path
+
+
+# --------------------------------------------------------------------------- the judge
+#: the commit of facebookresearch/MMRB2 the judge's prompt is read at
+REVISION = "7ff0552cf298441af5ebbabea634b682ef04afee"
+_PROMPTS = SourceFile("facebookresearch/MMRB2", REVISION,
+                      "evaluate/generate_judgements/evaluator_apis/llm_judges/"
+                      "evaluation_prompts.py",
+                      "f961987a13f193dafec6eae3c14721d2e5c8c3533490ba8ca66372642a4c9efe")
+#: the image-editing rubric (its text names the three labels the request places)
+_LABELS = ("[ORIGINAL PROMPT TO MODEL:]", "[RESPONSE A:]", "[RESPONSE B:]")
+PROMPT_SOURCES: tuple[PublishedText, ...] = (
+    PublishedText("edit", _PROMPTS, "get_image_edit_prompt()", markers=_LABELS),)
+#: the released judges: the API model, or the local one (transformers' pipeline)
+DEFAULT_MODEL = "gpt-4o"
+LOCAL_MODEL = "Qwen/Qwen3-VL-8B-Instruct"
+LOCAL_MAX_NEW_TOKENS, LOCAL_TEMPERATURE = 2000, 1.0
+_FENCE_START, _FENCE_END = re.compile(r"^```(?:json)?\s*\n?"), re.compile(r"\n?```\s*$")
+_MIME = {".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".png": "image/png",
+         ".gif": "image/gif", ".webp": "image/webp"}
+
+
+def _unfenced(text: str) -> str:
+    return _FENCE_END.sub("", _FENCE_START.sub("", text.strip()).strip())
+
+
+def released_judgement(text: str) -> Any:
+    """What the released ``pairwise_evaluate`` takes from an answer: the markdown fence
+    stripped, ``json_repair.loads``, then ``["better_response"]`` (any value, as it is);
+    ``None`` where that raises (the released loop counts a failure and, with ``n=1``, leaves
+    the order without a judgement)."""
+    from ieqa.prompts.answers.vie import json_repair_loads
+
+    try:
+        return json_repair_loads(_unfenced(text))["better_response"]  # type: ignore[index]
+    except (KeyError, TypeError, IndexError, ValueError):
+        return None
+
+
+def strict_judgement(text: str) -> str | None:
+    """ieqa's reading: the answer (fence stripped) is one JSON object whose
+    ``better_response`` is ``"A"`` or ``"B"``; ``None`` otherwise."""
+    try:
+        value = json.loads(_unfenced(text))
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(value, dict):
+        return None
+    verdict = value.get("better_response")
+    return verdict if verdict in ("A", "B") else None
+
+
+class MMRB2Judge:
+    """MMRB2's pairwise judge as released (``evaluate/generate_judgements``): per pair two
+    requests, the responses in the given order (``forward``) and swapped (``reverse``);
+    each request one user message of the image-editing rubric, ``[ORIGINAL PROMPT TO
+    MODEL:]`` and the prompt's texts and images, ``[RESPONSE A:]`` and the first response,
+    ``[RESPONSE B:]`` and the second. To an OpenAI-compatible server (``gpt-4o`` by default)
+    the body is ``{"model", "messages", "n": 1}`` with each image its file's bytes under the
+    media type of its suffix; a local model (their ``qwen3vl8b-pairwise``:
+    ``Qwen/Qwen3-VL-8B-Instruct`` through transformers' pipeline) samples at temperature 1.0
+    with the checkpoint's own top-p and top-k, at most 2000 tokens, seeded here (``seed``;
+    the released run is not seeded, so its numbers vary between runs).
+
+    Args:
+        model: the served model's name, or a local checkpoint (default: ``gpt-4o`` with
+            ``base_url``/OpenAI, else ``Qwen/Qwen3-VL-8B-Instruct`` when ``local``).
+        base_url: an OpenAI-compatible endpoint (default OpenAI's when not ``local``).
+        local: run ``model`` (default Qwen3-VL-8B) with transformers.
+        prompts: a local copy of the authors' repository (``--prompts``).
+        seed: the local model's sampling seed.
+        max_new_tokens: the local model's answer limit (2000 as released).
+        backend_options: options of the backend (``device``, ``dtype``, ``max_retries``...).
+    """
+
+    def __init__(self, *, model: str | None = None, base_url: str | None = None,
+                 local: bool = False, prompts: str | Path | None = None, seed: int = 0,
+                 max_new_tokens: int = LOCAL_MAX_NEW_TOKENS,
+                 backend_options: Mapping[str, Any] | None = None) -> None:
+        from ieqa.backends import OPENAI_BASE_URL, make_backend
+        from ieqa.prompts.published import load_texts
+
+        self.texts = load_texts(PROMPT_SOURCES, prompts_dir=prompts)
+        self.prompts_dir = None if prompts is None else str(prompts)
+        self.local = bool(local)
+        self.seed = int(seed)
+        self.max_new_tokens = int(max_new_tokens)
+        options = dict(backend_options or {})
+        if self.local:
+            if base_url is not None:
+                raise BenchError("local=True runs the model here; leave base_url out")
+            self.model = str(model or LOCAL_MODEL)
+            self.backend = make_backend(model=self.model, **options)
+        else:
+            self.model = str(model or DEFAULT_MODEL)
+            options.setdefault("max_pixels", None)  # the files' bytes, as released
+            options.setdefault("extra_body", {"n": 1})
+            self.backend = make_backend(model=self.model, base_url=base_url or OPENAI_BASE_URL,
+                                        **options)
+
+    def _part(self, kind: str, value: str) -> Any:
+        from PIL import Image
+
+        from ieqa.backends import EncodedImage
+
+        if kind == "text":
+            return value
+        with Image.open(value) as opened:
+            image = opened.convert("RGB")
+        if self.local:
+            return image
+        return EncodedImage(data=Path(value).read_bytes(),
+                            mime=_MIME.get(Path(value).suffix.lower(), "image/jpeg"),
+                            image=image)
+
+    def request(self, pair: Mapping[str, Any], first: str, second: str) -> Any:
+        """The request judging ``pair`` with response ``first`` shown as A."""
+        from ieqa.backends import Prompt
+
+        content = [("text", self.texts["edit"]), ("text", _LABELS[0]), *pair["prompt_content"],
+                   ("text", _LABELS[1]), *pair[f"response_{first}"],
+                   ("text", _LABELS[2]), *pair[f"response_{second}"]]
+        return Prompt(parts=tuple(self._part(kind, value) for kind, value in content))
+
+    def generation_options(self) -> dict[str, Any]:
+        if not self.local:  # the server's defaults, as released: nothing but n
+            return {"max_new_tokens": None, "temperature": None, "top_p": None}
+        config = self.backend.model.generation_config
+        return {"max_new_tokens": self.max_new_tokens, "temperature": LOCAL_TEMPERATURE,
+                "top_p": config.top_p if config.top_p is not None else 1.0,
+                "top_k": config.top_k, "seed": self.seed}
+
+    def judge(self, pairs: Sequence[Mapping[str, Any]], *, batch_size: int = 8
+              ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """``(released, ieqa)`` predictions in MMRB2's format: the released reading (a
+        failed request or unread answer leaves the order without a judgement, as the
+        released loop with ``n=1``) and ieqa's strict one; each entry's ``metadata`` holds the
+        answer text or the error."""
+        released: dict[str, Any] = {}
+        mine: dict[str, Any] = {}
+        for start in range(0, len(pairs), batch_size):
+            chunk = pairs[start:start + batch_size]
+            prompts = [self.request(p, *order) for p in chunk
+                       for order in (("a", "b"), ("b", "a"))]
+            gens = self.backend.generate(prompts, **self.generation_options())
+            for k, pair in enumerate(chunk):
+                released[pair["id"]], mine[pair["id"]] = {}, {}
+                for j, key in enumerate(("forward", "reverse")):
+                    gen = gens[2 * k + j][0]
+                    meta = {"text": gen.text} if not gen.error else {"error": gen.error}
+                    verdict = None if gen.error else released_judgement(gen.text)
+                    strict = None if gen.error else strict_judgement(gen.text)
+                    released[pair["id"]][key] = [] if verdict is None else [
+                        {"judgement": verdict, "evaluator": self.model, "metadata": meta}]
+                    mine[pair["id"]][key] = [{"judgement": strict, "evaluator": self.model,
+                                              "metadata": meta}]
+        return released, mine

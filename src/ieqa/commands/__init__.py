@@ -12,7 +12,7 @@ COMMANDS: dict[str, str] = {
     "bench-explanations": "bench_explanations", "baseline": "baseline", "explain": "explain",
     "studio": "studio", "optimize-prompt": "optimize_prompt",
     "bench-editor": "bench_editor", "editor-table": "editor_table", "judge-diff": "judge_diff",
-    "generate": "generate", "stand-in-judge": "stand_in_judge",
+    "generate": "generate", "stand-in-judge": "stand_in_judge", "mmrb2-judge": "mmrb2_judge",
 }
 
 #: the command modules (kept for scripts that listed them)

@@ -39,7 +39,7 @@ from ieqa.data.loaders.base import (
 )
 from ieqa.data.schema import EditSample, Preference, PreferenceLabel
 
-__all__ = ["NAME", "load_mmrb2_edit", "pair_parts"]
+__all__ = ["NAME", "load_mmrb2_edit", "pair_parts", "read_pairs"]
 
 NAME = "mmrb2-edit"
 FILE = "edit.json"
@@ -75,13 +75,70 @@ def _response(pair: Mapping[str, Any], side: str, path: Path, where: str
     return texts, images, str(value.get("model_name", ""))
 
 
-def load_mmrb2_edit(root: PathLike | None = None) -> BenchmarkData:
-    """The image-editing pairs of MMRB2 from the folder ``build_from_hf.py`` wrote (or its
-    ``edit.json``); see the module docstring."""
+def _task_file(root: PathLike | None) -> Path:
     path = resolve_root(root, NAME, _HINT)
     file = path / FILE if path.is_dir() else path
     if not file.is_file():
         raise BenchmarkFormatError(f"{path} holds no {FILE}. {_HINT}")
+    return file
+
+
+def read_pairs(root: PathLike | None) -> list[dict[str, Any]]:
+    """Every pair of ``edit.json`` as the authors' judging script takes it: ``id``,
+    ``chosen``, and ``prompt_content``, ``response_a``, ``response_b`` as lists of
+    ``("text", str)`` / ``("image", absolute path)`` (relative paths joined to the file's
+    folder, as their ``fix_relative_path`` does); images that are not there are listed."""
+    file = _task_file(root)
+    data = read_json(file, dict, "an MMRB2 task file")
+    pairs = data.get("pairs")
+    if not isinstance(pairs, list) or not pairs:
+        raise BenchmarkFormatError(f"{file}: no 'pairs' list (is it an MMRB2 task file?). {_HINT}")
+    out, absent = [], []
+
+    def content(value: Any, where: str, what: str) -> list[tuple[str, str]]:
+        texts_images = []
+        for kind, item in _parts(value, file, where, what):
+            if kind == "image":
+                path = Path(item) if Path(item).is_absolute() else file.parent / item
+                if not path.is_file():
+                    absent.append(str(path))
+                item = str(path)
+            texts_images.append((kind, item))
+        return texts_images
+
+    for i, pair in enumerate(pairs):
+        where = f"pairs[{i}]"
+        if not isinstance(pair, Mapping):
+            raise row_error(file, where, "a pair must be an object")
+        require(pair, PAIR_FIELDS, file, where)
+        out.append({"id": str(pair["id"]), "chosen": str(pair["chosen"] or "").strip().upper(),
+                    "prompt_source": str(pair.get("prompt_source") or ""),
+                    "prompt_content": content(pair["prompt_content"], where, "prompt_content"),
+                    **{f"response_{s}": content(_side(pair, s, file, where), where,
+                                                f"response_{s}.response_content")
+                       for s in ("a", "b")}})
+    if absent:
+        raise BenchmarkFormatError(f"{len(absent)} images of {file} are missing, e.g. "
+                                   f"{', '.join(absent[:3])}. {_HINT}")
+    return out
+
+
+def _side(pair: Mapping[str, Any], side: str, path: Path, where: str) -> Any:
+    value = pair[f"response_{side}"]
+    if not isinstance(value, Mapping) or "response_content" not in value:
+        raise row_error(path, where, f"response_{side} must be an object with response_content")
+    return value["response_content"]
+
+
+def _parts(content: Any, path: Path, where: str, what: str) -> list[tuple[str, str]]:
+    pair_parts(content, path, where, what)  # checks the shape
+    return [(str(part[0]), str(part[1])) for part in content]
+
+
+def load_mmrb2_edit(root: PathLike | None = None) -> BenchmarkData:
+    """The image-editing pairs of MMRB2 from the folder ``build_from_hf.py`` wrote (or its
+    ``edit.json``); see the module docstring."""
+    file = _task_file(root)
     data = read_json(file, dict, "an MMRB2 task file")
     pairs = data.get("pairs")
     if not isinstance(pairs, list) or not pairs:

@@ -36,7 +36,8 @@ from ieqa.errors import TrainDataError
 from ieqa.prompts.answers._text import JudgeParseError, require_text
 
 __all__ = ["DELIMITER", "EDITSCORE_REFUSAL", "VieAnswer", "ReleasedScores", "ReleasedVie",
-           "parse_vie_answer", "released_editscore_reading", "released_vie_reading",
+           "json_repair_loads", "parse_vie_answer", "released_editscore_reading",
+           "released_vie_reading",
            "write_vie_answer"]
 
 #: the delimiter VIEScore's prompts with a delimiter ask the answer to be wrapped in
@@ -312,7 +313,7 @@ def _fallback_object(text: str) -> str:
     return json.dumps({"reasoning": reasoning, "score": scores}, ensure_ascii=False)
 
 
-def _json_repair_loads(text: str) -> object:
+def json_repair_loads(text: str) -> object:
     try:
         import json_repair
     except ImportError as exc:  # pragma: no cover - a dependency of ieqa
@@ -328,11 +329,11 @@ def _released_json_fix(text: str) -> object:
         if repair is not None:
             text = repair(text)
         try:
-            return _json_repair_loads(text)
+            return json_repair_loads(text)
         except Exception:  # noqa: BLE001 - the released code catches everything here
             continue
     try:
-        return _json_repair_loads(_fallback_object(text))
+        return json_repair_loads(_fallback_object(text))
     except Exception:  # noqa: BLE001
         return False
 
