@@ -240,4 +240,23 @@ MUTATIONS: tuple[Mutation, ...] = (
              "if meta.get(\"rules\"):", "if False:",
              ("tests/bench/test_editor_uniredit.py::"
               "test_unireditbench_requests_and_the_released_numbers",)),
+    # ---- StructEditBench
+    Mutation("structscore-missing-not-counted", "StructScore's released tally leaves out an "
+             "unjudged question instead of counting it as a wrong editing one",
+             "src/ieqa/scorers/published/structscore.py",
+             "        else:\n            asked[\"editing\"] += 1", "        else:\n            pass",
+             ("tests/bench/test_editor_structedit.py::"
+              "test_structscore_requests_and_the_released_report",)),
+    Mutation("structscore-no-crop", "StructScore sends the edited image uncropped",
+             "src/ieqa/scorers/published/structscore.py",
+             "images.append(_png(center_crop(item.edited.convert(\"RGB\"), self.table)))",
+             "images.append(_png(item.edited.convert(\"RGB\")))",
+             ("tests/bench/test_editor_structedit.py::"
+              "test_structscore_requests_and_the_released_report",)),
+    Mutation("structscore-maintain-weight", "StructScore weighs maintain 0.9 and editing 0.1",
+             "src/ieqa/scorers/published/structscore.py",
+             "return e, m, (e if maintain[1] <= 0 else 0.1 * m + 0.9 * e)",
+             "return e, m, (e if maintain[1] <= 0 else 0.9 * m + 0.1 * e)",
+             ("tests/bench/test_editor_structedit.py::"
+              "test_structscore_requests_and_the_released_report",)),
 )

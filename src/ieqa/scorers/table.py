@@ -244,6 +244,20 @@ PUBLISHED_TABLE: tuple[ScorerInfo, ...] = (
                release={"hub_id": "gpt-4.1-2025-04-14 via the OpenAI API (or any "
                                   "OpenAI-compatible judge)",
                         "paper": "RISEBench (Zhao et al. 2025)"}),
+    ScorerInfo("structscore", "StructEditBench's StructScore as released: each of an item's "
+               "questions (meta['qa']) asked about the edited image (cropped to the released "
+               "aspect-ratio buckets), each answer judged Correct/Incorrect against the ground "
+               "truth, text only, by the same served model (Qwen2.5-VL-72B-Instruct on vLLM "
+               "as released; temperature 0); per item 0.9 x editing + 0.1 x maintain accuracy "
+               "(0-100)", "vlm",
+               ("instruction_alignment", "content_preservation", "overall"),
+               higher_better=True, needs_source=False, needs_instruction=False,
+               factory="ieqa.scorers.published.structscore:StructScore",
+               score_range=(0.0, 100.0), units="percent of questions answered right",
+               release={"hub_id": "Qwen/Qwen2.5-VL-72B-Instruct served by vLLM (or any "
+                                  "OpenAI-compatible judge)",
+                        "paper": "Factuality Matters (Zhuo et al. 2025, arXiv:2510.05091), "
+                                 "StructEditBench"}),
     ScorerInfo("uniredit-judge", "UniREditBench's official judge as released: three "
                "requests per item (consistency with the original, reasoning against the text "
                "and ground-truth image references, plausibility) with the benchmark's "

@@ -39,7 +39,9 @@ __all__ = ["build_gedit_fixture", "gedit_fixture_items", "write_gedit_outputs",
            "kris_fixture_items", "build_kris_fixture", "write_kris_outputs",
            "emu_fixture_items", "build_emu_fixture", "write_emu_outputs",
            "build_magicbrush_fixture", "write_magicbrush_outputs",
-           "uniredit_fixture_items", "build_uniredit_fixture", "write_uniredit_outputs"]
+           "uniredit_fixture_items", "build_uniredit_fixture", "write_uniredit_outputs",
+           "structedit_fixture_items", "build_structedit_fixture", "write_structedit_outputs",
+           "STRUCTEDIT_PLAN"]
 
 
 def gedit_fixture_items(per_type: int = 1, languages: Sequence[str] = ("en",),
@@ -412,4 +414,68 @@ def write_uniredit_outputs(folder: str | os.PathLike[str], items: Sequence[dict[
         path = folder / str(item["name"]) / f"{item['idx']}.png"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(_png(seed + n, (900, 600)))  # larger than 768: the thumbnail shrinks it
+    return folder
+
+
+#: StructEditBench stand-in: question -> (the answer a scripted judge gives, its judgement)
+STRUCTEDIT_PLAN: dict[str, tuple[str, str]] = {
+    "q0 title?": ("Sales", "Correct"), "q1 bars?": ("3", "Incorrect"),
+    "q2 axis?": ("years", "Correct"), "q3 legend?": ("none", "Correct."),
+    "q4 color?": ("red", "correct"), "q6 max?": ("9", "Correct"),
+    "q7 min?": ("1", "The answer is Correct"), "q8 x?": ("2", "Correct"),
+    "q9 y?": ("4", "Correct"), "q10 z?": ("5", "Incorrect"), "q11 cell?": ("7", "Incorrect")}
+
+
+def structedit_fixture_items() -> list[dict[str, object]]:
+    """Four StructEditBench rows: a chart item (two editing and two maintain questions), one
+    with a fine-grained chart tag as its category (a question without its text, a question
+    without a label), a math item and a table item with one question; ``qa_list`` as JSON
+    text, as some copies hold it."""
+    def qa(question: object, label: str | None = None) -> dict[str, object]:
+        out: dict[str, object] = {"question": question, "answer": f"truth of {question}"}
+        if label:
+            out["label"] = label
+        return out
+
+    return [
+        {"category": "chart", "instruction": "make the bars blue", "qa_list": [
+            qa("q0 title?", "editing"), qa("q1 bars?", "editing"), qa("q2 axis?", "maintain"),
+            qa("q3 legend?", "maintain")]},
+        {"category": "color", "instruction": "recolour the line", "qa_list": [
+            qa("q4 color?", "editing"), qa(None, "editing"), qa("q6 max?", "editing"),
+            qa("q7 min?")]},
+        {"category": "math", "instruction": "move the point", "qa_list": [
+            qa("q8 x?", "editing"), qa("q9 y?", "editing"), qa("q10 z?", "maintain")]},
+        {"category": "table", "instruction": "change a cell", "qa_list": [
+            qa("q11 cell?", "editing")]},
+    ]
+
+
+def build_structedit_fixture(folder: str | os.PathLike[str], items: Sequence[dict[str, object]]
+                             ) -> Path:
+    """Write ``items`` as ``folder/data/train-00000-of-00001.parquet`` (``qa_list`` as JSON
+    text, the source images embedded); returns ``folder``."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = [{"category": item["category"], "instruction": item["instruction"],
+             "qa_list": json.dumps(item["qa_list"]),
+             "source_image": {"bytes": _png(7000 + n, (64, 48)), "path": None}}
+            for n, item in enumerate(items)]
+    out = Path(folder) / "data"
+    out.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pylist(rows), out / "train-00000-of-00001.parquet")
+    return Path(folder)
+
+
+def write_structedit_outputs(folder: str | os.PathLike[str], items: Sequence[dict[str, object]],
+                             *, sizes: Sequence[tuple[int, int]] = ((120, 60), (60, 60),
+                                                                    (50, 100), (80, 80))
+                             ) -> Path:
+    """An editor's outputs of ``items`` as ``folder/{row}.png``, of the given sizes (wide,
+    square, tall: each crops to another bucket)."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    for n, _ in enumerate(items):
+        (folder / f"{n}.png").write_bytes(_png(8000 + n, sizes[n % len(sizes)]))
     return folder

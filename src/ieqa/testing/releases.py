@@ -144,6 +144,7 @@ def write_prompt_standins(folder: str | Path, texts: object) -> Path:
         lines = ["# ieqa stand-in for the authors' file of this path (ieqa.testing)",
                  'raise SystemExit("a prompt file is parsed, never executed")', ""]
         branches: dict[str, list[tuple[str, str, str, list[str]]]] = {}
+        variables: dict[str, list[tuple[str, str]]] = {}  # function -> its variables
         for text in items:
             needed = [*("{" + p + "}" for p in text.placeholders),  # type: ignore[attr-defined]
                       *text.markers]  # type: ignore[attr-defined]
@@ -161,8 +162,7 @@ def write_prompt_standins(folder: str | Path, texts: object) -> Path:
                 parts = re.split(r"\{call:(\w+)\}", body)
                 expr = " + ".join(repr(p) if i % 2 == 0 else f"{p}(*args)"
                                   for i, p in enumerate(parts) if p)
-                lines.append(f"def {assigned.group(1)}(*args):\n    {assigned.group(2)} = "
-                             f"{expr}\n    return {assigned.group(2)}")
+                variables.setdefault(assigned.group(1), []).append((assigned.group(2), expr))
             elif constant.endswith("()"):  # a prompt a function returns: an f-string
                 owner, _, function = constant[:-2].rpartition(".")
                 if owner:  # a method of a class
@@ -172,6 +172,10 @@ def write_prompt_standins(folder: str | Path, texts: object) -> Path:
                     lines.append(f"def {function}({', '.join(fields)}):\n    return f{source}")
             else:
                 lines.append(f"{constant} = {body!r}")
+        for function, assigned_vars in variables.items():  # one function, all its variables
+            body_lines = [f"    {var} = {expr}" for var, expr in assigned_vars]
+            lines.append(f"def {function}(*args):\n" + "\n".join(body_lines)
+                         + f"\n    return {assigned_vars[0][0]}")
         for function, cases in branches.items():
             params = list(dict.fromkeys([f for case in cases for f in case[3]] + [cases[0][0]]))
             code = [f"def {function}({', '.join(params)}):"]

@@ -11,6 +11,8 @@
 * magicbrush — the MagicBrush test set with its paper's metrics
   (:class:`MagicBrushProtocol`; data: :mod:`ieqa.data.loaders.magicbrush`)
 * rise — RISEBench (:class:`RiseProtocol`; data: :mod:`ieqa.data.loaders.risebench`)
+* structeditbench — StructEditBench (:class:`StructEditProtocol`; data:
+  :mod:`ieqa.data.loaders.structeditbench`)
 * unireditbench — UniREditBench (:class:`UniREditProtocol`; data:
   :mod:`ieqa.data.loaders.unireditbench`)
 * aggregate — the benchmarks' aggregations (:func:`macro_mean`, :func:`imgedit_overall`,
@@ -51,6 +53,7 @@ from ieqa.bench.editor.run import (
     bench_editor,
     get_protocol,
 )
+from ieqa.bench.editor.structedit import StructEditProtocol
 from ieqa.bench.editor.uniredit import UniREditProtocol
 from ieqa.data.loaders.gedit_bench import (
     GEDIT_DATASET,
@@ -61,7 +64,7 @@ from ieqa.data.loaders.gedit_bench import (
 )
 
 __all__ = ["BENCHMARKS", "PROTOCOLS", "EditorBenchResult", "EditorProtocol", "GEDIT_DATASET",
-           "EmuEditProtocol", "GEditItem", "GEditProtocol", "ImgEditProtocol", "KrisProtocol", "MagicBrushProtocol", "RiseProtocol", "UniREditProtocol", "flat_bootstrap", "kris_summary", "TASK_TYPES", "get_protocol",
+           "EmuEditProtocol", "GEditItem", "GEditProtocol", "ImgEditProtocol", "KrisProtocol", "MagicBrushProtocol", "RiseProtocol", "StructEditProtocol", "UniREditProtocol", "flat_bootstrap", "kris_summary", "TASK_TYPES", "get_protocol",
            "table_columns", "bench_editor", "editor_table", "merge_results", "judge_diff",
            "write_merged_table", "imgedit_overall", "item_mean", "macro_mean",
            "output_path", "pooled_accuracy", "read_gedit", "repeat_summary", "stratified_bootstrap",

@@ -76,8 +76,9 @@ class GEditProtocol(EditorProtocol):
 
     @classmethod
     def detect(cls, path: Path) -> bool:
-        parquet = first_file(path, ".parquet")  # Emu Edit's have an input_caption column
-        return parquet is not None and "input_caption" not in table_columns(parquet)
+        parquet = first_file(path, ".parquet")  # its own columns (task_type, key, ...)
+        return parquet is not None and {"task_type", "key", "instruction_language"} <= set(
+            table_columns(parquet))
 
     def read_items(self, data: str | os.PathLike[str] | None, languages: Sequence[str],
                    work_dir: Path) -> list[GEditItem]:
