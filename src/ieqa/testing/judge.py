@@ -110,6 +110,10 @@ def stand_in_answer(body: dict[str, Any]) -> dict[str, Any]:
         content = "1. Detect Difference: stand-in.\n" + json.dumps(
             {"reasoning": "stand-in judge", **{k: 1 + digest[i] % 5
                                                for i, k in enumerate(keys)}})
+    elif "Stand-in text for eval:" in text:  # StructScore's judging prompt (its stand-in)
+        content = "Correct" if digest[0] % 2 else "Incorrect"
+    elif "Stand-in text for qa:" in text:  # StructScore's question prompt (its stand-in)
+        content = f"stand-in answer {digest[0] % 10}"
     elif "Stand-in text for prompt_" in text:
         # RISEBench's prompts (its stand-in file): a final score, 0/1 for logical ones
         logical = "Stand-in text for prompt_logical" in text
