@@ -221,6 +221,13 @@ MUTATIONS: tuple[Mutation, ...] = (
              "if not math.isfinite(score):",
              ("tests/scorers/test_ie_critic.py::"
               "test_on_a_server_the_request_and_the_reading_are_the_released_ones",)),
+    Mutation("imgedit-judge-7b-no-vision-resize", "ImgEdit-Judge's images go to the "
+             "processor without qwen_vl_utils' resize first",
+             "src/ieqa/scorers/published/imgedit_judge.py",
+             "                             fit_qwen_grid(item.source.convert(\"RGB\")),",
+             "                             item.source.convert(\"RGB\"),",
+             ("tests/scorers/test_imgedit_judge_local.py::"
+              "test_the_judge_runs_as_the_readme_demo",)),
     # ---- MMRB2
     Mutation("mmrb2-reverse-not-swapped", "MMRB2: the reverse judgement compared with chosen "
              "without swapping A and B", "src/ieqa/bench/mmrb2.py",

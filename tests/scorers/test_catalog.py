@@ -28,13 +28,14 @@ def test_filters() -> None:
     assert "classic" in list_scorers(dimension="PQ")  # aliases resolve
     assert "psnr" not in list_scorers(dimension="visual_quality")
     assert list_scorers(needs_source=False) == ["clip-t", "ensemble", "niqe", "piqe",
-                                                "shapesedit-judge"]
+                                                "shapesedit-judge", "structscore"]
     assert set(list_scorers(kind="vlm")) == {"vlm-judge", "vlm-levels", "vlm-digits", "vlm-head",
                                              "vlm-gaussian", "vlm-dual", "vlm-pairwise", "critique",
                                              "editreward", "editscore", "viescore",
                                              "unifiedreward-edit", "reasonedit", "re-reward",
                                              "edithf", "gedit-judge", "imgedit-judge", "rise-judge",
-                                             "kris-judge"}
+                                             "kris-judge", "ie-critic-r1", "uniredit-judge",
+                                             "structscore", "imgedit-judge-7b"}
     assert ieqa.list_scorers() == list_scorers()
 
 

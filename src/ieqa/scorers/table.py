@@ -231,6 +231,18 @@ PUBLISHED_TABLE: tuple[ScorerInfo, ...] = (
                release={"hub_id": "gpt-4.1 via the OpenAI API (or any OpenAI-compatible "
                                   "judge)",
                         "paper": "ImgEdit (Ye et al. 2025), ImgEdit-Bench"}),
+    ScorerInfo("imgedit-judge-7b", "ImgEdit-Judge, ImgEdit-Bench's open judge (a "
+               "Qwen2.5-VL-7B fine-tune in the ImgEdit_judge/ folder of the hub dataset "
+               "sysuyy/ImgEdit) run here as the authors' README demo: the edit type's rubric, "
+               "text then the source and the edit, process_vision_info's resize then 1016064 to "
+               "1354752 pixels, greedy, 2048 tokens; read as imgedit-judge", "vlm",
+               ("instruction_alignment", "overall"), higher_better=True, needs_source=True,
+               needs_instruction=True,
+               factory="ieqa.scorers.published.imgedit_judge:ImgEditJudgeLocal",
+               score_range=(1.0, 5.0), units="1-5",
+               release={"hub_id": "sysuyy/ImgEdit (dataset), folder ImgEdit_judge/",
+                        "base_model": "Qwen/Qwen2.5-VL-7B-Instruct (fine-tuned)",
+                        "parameters": "8.3 B", "paper": "ImgEdit (Ye et al. 2025), ImgEdit-Judge"}),
     ScorerInfo("rise-judge", "RISEBench's official judge as released: per item up to three "
                "requests (consistency, reasoning, plausibility) with the category's prompts "
                "from the benchmark's utils.py, images shrunk to 768 px as JPEG, "

@@ -59,6 +59,7 @@ class ImgEditProtocol(EditorProtocol):
     name = "imgedit-bench"
     dataset = IMGEDIT_DATASET
     official_judge = "imgedit-judge"
+    released_judges = {"imgedit-judge-7b": "ImgEdit-Judge, ImgEdit-Bench's open judge"}
     official_label = "ImgEdit-Bench's official judge"
     layout = "{key}.png"
     data_help = "Benchmark.tar or the folder it unpacks to"
@@ -93,7 +94,7 @@ class ImgEditProtocol(EditorProtocol):
 
     def item_values(self, row: Mapping[str, Any], judge: Scorer, item: Any) -> dict[str, Any]:
         raw = row.get("raw") or {}
-        if judge.name == self.official_judge:
+        if self.is_released_judge(judge):
             released = _finite((raw.get("released") or {}).get("item_score"))
         else:
             overall = None if row.get("error") else _finite(row.get("overall"))

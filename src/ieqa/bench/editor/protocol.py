@@ -74,6 +74,9 @@ class EditorProtocol(ABC):
     official_judge: str = ""
     #: how its judge is called in tables (``"ImgEdit-Bench's official judge"``)
     official_label: str = ""
+    #: other judges its authors released, by catalog name, with their labels; their rows
+    #: carry the released reading as the official judge's do (ImgEdit-Judge)
+    released_judges: Mapping[str, str] = {}
     #: the output layout, as the missing-output message states it
     layout: str = ""
     #: how ``--data`` gives the benchmark's data (``bench-editor`` and ``generate`` help)
@@ -119,6 +122,19 @@ class EditorProtocol(ABC):
             from ieqa.bench.errors import BenchError
 
             raise BenchError(f"{what} English: --language en")
+
+    def is_released_judge(self, judge: Scorer) -> bool:
+        """Whether ``judge`` is the benchmark's official judge or another its authors
+        released (:attr:`released_judges`)."""
+        return judge.name == self.official_judge or judge.name in self.released_judges
+
+    def judge_label(self, judge: Scorer) -> str:
+        """How the report names ``judge``."""
+        if judge.name == self.official_judge:
+            return self.official_label
+        return self.released_judges.get(
+            judge.name, f"stand-in judge {judge.name} (not the benchmark's protocol; its own "
+                        "scale)")
 
     def check_judge(self, judge: Scorer) -> None:  # noqa: B027 - most benchmarks take any judge
         """Raise :class:`~ieqa.bench.errors.BenchError` when ``judge`` cannot run this

@@ -142,11 +142,9 @@ def judge_record(judge: Scorer, rows: Sequence[Mapping[str, Any]],
             u = server.get("usage") or {}
             usage["prompt_tokens"] += int(u.get("prompt_tokens") or 0)
             usage["completion_tokens"] += int(u.get("completion_tokens") or 0)
-    official = judge.name == protocol.official_judge
+    official = protocol.is_released_judge(judge)
     out: dict[str, Any] = {
-        "name": judge.name, "official": official,
-        "label": (protocol.official_label if official else
-                  f"stand-in judge {judge.name} (not the benchmark's protocol; its own scale)"),
+        "name": judge.name, "official": official, "label": protocol.judge_label(judge),
         "model": config.get("model") or (config.get("backend") or {}).get("model"),
         "temperature": config.get("temperature"),
         "seed": config.get("seed"), "config": config,

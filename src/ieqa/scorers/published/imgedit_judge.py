@@ -57,7 +57,8 @@ from ieqa.scorers.vlm.base import (
     request_kind,
 )
 
-__all__ = ["ImgEditJudge", "PROMPT_SOURCES", "DEFAULT_MODEL", "REVISION", "IMAGE_MIME"]
+__all__ = ["ImgEditJudge", "ImgEditJudgeLocal", "PROMPT_SOURCES", "DEFAULT_MODEL", "REVISION",
+           "IMAGE_MIME", "JUDGE_DATASET", "JUDGE_FOLDER", "resolve_judge"]
 
 #: the commit of PKU-YuanGroup/ImgEdit the prompt file is read at
 REVISION = "547185d12c08267a862b94248576e1746e479937"
@@ -184,3 +185,105 @@ class ImgEditJudge(PublishedJudge):
                      if line.strip().lower().startswith("brief reasoning")]
         return ScoreResult(id=item.sample.id, scores=scores, raw=raw,
                            explanation=reasoning[0] if reasoning else None)
+
+
+# ------------------------------------------------------------------ the open judge
+#: where ImgEdit-Judge is published: a folder of the benchmark's hub dataset
+JUDGE_DATASET, JUDGE_FOLDER = "sysuyy/ImgEdit", "ImgEdit_judge"
+#: the processor's pixel budget the README's demo sets ("we train our model with this")
+JUDGE_PIXELS = (1016064, 1354752)
+JUDGE_MAX_NEW_TOKENS = 2048
+
+
+def resolve_judge(model: str | Path | None, revision: str | None = None) -> Path:
+    """ImgEdit-Judge's checkpoint folder: ``model`` when it is a local folder, else the
+    ``ImgEdit_judge/`` folder of the hub dataset ``sysuyy/ImgEdit`` (from the local cache,
+    downloaded when the hub can be reached)."""
+    if model is not None and Path(model).expanduser().is_dir():
+        return Path(model).expanduser()
+    if model is not None and str(model) != JUDGE_DATASET:
+        raise ScorerError(f"{model} is not a local folder; ImgEdit-Judge is the {JUDGE_FOLDER}/ "
+                          f"folder of the hub dataset {JUDGE_DATASET}: leave --model out, or "
+                          "pass the folder of your copy")
+    try:
+        from huggingface_hub import snapshot_download
+
+        root = Path(snapshot_download(JUDGE_DATASET, repo_type="dataset", revision=revision,
+                                      allow_patterns=[f"{JUDGE_FOLDER}/*"]))
+    except Exception as exc:  # offline, not cached, no access: say what to do
+        raise ScorerError(
+            f"ImgEdit-Judge ({JUDGE_DATASET}, {JUDGE_FOLDER}/) is not available here "
+            f"({type(exc).__name__}: {str(exc)[:200]}). Download it with `hf download "
+            f"{JUDGE_DATASET} --repo-type dataset --include '{JUDGE_FOLDER}/*' --local-dir DIR` "
+            f"and pass --model DIR/{JUDGE_FOLDER}") from None
+    if not (root / JUDGE_FOLDER / "config.json").is_file():
+        raise ScorerError(f"{root} holds no {JUDGE_FOLDER}/config.json; pass --model with the "
+                          "folder of your copy of ImgEdit-Judge")
+    return root / JUDGE_FOLDER
+
+
+class ImgEditJudgeLocal(ImgEditJudge):
+    """ImgEdit-Judge, the benchmark's open judge (a Qwen2.5-VL-7B fine-tune published in the
+    ``ImgEdit_judge/`` folder of the hub dataset ``sysuyy/ImgEdit``), run here as the
+    authors' README demo runs it: the edit type's rubric from ``prompts.json`` with the
+    instruction in place of ``<edit_prompt>``, one user message of that text, the source
+    image and the edit (in that order), the chat template with the generation prompt; each
+    image resized as ``qwen_vl_utils.process_vision_info`` resizes it, then the processor's
+    budget (1016064 to 1354752 pixels, as the demo says the judge was trained); at most 2048
+    new tokens, decoded without special tokens. The demo calls ``generate`` with the
+    checkpoint's own generation settings; ieqa decodes greedily (a Qwen2.5-VL checkpoint's
+    settings, ``top_k=1``, are greedy too; another checkpoint's would differ). The answer is
+    read as ``imgedit-judge`` reads it.
+
+    Not checked: the folder on the hub also holds the authors' judge code, which the README
+    says uses its own prompt and system role; ieqa cannot read it offline and follows the
+    README (see the docs).
+
+    Args:
+        model: the checkpoint folder; default the hub dataset's ``ImgEdit_judge/``.
+        revision: the hub dataset's revision.
+        prompts, batch_size, max_instruction_chars: as :class:`ImgEditJudge`.
+        device, dtype, attn_implementation: the local model's settings.
+    """
+
+    readout = "imgedit-judge-7b"
+    local_stand_in = True
+
+    def __init__(self, *, model: str | Path | None = None, revision: str | None = None,
+                 prompts: str | Path | None = None, max_new_tokens: int = JUDGE_MAX_NEW_TOKENS,
+                 device: str | None = "auto", dtype: str = "auto",
+                 attn_implementation: str | None = None, batch_size: int = 8,
+                 max_instruction_chars: int | None = DEFAULT_MAX_INSTRUCTION_CHARS,
+                 backend: Any = None, backend_options: Mapping[str, Any] | None = None) -> None:
+        options = dict(backend_options or {})
+        if backend is None:
+            model = str(resolve_judge(model, revision))
+            options = {"device": device, "dtype": dtype, "min_pixels": JUDGE_PIXELS[0],
+                       "max_pixels": JUDGE_PIXELS[1], **options}
+            if attn_implementation:
+                options.setdefault("attn_implementation", attn_implementation)
+        super().__init__(model=None if model is None else str(model), prompts=prompts,
+                         max_new_tokens=max_new_tokens, batch_size=batch_size,
+                         max_instruction_chars=max_instruction_chars, backend=backend,
+                         backend_options=options)
+        if not self.local:
+            raise ScorerError("imgedit-judge-7b runs the checkpoint here; for a served copy "
+                              "use --scorer imgedit-judge -O base_url=URL --model NAME")
+
+    def readout_config(self) -> dict[str, Any]:
+        return {"max_new_tokens": self.max_new_tokens, "temperature": 0.0,
+                "pixels": list(JUDGE_PIXELS), **self.prompts_config()}
+
+    def prompt(self, item: LoadedSample) -> Prompt:
+        """The README demo's message: the rubric, then the source and the edit, each resized
+        as ``process_vision_info`` does."""
+        from ieqa.backends.base import fit_qwen_grid
+
+        assert item.source is not None
+        text = self.texts[normalise_edit_type(item.sample.task or "")]
+        return Prompt(parts=(text.replace("<edit_prompt>", item.sample.instruction),
+                             fit_qwen_grid(item.source.convert("RGB")),
+                             fit_qwen_grid(item.edited.convert("RGB"))))
+
+    def generation_options(self) -> dict[str, Any]:
+        return {"max_new_tokens": self.max_new_tokens, "temperature": 0.0, "top_p": 1.0}
