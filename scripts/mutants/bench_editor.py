@@ -249,8 +249,9 @@ MUTATIONS: tuple[Mutation, ...] = (
               "test_structscore_requests_and_the_released_report",)),
     Mutation("structscore-no-crop", "StructScore sends the edited image uncropped",
              "src/ieqa/scorers/published/structscore.py",
-             "images.append(_png(center_crop(item.edited.convert(\"RGB\"), self.table)))",
-             "images.append(_png(item.edited.convert(\"RGB\")))",
+             "images.append(EncodedImage.png(center_crop(item.edited.convert(\"RGB\"), "
+             "self.table)))",
+             "images.append(EncodedImage.png(item.edited.convert(\"RGB\")))",
              ("tests/bench/test_editor_structedit.py::"
               "test_structscore_requests_and_the_released_report",)),
     Mutation("structscore-maintain-weight", "StructScore weighs maintain 0.9 and editing 0.1",

@@ -158,3 +158,56 @@ def test_generate_reads_the_source_and_instruction(tmp_path) -> None:
     kind, found = read_generation_items(folder, work_dir=tmp_path / "work")
     assert kind == "structeditbench" and len(found) == 4
     assert all(i.skip is None for i in found)
+
+
+class FailingJudge(Judge):
+    """The scripted judge, with the question request of "q1 bars?" failing."""
+
+    def next_reply(self, body):  # noqa: ANN001, ANN201
+        content = body["messages"][0]["content"]
+        if any(p.get("type") == "image_url" for p in content) and "q1 bars?" in str(content):
+            return Reply(status=500, body={"error": {"message": "overloaded"}})
+        return super().next_reply(body)
+
+
+def test_an_item_with_a_failed_request_is_left_out_of_the_official_numbers(tmp_path,
+                                                                           prompts) -> None:
+    """The released code never loses a request; an item that did here gets no released
+    tally (not one with the failed question skipped) and is counted."""
+    items = structedit_fixture_items()
+    data = build_structedit_fixture(tmp_path / "structedit", items)
+    outputs = write_structedit_outputs(tmp_path / "editor", items)
+    with serve(FailingJudge()) as judge:
+        scorer = create_scorer("structscore", base_url=judge.url, model="qwen72b",
+                               prompts=str(prompts), backend_options={"max_retries": 0})
+        result = bench_editor("structeditbench", {"mine": outputs}, scorer, tmp_path / "out",
+                              data=data, languages=["en"], progress=False, n_boot=20)
+    rows = {r["key"]: r for r in result.items}
+    assert rows["0"]["released"] is None and rows["0"]["failed_requests"] == 1
+    official = result.results["official"]
+    assert official["accuracy"] == pytest.approx((50 + 90 + 0) / 3)  # items 1, 2, 3
+    assert "1 items with a failed request, left out" in result.results["coverage"]["text"]
+
+
+def test_a_stand_in_judge_with_only_an_overall_score(tmp_path) -> None:
+    """A judge other than StructScore: its overall takes the weighted accuracy's place
+    (and the editing share's, when it gives none)."""
+    from ieqa.scorers.base import Scorer, ScoreResult, ScorerInfo
+
+    class Overall(Scorer):
+        info = ScorerInfo("overall-only", "a stand-in", "vlm", ("overall",),
+                          higher_better=True, needs_source=False, factory="tests:none",
+                          score_range=(0, 100))
+
+        def score_sample(self, sample):  # noqa: ANN001, ANN201
+            return ScoreResult(sample.id, scores={"overall": 10.0 * (1 + int(sample.id))})
+
+    items = structedit_fixture_items()
+    data = build_structedit_fixture(tmp_path / "structedit", items)
+    outputs = write_structedit_outputs(tmp_path / "editor", items)
+    result = bench_editor("structeditbench", {"mine": outputs}, Overall(), tmp_path / "out",
+                          data=data, languages=["en"], progress=False, n_boot=20)
+    res = result.results
+    assert res["official"]["accuracy"] == pytest.approx(25.0)  # 10, 20, 30, 40
+    assert res["ieqa"]["accuracy"] == pytest.approx(25.0)
+    assert res["judge"]["official"] is False

@@ -57,6 +57,16 @@ class EncodedImage:
             decoded = im.convert("RGB")
         return cls(data=data, mime=mime, image=decoded)
 
+    @classmethod
+    def png(cls, image: Image.Image, *, detail: str | None = None) -> EncodedImage:
+        """``image`` as lossless PNG bytes (Pillow's default compression), labelled
+        ``image/png``: what a released script sends when it saves its in-memory image as PNG."""
+        import io
+
+        buf = io.BytesIO()
+        image.save(buf, format="PNG")
+        return cls(data=buf.getvalue(), mime="image/png", image=image, detail=detail)
+
 
 @dataclass(frozen=True)
 class Prompt:

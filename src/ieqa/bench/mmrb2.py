@@ -124,9 +124,9 @@ def load_predictions(path: str | Path) -> dict[str, dict[str, Any]]:
         raise BenchError(f"{path}: MMRB2 predictions are a JSON object keyed by pair id, got "
                          f"{type(data).__name__}")
     for pid, entry in data.items():
-        if not isinstance(entry, dict) or not ({"forward", "reverse"} & set(entry)):
-            raise BenchError(f"{path}: pair {pid!r} needs 'forward' and/or 'reverse' lists of "
-                             "{'judgement': ...}")
+        if not isinstance(entry, dict):  # {} is a pair present with no judgement, as released
+            raise BenchError(f"{path}: pair {pid!r} must be an object with 'forward' and/or "
+                             "'reverse' lists of {'judgement': ...}")
         for key in ("forward", "reverse"):
             if key in entry and not isinstance(entry[key], list):
                 raise BenchError(f"{path}: pair {pid!r}: {key} must be a list, got "

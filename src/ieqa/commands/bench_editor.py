@@ -115,8 +115,8 @@ def command(
                                             "and no server is contacted (-o: a new folder)"),
 ) -> None:
     """Judge editors' outputs on an editor benchmark (GEdit-Bench, ImgEdit-Bench, KRIS-Bench,
-    RISEBench; the Emu Edit and MagicBrush test sets with their papers' metrics) and print
-    its table.
+    RISEBench, UniREditBench, StructEditBench; the Emu Edit and MagicBrush test sets with
+    their papers' metrics; `ieqa list benchmarks` lists them) and print its table.
 
     Writes OUT/items.jsonl, results.json, results.csv, report.html, the resumable score
     files OUT/scores/EDITOR/repeat-N.jsonl (a re-run scores only what is missing or failed)

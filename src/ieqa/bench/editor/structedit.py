@@ -9,7 +9,8 @@ language (English only):
   without maintain questions counts 0 in that mean, as released), per ``category`` as the
   data holds it, each item tallied by the released rule (an unjudged question before the
   last judged one counts as a wrong editing question); an item with nothing judged is left
-  out, as released (stated in the coverage).
+  out, as released, and so is an item with a request that failed (the released code never
+  loses one; both are stated in the coverage).
 * ``ieqa`` — the mean weighted accuracy over the items whose every question was asked and
   judged with a plain Correct / Incorrect (the others are failures, counted), the maintain
   mean over the items that have maintain questions, and a 95 % bootstrap CI.
@@ -25,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ieqa.bench.editor.aggregate import item_mean as _mean
 from ieqa.bench.editor.aggregate import stratified_bootstrap
 from ieqa.bench.editor.protocol import EditorProtocol, ci_text, register_editor_benchmark
 from ieqa.data.loaders.structeditbench import (
@@ -37,10 +39,6 @@ from ieqa.data.loaders.structeditbench import (
 from ieqa.scorers.base import Scorer
 
 __all__ = ["StructEditProtocol"]
-
-
-def _mean(values: Sequence[float]) -> float:
-    return sum(values) / len(values) if values else math.nan
 
 
 @register_editor_benchmark
@@ -89,17 +87,20 @@ class StructEditProtocol(EditorProtocol):
 
     def item_values(self, row: Mapping[str, Any], judge: Scorer, item: Any) -> dict[str, Any]:
         raw = row.get("raw") or {}
+        overall = None if row.get("error") else row.get("overall")
+        # a stand-in judge without an editing share: its overall stands in for it
+        editing = row.get("instruction_alignment")
+        editing = overall if editing is None else editing
+        has_maintain = any(q.get("label") == "maintain" for q in item.meta()["qa"])
+        maintain = row.get("content_preservation") if has_maintain else None
+        failed = 0
         if judge.name == self.official_judge:
             released = (raw.get("released") or {}).get("accuracy")
+            failed = int((raw.get("released") or {}).get("failed_requests") or 0)
         else:
-            released = None if row.get("overall") is None else \
-                [row.get("instruction_alignment"), row.get("content_preservation") or 0.0,
-                 row.get("overall")]
-        has_maintain = any(q.get("label") == "maintain" for q in item.meta()["qa"])
-        return {"released": released, "error": row.get("error"),
-                "editing": row.get("instruction_alignment"),
-                "maintain": row.get("content_preservation") if has_maintain else None,
-                "score": row.get("overall")}
+            released = None if overall is None else [editing, maintain or 0.0, overall]
+        return {"released": released, "failed_requests": failed, "error": row.get("error"),
+                "editing": editing, "maintain": maintain, "score": overall}
 
     def aggregate(self, entries: Sequence[Mapping[str, Any]], n_boot: int) -> dict[str, Any]:
         tallied = [e for e in entries if e["released"] is not None]
@@ -117,7 +118,7 @@ class StructEditProtocol(EditorProtocol):
         ok = [e for e in entries if e["error"] is None and e["score"] is not None]
         mine_part: dict[str, Any] = {
             "accuracy": _mean([e["score"] for e in ok]),
-            "editing": _mean([e["editing"] for e in ok]),
+            "editing": _mean([e["editing"] for e in ok if e["editing"] is not None]),
             "maintain": _mean([e["maintain"] for e in ok if e["maintain"] is not None]),
             "per_category": {c: _mean([e["score"] for e in ok if e["task_type"] == c])
                              for c in dict.fromkeys(e["task_type"] for e in ok)}}
@@ -129,10 +130,13 @@ class StructEditProtocol(EditorProtocol):
         return out
 
     def coverage(self, entries: Sequence[Mapping[str, Any]]) -> tuple[dict[str, int], str]:
-        left = len({e["key"] for e in entries if e["released"] is None})
-        return ({"official_untallied": left},
-                f"official numbers: {left} items with nothing judged, left out as released"
-                if left else "")
+        failed = {e["key"] for e in entries if e["released"] is None and e["failed_requests"]}
+        left = {e["key"] for e in entries if e["released"] is None} - failed
+        words = ([f"{len(left)} items with nothing judged, left out as released"] if left
+                 else []) + ([f"{len(failed)} items with a failed request, left out (the "
+                              "released code never loses one)"] if failed else [])
+        return ({"official_untallied": len(left), "official_failed": len(failed)},
+                "official numbers: " + ", ".join(words) if words else "")
 
     def aggregation(self) -> dict[str, str]:
         return {"official": "StructEditBench's qwen_scoring.py: per item 0.9 x editing + 0.1 x "

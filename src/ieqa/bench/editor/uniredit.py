@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ieqa.bench.editor.aggregate import item_mean as _mean
 from ieqa.bench.editor.aggregate import stratified_bootstrap
 from ieqa.bench.editor.protocol import EditorProtocol, ci_text, register_editor_benchmark
 from ieqa.data.loaders.unireditbench import (
@@ -53,10 +54,6 @@ def percent(score: float) -> float:
 def item_numbers(cons: float, rea: float, qua: float) -> tuple[float, float]:
     """``(score, complete)`` of one item: 0.3 / 0.5 / 0.2 weights, complete when all are 5."""
     return 0.3 * cons + 0.5 * rea + 0.2 * qua, float(cons == 5 and rea == 5 and qua == 5)
-
-
-def _mean(values: Sequence[float]) -> float:
-    return sum(values) / len(values) if values else math.nan
 
 
 def _summary(triples: Sequence[tuple[str, Sequence[float]]]) -> dict[str, Any]:

@@ -65,22 +65,32 @@ def pair_parts(content: Any, path: Path, where: str, what: str) -> tuple[list[st
     return texts, images
 
 
-def _response(pair: Mapping[str, Any], side: str, path: Path, where: str
-              ) -> tuple[list[str], list[str], str]:
+def _side(pair: Mapping[str, Any], side: str, path: Path, where: str) -> Mapping[str, Any]:
+    """``response_{side}`` of a pair, checked to hold ``response_content``."""
     value = pair[f"response_{side}"]
     if not isinstance(value, Mapping) or "response_content" not in value:
         raise row_error(path, where, f"response_{side} must be an object with response_content")
+    return value
+
+
+def _response(pair: Mapping[str, Any], side: str, path: Path, where: str
+              ) -> tuple[list[str], list[str], str]:
+    value = _side(pair, side, path, where)
     texts, images = pair_parts(value["response_content"], path, where,
                                f"response_{side}.response_content")
     return texts, images, str(value.get("model_name", ""))
 
 
-def _task_file(root: PathLike | None) -> Path:
+def _read_task(root: PathLike | None) -> tuple[Path, list[Any]]:
+    """``edit.json`` and its ``pairs`` list (non-empty)."""
     path = resolve_root(root, NAME, _HINT)
     file = path / FILE if path.is_dir() else path
     if not file.is_file():
         raise BenchmarkFormatError(f"{path} holds no {FILE}. {_HINT}")
-    return file
+    pairs = read_json(file, dict, "an MMRB2 task file").get("pairs")
+    if not isinstance(pairs, list) or not pairs:
+        raise BenchmarkFormatError(f"{file}: no 'pairs' list (is it an MMRB2 task file?). {_HINT}")
+    return file, pairs
 
 
 def read_pairs(root: PathLike | None) -> list[dict[str, Any]]:
@@ -88,16 +98,13 @@ def read_pairs(root: PathLike | None) -> list[dict[str, Any]]:
     ``chosen``, and ``prompt_content``, ``response_a``, ``response_b`` as lists of
     ``("text", str)`` / ``("image", absolute path)`` (relative paths joined to the file's
     folder, as their ``fix_relative_path`` does); images that are not there are listed."""
-    file = _task_file(root)
-    data = read_json(file, dict, "an MMRB2 task file")
-    pairs = data.get("pairs")
-    if not isinstance(pairs, list) or not pairs:
-        raise BenchmarkFormatError(f"{file}: no 'pairs' list (is it an MMRB2 task file?). {_HINT}")
+    file, pairs = _read_task(root)
     out, absent = [], []
 
     def content(value: Any, where: str, what: str) -> list[tuple[str, str]]:
+        pair_parts(value, file, where, what)  # checks the shape
         texts_images = []
-        for kind, item in _parts(value, file, where, what):
+        for kind, item in ((str(p[0]), str(p[1])) for p in value):
             if kind == "image":
                 path = Path(item) if Path(item).is_absolute() else file.parent / item
                 if not path.is_file():
@@ -114,8 +121,8 @@ def read_pairs(root: PathLike | None) -> list[dict[str, Any]]:
         out.append({"id": str(pair["id"]), "chosen": str(pair["chosen"] or "").strip().upper(),
                     "prompt_source": str(pair.get("prompt_source") or ""),
                     "prompt_content": content(pair["prompt_content"], where, "prompt_content"),
-                    **{f"response_{s}": content(_side(pair, s, file, where), where,
-                                                f"response_{s}.response_content")
+                    **{f"response_{s}": content(_side(pair, s, file, where)["response_content"],
+                                                where, f"response_{s}.response_content")
                        for s in ("a", "b")}})
     if absent:
         raise BenchmarkFormatError(f"{len(absent)} images of {file} are missing, e.g. "
@@ -123,26 +130,10 @@ def read_pairs(root: PathLike | None) -> list[dict[str, Any]]:
     return out
 
 
-def _side(pair: Mapping[str, Any], side: str, path: Path, where: str) -> Any:
-    value = pair[f"response_{side}"]
-    if not isinstance(value, Mapping) or "response_content" not in value:
-        raise row_error(path, where, f"response_{side} must be an object with response_content")
-    return value["response_content"]
-
-
-def _parts(content: Any, path: Path, where: str, what: str) -> list[tuple[str, str]]:
-    pair_parts(content, path, where, what)  # checks the shape
-    return [(str(part[0]), str(part[1])) for part in content]
-
-
 def load_mmrb2_edit(root: PathLike | None = None) -> BenchmarkData:
     """The image-editing pairs of MMRB2 from the folder ``build_from_hf.py`` wrote (or its
     ``edit.json``); see the module docstring."""
-    file = _task_file(root)
-    data = read_json(file, dict, "an MMRB2 task file")
-    pairs = data.get("pairs")
-    if not isinstance(pairs, list) or not pairs:
-        raise BenchmarkFormatError(f"{file}: no 'pairs' list (is it an MMRB2 task file?). {_HINT}")
+    file, pairs = _read_task(root)
     base = file.parent
     prefs: list[Preference] = []
     unscorable: dict[str, str] = {}

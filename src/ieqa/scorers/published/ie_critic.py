@@ -39,7 +39,6 @@ pinned commit with a SHA-256 check, or from ``prompts=DIR``.
 
 from __future__ import annotations
 
-import io
 import math
 import re
 from collections.abc import Mapping
@@ -93,13 +92,6 @@ def released_answer(text: str) -> float | None:
         return float(body.strip())
     except ValueError:
         return None
-
-
-def _png(image: Any) -> EncodedImage:
-    """The image as the released vLLM script sends it: PNG bytes of the loaded image."""
-    buf = io.BytesIO()
-    image.save(buf, format="PNG")
-    return EncodedImage(data=buf.getvalue(), mime="image/png", image=image)
 
 
 class IECriticR1(PublishedJudge):
@@ -170,7 +162,7 @@ class IECriticR1(PublishedJudge):
         if self.local:  # process_vision_info's resize, then the processor's budget
             images = tuple(fit_qwen_grid(im.convert("RGB")) for im in (item.source, item.edited))
         else:
-            images = tuple(_png(im) for im in (item.source, item.edited))
+            images = tuple(EncodedImage.png(im) for im in (item.source, item.edited))
         return Prompt(parts=(*images, text), assistant_turn=ASSISTANT_TURN)
 
     # ----------------------------------------------------------------------- scoring

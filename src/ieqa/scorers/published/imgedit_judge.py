@@ -268,7 +268,9 @@ class ImgEditJudgeLocal(ImgEditJudge):
                          backend_options=options)
         if not self.local:
             raise ScorerError("imgedit-judge-7b runs the checkpoint here; for a served copy "
-                              "use --scorer imgedit-judge -O base_url=URL --model NAME")
+                              "use the judge imgedit-judge (--scorer imgedit-judge with ieqa "
+                              "score, --judge imgedit-judge with ieqa bench-editor) with "
+                              "-O base_url=URL --model NAME")
 
     def readout_config(self) -> dict[str, Any]:
         return {"max_new_tokens": self.max_new_tokens, "temperature": 0.0,

@@ -31,7 +31,6 @@ commit with a SHA-256 check, or from ``prompts=DIR``.
 from __future__ import annotations
 
 import ast
-import io
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -136,12 +135,6 @@ def _strict(text: str) -> bool | None:
     return {"Correct": True, "Incorrect": False}.get(word)
 
 
-def _png(image: Image.Image) -> EncodedImage:
-    buf = io.BytesIO()
-    image.save(buf, format="PNG")
-    return EncodedImage(data=buf.getvalue(), mime="image/png", image=image)
-
-
 class StructScore(PublishedJudge):
     """StructEditBench's StructScore as released (see the module docstring). A sample
     carries its questions in ``meta["qa"]`` (:meth:`ieqa.data.loaders.structeditbench.
@@ -190,7 +183,7 @@ class StructScore(PublishedJudge):
         asked: list[tuple[int, int, str, str]] = []  # (item, question index, question, truth)
         images = []
         for n, item in enumerate(items):
-            images.append(_png(center_crop(item.edited.convert("RGB"), self.table)))
+            images.append(EncodedImage.png(center_crop(item.edited.convert("RGB"), self.table)))
             for i, qa in enumerate(item.sample.meta["qa"]):
                 if qa.get("question") is None or qa.get("answer") is None:
                     continue  # skipped, as released
@@ -234,9 +227,14 @@ class StructScore(PublishedJudge):
                                                "Incorrect"))
             else:
                 strict[i] = reading
-        released = released_item_accuracy(results, labels)
+        failed = sum(1 for kind, _ in problems if kind != "unreadable")
+        # the released code runs its model in process and never loses a request; an item
+        # with a failed request has no released tally here (left out, counted), never one
+        # the released rule would give for a question it skipped
+        released = None if failed else released_item_accuracy(results, labels)
         raw["released"] = {"results": {str(i): v for i, v in results.items()},
-                           "accuracy": None if released is None else list(released)}
+                           "accuracy": None if released is None else list(released),
+                           "failed_requests": failed}
         if not any(owner == n for owner, *_ in asked):
             problems.append(("unreadable", "the item has no question to ask"))
         if problems:
