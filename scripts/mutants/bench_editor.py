@@ -254,6 +254,13 @@ MUTATIONS: tuple[Mutation, ...] = (
              "images.append(EncodedImage.png(item.edited.convert(\"RGB\")))",
              ("tests/bench/test_editor_structedit.py::"
               "test_structscore_requests_and_the_released_report",)),
+    Mutation("structscore-failed-request-tallied", "StructScore gives an item with a failed "
+             "request the released tally of a skipped question",
+             "src/ieqa/scorers/published/structscore.py",
+             "released = None if failed else released_item_accuracy(results, labels)",
+             "released = released_item_accuracy(results, labels)",
+             ("tests/bench/test_editor_structedit.py::"
+              "test_an_item_with_a_failed_request_is_left_out_of_the_official_numbers",)),
     Mutation("structscore-maintain-weight", "StructScore weighs maintain 0.9 and editing 0.1",
              "src/ieqa/scorers/published/structscore.py",
              "return e, m, (e if maintain[1] <= 0 else 0.1 * m + 0.9 * e)",
