@@ -218,3 +218,23 @@ def module_strings(path: Path) -> dict[str, str]:
             if isinstance(value, str):
                 out[node.targets[0].id] = value
     return out
+
+
+def thumbnail_jpeg_part(path: str | Path) -> dict[str, Any]:
+    """An image as the VLMEvalKit-style judges (RISEBench's, UniREditBench's) send it,
+    written out: opened with Pillow, RGB when RGBA or P, ``thumbnail((768, 768))``, JPEG at
+    Pillow's default quality, ``"detail": "high"``."""
+    import base64
+    import io
+
+    from PIL import Image
+
+    img = Image.open(path)
+    if img.mode in ("RGBA", "P"):
+        img = img.convert("RGB")
+    img.thumbnail((768, 768))
+    buf = io.BytesIO()
+    img.save(buf, format="JPEG")
+    return {"type": "image_url", "image_url": {
+        "url": "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode("utf-8"),
+        "detail": "high"}}

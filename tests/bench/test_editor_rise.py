@@ -13,16 +13,20 @@ bodies (anything else gets HTTP 500, so a differing request fails the test).
 
 from __future__ import annotations
 
-import base64
-import io
 import json
 import math
 
 import numpy as np
 import pytest
-from PIL import Image
 
-from chat_server import Reply, ScriptedJudge, chat_answer, module_strings, serve
+from chat_server import (
+    Reply,
+    ScriptedJudge,
+    chat_answer,
+    module_strings,
+    serve,
+    thumbnail_jpeg_part,
+)
 from ieqa import create_scorer
 from ieqa.bench.editor import bench_editor, editor_table, pooled_accuracy, write_editor_outputs
 from ieqa.data.loaders.risebench import CATEGORY_COUNTS
@@ -38,18 +42,6 @@ def prompts(tmp_path):
     return write_prompt_standins(tmp_path / "prompts", PROMPT_SOURCES)
 
 
-
-
-def _image(path):
-    img = Image.open(path)
-    if img.mode in ("RGBA", "P"):
-        img = img.convert("RGB")
-    img.thumbnail((768, 768))
-    buf = io.BytesIO()
-    img.save(buf, format="JPEG")
-    return {"type": "image_url", "image_url": {
-        "url": "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode("utf-8"),
-        "detail": "high"}}
 
 
 def released_requests(c, item, root, output):
@@ -91,7 +83,7 @@ def released_requests(c, item, root, output):
     for judge, spec in plan.items():
         if spec is None:
             continue
-        content = [{"type": "text", "text": spec[0]}] + [_image(p) for p in spec[1]]
+        content = [{"type": "text", "text": spec[0]}] + [thumbnail_jpeg_part(p) for p in spec[1]]
         bodies[judge] = json.dumps({"model": "gpt-4.1-2025-04-14", "messages": [
             {"role": "user", "content": content}], "max_tokens": 4096, "n": 1,
             "temperature": 0}).encode()

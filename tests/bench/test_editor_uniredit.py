@@ -18,13 +18,17 @@ are worked out by hand in the comments.
 
 from __future__ import annotations
 
-import base64
-import io
-
 import pytest
-from PIL import Image
 
-from chat_server import Reply, ScriptedJudge, canonical, chat_answer, module_strings, serve
+from chat_server import (
+    Reply,
+    ScriptedJudge,
+    canonical,
+    chat_answer,
+    module_strings,
+    serve,
+    thumbnail_jpeg_part,
+)
 from ieqa import create_scorer
 from ieqa.bench.editor import bench_editor, editor_table, write_editor_outputs
 from ieqa.testing.editor_bench import (
@@ -64,18 +68,6 @@ def prompts(tmp_path):
     return write_prompt_standins(tmp_path / "prompts", PROMPT_SOURCES)
 
 
-def _image(path):  # noqa: ANN001, ANN202
-    img = Image.open(path)
-    if img.mode in ("RGBA", "P"):
-        img = img.convert("RGB")
-    img.thumbnail((768, 768))
-    buf = io.BytesIO()
-    img.save(buf, format="JPEG")
-    return {"type": "image_url", "image_url": {
-        "url": "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode("utf-8"),
-        "detail": "high"}}
-
-
 def released_requests(c, item, root, output):  # noqa: ANN001, ANN201
     """judge name -> the body the released code sends for ``item``."""
     instruct = item["instruction"]
@@ -88,7 +80,7 @@ def released_requests(c, item, root, output):  # noqa: ANN001, ANN201
             "judge3": (c["prompt_generation"], [output])}
     return {name: {"model": "gpt-4.1-2025-04-14", "stream": False, "messages": [
                 {"role": "user", "content": [{"type": "text", "text": text},
-                                             *[_image(p) for p in images]]}],
+                                             *[thumbnail_jpeg_part(p) for p in images]]}],
                 "max_tokens": 4096, "n": 1, "temperature": 0}
             for name, (text, images) in plan.items()}
 

@@ -306,5 +306,5 @@ def test_the_local_judge_samples_seeded_with_the_checkpoints_top_p_and_top_k(
              for k in ("forward", "reverse")]
     assert all(t and t[0]["metadata"].get("text") for t in texts)
     assert runs[0] == runs[1]
-    prompt = judge.request(pairs[0], "a", "b")
+    prompt = judge.requests(pairs[0])[0]
     assert len(prompt.images) == 3 and "[RESPONSE B:]" in prompt.parts

@@ -30,10 +30,11 @@ import math
 import numpy as np
 import pytest
 import torch
-from PIL import Image
 
 from ieqa import EditSample, create_scorer
 from ieqa.scorers.base import ScorerError
+
+from .qwen_steps import random_image
 
 
 @pytest.fixture(scope="module")
@@ -49,19 +50,14 @@ def replica(tmp_path_factory):
             "prompts": write_prompt_standins(root / "prompts", PROMPT_SOURCES)}
 
 
-def _image(seed: int, size: tuple[int, int]) -> Image.Image:
-    rng = np.random.default_rng(seed)
-    return Image.fromarray(rng.integers(0, 256, (size[1], size[0], 3), dtype=np.uint8))
-
-
 @pytest.fixture(scope="module")
 def samples():
-    src = _image(0, (96, 64))
-    return [EditSample(id="a0", source=src, edited=_image(10, (96, 64)),
+    src = random_image(0, (96, 64))
+    return [EditSample(id="a0", source=src, edited=random_image(10, (96, 64)),
                        instruction="make the sky red", group_id="a"),
-            EditSample(id="a1", source=src, edited=_image(11, (96, 64)),
+            EditSample(id="a1", source=src, edited=random_image(11, (96, 64)),
                        instruction="make the sky red", group_id="a"),
-            EditSample(id="b0", source=_image(1, (64, 80)), edited=_image(20, (72, 56)),
+            EditSample(id="b0", source=random_image(1, (64, 80)), edited=random_image(20, (72, 56)),
                        instruction="remove the cat {and} the dog", group_id="b")]
 
 

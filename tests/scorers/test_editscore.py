@@ -35,6 +35,8 @@ from ieqa import EditSample, create_scorer
 from ieqa.backends.processor import BackendError
 from ieqa.prompts.answers import write_vie_answer
 
+from .qwen_steps import qwen_vl_utils_resize as _qwen_resize
+
 SYSTEM = "You are a helpful assistant."
 
 
@@ -295,21 +297,6 @@ def _by_instruction(judge: ScriptedJudge, answers: dict[str, str]):
 
 
 # ---------------------------------------------------------- the transformers path
-def _qwen_resize(image: Image.Image, factor: int = 28, low: int = 4 * 28 * 28,
-                 high: int = 16384 * 28 * 28) -> Image.Image:
-    """qwen_vl_utils' resizing, written out: nearest grid sides, scaled into the budget."""
-    w, h = image.size
-    hb, wb = max(factor, round(h / factor) * factor), max(factor, round(w / factor) * factor)
-    if hb * wb > high:
-        beta = math.sqrt(h * w / high)
-        hb = max(factor, math.floor(h / beta / factor) * factor)
-        wb = max(factor, math.floor(w / beta / factor) * factor)
-    elif hb * wb < low:
-        beta = math.sqrt(low / (h * w))
-        hb, wb = math.ceil(h * beta / factor) * factor, math.ceil(w * beta / factor) * factor
-    return image.resize((wb, hb), Image.Resampling.BICUBIC)
-
-
 @pytest.mark.parametrize("size", [(64, 48), (40, 70), (3, 500), (9000, 4000), (56, 56)])
 def test_images_are_resized_as_qwen_vl_utils_does(size):
     from ieqa.backends.base import fit_qwen_grid

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import base64
 import io
-import math
 
 import numpy as np
 import pytest
@@ -25,6 +24,8 @@ from PIL import Image
 
 from chat_server import FakeServer, Reply, serve
 from ieqa import EditSample, create_scorer
+
+from .qwen_steps import qwen_vl_utils_resize, random_image
 
 
 @pytest.fixture(scope="module")
@@ -38,30 +39,11 @@ def replica(tmp_path_factory):
             "prompts": write_prompt_standins(root / "prompts", PROMPT_SOURCES)}
 
 
-def _image(seed: int, size: tuple[int, int]) -> Image.Image:
-    rng = np.random.default_rng(seed)
-    return Image.fromarray(rng.integers(0, 256, (size[1], size[0], 3), dtype=np.uint8))
-
-
 def _edits() -> list[EditSample]:
-    return [EditSample(id="e0", source=_image(0, (40, 30)), edited=_image(1, (40, 30)),
+    return [EditSample(id="e0", source=random_image(0, (40, 30)), edited=random_image(1, (40, 30)),
                        instruction="make the sky red"),
-            EditSample(id="e1", source=_image(2, (30, 44)), edited=_image(3, (36, 30)),
+            EditSample(id="e1", source=random_image(2, (30, 44)), edited=random_image(3, (36, 30)),
                        instruction="remove the {cat}")]
-
-
-def _qwen_vl_utils_resize(image: Image.Image) -> Image.Image:
-    factor, low, high = 28, 4 * 28 * 28, 16384 * 28 * 28
-    h = max(factor, round(image.height / factor) * factor)
-    w = max(factor, round(image.width / factor) * factor)
-    if h * w > high:
-        beta = math.sqrt(image.height * image.width / high)
-        h, w = (max(factor, math.floor(x / beta / factor) * factor)
-                for x in (image.height, image.width))
-    elif h * w < low:
-        beta = math.sqrt(low / (image.height * image.width))
-        h, w = (math.ceil(x * beta / factor) * factor for x in (image.height, image.width))
-    return image.resize((w, h))
 
 
 def _prompt_text(folder, instruction: str) -> str:  # noqa: ANN001
@@ -89,8 +71,8 @@ def reference(replica, edits, max_new_tokens: int) -> tuple[list[str], list]:  #
                {"role": "assistant", "content": "<think>"}]
         text = processor.apply_chat_template(msg, tokenize=False, add_generation_prompt=False)
         assert text.endswith("<|im_start|>assistant\n<think><|im_end|>\n")
-        inputs = processor(text=[text], images=[_qwen_vl_utils_resize(e.source),
-                                                _qwen_vl_utils_resize(e.edited)],
+        inputs = processor(text=[text], images=[qwen_vl_utils_resize(e.source),
+                                                qwen_vl_utils_resize(e.edited)],
                            padding=True, return_tensors="pt")
         encoded.append(inputs)
         with torch.no_grad():
@@ -162,7 +144,7 @@ class Critic(FakeServer):
 
 
 def test_on_a_server_the_request_and_the_reading_are_the_released_ones(replica) -> None:
-    edits = [EditSample(id=k, source=_image(i, (20, 16)), edited=_image(10 + i, (20, 16)),
+    edits = [EditSample(id=k, source=random_image(i, (20, 16)), edited=random_image(10 + i, (20, 16)),
                         instruction=f"instruction {k}") for i, k in enumerate(ANSWERS)]
     with serve(Critic()) as server:
         scorer = create_scorer("ie-critic-r1", base_url=server.url, model="IE-Critic-R1-7B",

@@ -8,15 +8,13 @@ original image and the result; ``apply_chat_template(..., add_generation_prompt=
 
 from __future__ import annotations
 
-import math
-
-import numpy as np
 import pytest
 import torch
-from PIL import Image
 
 from ieqa import EditSample, create_scorer
 from ieqa.scorers.base import ScorerError
+
+from .qwen_steps import qwen_vl_utils_resize, random_image
 
 
 @pytest.fixture(scope="module")
@@ -30,25 +28,6 @@ def replica(tmp_path_factory):
             "prompts": write_prompt_standins(root / "prompts", PROMPT_SOURCES)}
 
 
-def _image(seed: int, size: tuple[int, int]) -> Image.Image:
-    rng = np.random.default_rng(seed)
-    return Image.fromarray(rng.integers(0, 256, (size[1], size[0], 3), dtype=np.uint8))
-
-
-def _resize(image: Image.Image) -> Image.Image:
-    factor, low, high = 28, 4 * 28 * 28, 16384 * 28 * 28
-    h = max(factor, round(image.height / factor) * factor)
-    w = max(factor, round(image.width / factor) * factor)
-    if h * w > high:
-        beta = math.sqrt(image.height * image.width / high)
-        h, w = (max(factor, math.floor(x / beta / factor) * factor)
-                for x in (image.height, image.width))
-    elif h * w < low:
-        beta = math.sqrt(low / (image.height * image.width))
-        h, w = (math.ceil(x * beta / factor) * factor for x in (image.height, image.width))
-    return image.resize((w, h))
-
-
 def test_the_judge_runs_as_the_readme_demo(replica) -> None:
     import json
 
@@ -56,9 +35,9 @@ def test_the_judge_runs_as_the_readme_demo(replica) -> None:
 
     from ieqa.backends.processor import load_processor
 
-    edits = [EditSample(id="e0", source=_image(0, (40, 30)), edited=_image(1, (40, 30)),
+    edits = [EditSample(id="e0", source=random_image(0, (40, 30)), edited=random_image(1, (40, 30)),
                         instruction="add a red hat", task="add"),
-             EditSample(id="e1", source=_image(2, (30, 44)), edited=_image(3, (36, 30)),
+             EditSample(id="e1", source=random_image(2, (30, 44)), edited=random_image(3, (36, 30)),
                         instruction="remove the cup", task="remove")]
     rubric = json.loads((replica["prompts"] / "Benchmark/Basic/prompts.json").read_text())
     model = Qwen2_5_VLForConditionalGeneration.from_pretrained(replica["model"],
@@ -70,7 +49,8 @@ def test_the_judge_runs_as_the_readme_demo(replica) -> None:
             {"type": "text", "text": rubric[e.task].replace("<edit_prompt>", e.instruction)},
             {"type": "image", "image": e.source}, {"type": "image", "image": e.edited}]}]
         text = processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-        enc = processor(text=[text], images=[_resize(e.source), _resize(e.edited)], padding=True,
+        enc = processor(text=[text], images=[qwen_vl_utils_resize(e.source),
+                                             qwen_vl_utils_resize(e.edited)], padding=True,
                         return_tensors="pt")
         inputs.append(enc)
         with torch.no_grad():

@@ -254,14 +254,20 @@ class MMRB2Judge:
                             mime=_MIME.get(Path(value).suffix.lower(), "image/jpeg"),
                             image=image)
 
-    def request(self, pair: Mapping[str, Any], first: str, second: str) -> Any:
-        """The request judging ``pair`` with response ``first`` shown as A."""
+    def requests(self, pair: Mapping[str, Any]) -> tuple[Any, Any]:
+        """The two requests judging ``pair``: response A shown as A (forward), then response
+        B shown as A (reverse); each image read once for both."""
         from ieqa.backends import Prompt
 
-        content = [("text", self.texts["edit"]), ("text", _LABELS[0]), *pair["prompt_content"],
-                   ("text", _LABELS[1]), *pair[f"response_{first}"],
-                   ("text", _LABELS[2]), *pair[f"response_{second}"]]
-        return Prompt(parts=tuple(self._part(kind, value) for kind, value in content))
+        parts = {key: [self._part(kind, value) for kind, value in pair[key]]
+                 for key in ("prompt_content", "response_a", "response_b")}
+
+        def one(first: str, second: str) -> Any:
+            return Prompt(parts=(self.texts["edit"], _LABELS[0], *parts["prompt_content"],
+                                 _LABELS[1], *parts[f"response_{first}"],
+                                 _LABELS[2], *parts[f"response_{second}"]))
+
+        return one("a", "b"), one("b", "a")
 
     def generation_options(self) -> dict[str, Any]:
         if not self.local:  # the server's defaults, as released: nothing but n
@@ -281,8 +287,7 @@ class MMRB2Judge:
         mine: dict[str, Any] = {}
         for start in range(0, len(pairs), batch_size):
             chunk = pairs[start:start + batch_size]
-            prompts = [self.request(p, *order) for p in chunk
-                       for order in (("a", "b"), ("b", "a"))]
+            prompts = [prompt for p in chunk for prompt in self.requests(p)]
             gens = self.backend.generate(prompts, **self.generation_options())
             for k, pair in enumerate(chunk):
                 released[pair["id"]], mine[pair["id"]] = {}, {}

@@ -36,6 +36,7 @@ from ieqa.data.loaders.base import (
     EnglishItem,
     hub_dataset_folder,
     read_table_rows,
+    table_columns,
 )
 
 __all__ = ["STRUCTEDIT_DATASET", "SOURCE_COLUMNS", "INSTRUCTION_COLUMNS", "StructEditItem",
@@ -123,8 +124,6 @@ def resolve_data(data: str | os.PathLike[str] | None) -> list[Path]:
 def is_structedit(path: Path) -> bool:
     """Whether ``path`` (a file or folder) holds StructEditBench rows (``qa_list`` and
     ``category`` columns)."""
-    from ieqa.data.loaders.base import table_columns
-
     try:
         files = resolve_data(path)
         return {"qa_list", "category"} <= set(table_columns(files[0]))
@@ -171,8 +170,6 @@ def read_structeditbench(data: str | os.PathLike[str] | None,
 
     items: list[StructEditItem] = []
     for path in resolve_data(data):
-        from ieqa.data.loaders.base import table_columns
-
         columns = table_columns(path)
         missing = [c for c in ("qa_list", "category") if c not in columns]
         if missing:

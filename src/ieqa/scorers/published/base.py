@@ -33,7 +33,21 @@ from ieqa.scorers.vlm.base import (
     request_kind,
 )
 
-__all__ = ["PublishedJudge", "PublishedPrompts", "Released", "ReleasedHead"]
+__all__ = ["PublishedJudge", "PublishedPrompts", "Released", "ReleasedHead",
+           "local_backend_options"]
+
+
+def local_backend_options(options: Mapping[str, Any] | None, *, device: str | None,
+                          dtype: str, pixels: tuple[int, int],
+                          attn_implementation: str | None) -> dict[str, Any]:
+    """The transformers backend's options of a released local judge: its device and dtype,
+    the processor's pixel budget ``pixels`` (min, max) as released, and the attention
+    implementation when given; ``options`` (``backend_options``) win."""
+    out = {"device": device, "dtype": dtype, "min_pixels": pixels[0], "max_pixels": pixels[1],
+           **(options or {})}
+    if attn_implementation:
+        out.setdefault("attn_implementation", attn_implementation)
+    return out
 
 
 class PublishedPrompts:

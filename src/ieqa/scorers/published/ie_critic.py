@@ -49,7 +49,7 @@ from ieqa.backends import EncodedImage, Prompt
 from ieqa.backends.base import fit_qwen_grid
 from ieqa.prompts.published import PublishedText, SourceFile
 from ieqa.scorers.base import ScorerError, ScoreResult
-from ieqa.scorers.published.base import PublishedJudge
+from ieqa.scorers.published.base import PublishedJudge, local_backend_options
 from ieqa.scorers.vlm.base import (
     DEFAULT_MAX_INSTRUCTION_CHARS,
     LoadedSample,
@@ -132,10 +132,8 @@ class IECriticR1(PublishedJudge):
         options = dict(backend_options or {})
         if backend is None and base_url is None:  # the transformers evaluation
             model = str(model) if model is not None else HUB_ID
-            options = {"device": device, "dtype": dtype, "min_pixels": PIXELS[0],
-                       "max_pixels": PIXELS[1], **options}
-            if attn_implementation:
-                options.setdefault("attn_implementation", attn_implementation)
+            options = local_backend_options(options, device=device, dtype=dtype, pixels=PIXELS,
+                                            attn_implementation=attn_implementation)
         super().__init__(model=None if model is None else str(model), base_url=base_url,
                          prompts=prompts, batch_size=batch_size,
                          max_instruction_chars=max_instruction_chars, backend=backend,

@@ -49,7 +49,7 @@ from ieqa.prompts.answers import (
 )
 from ieqa.prompts.published import PublishedText, SourceFile
 from ieqa.scorers.base import ScorerError, ScoreResult
-from ieqa.scorers.published.base import PublishedJudge
+from ieqa.scorers.published.base import PublishedJudge, local_backend_options
 from ieqa.scorers.vlm.base import (
     DEFAULT_MAX_INSTRUCTION_CHARS,
     LoadedSample,
@@ -258,10 +258,9 @@ class ImgEditJudgeLocal(ImgEditJudge):
         options = dict(backend_options or {})
         if backend is None:
             model = str(resolve_judge(model, revision))
-            options = {"device": device, "dtype": dtype, "min_pixels": JUDGE_PIXELS[0],
-                       "max_pixels": JUDGE_PIXELS[1], **options}
-            if attn_implementation:
-                options.setdefault("attn_implementation", attn_implementation)
+            options = local_backend_options(options, device=device, dtype=dtype,
+                                            pixels=JUDGE_PIXELS,
+                                            attn_implementation=attn_implementation)
         super().__init__(model=None if model is None else str(model), prompts=prompts,
                          max_new_tokens=max_new_tokens, batch_size=batch_size,
                          max_instruction_chars=max_instruction_chars, backend=backend,

@@ -31,7 +31,6 @@ commit with a SHA-256 check, or from ``prompts=DIR``.
 from __future__ import annotations
 
 import ast
-import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -249,6 +248,4 @@ class StructScore(PublishedJudge):
         scores = {"instruction_alignment": e, "overall": w}
         if tally["maintain"][1]:
             scores["content_preservation"] = m
-        if not all(math.isfinite(v) for v in scores.values()):  # pragma: no cover - by construction
-            return ScoreResult.failed(item.sample.id, "non-finite accuracy")
         return ScoreResult(id=item.sample.id, scores=scores, raw=raw)
