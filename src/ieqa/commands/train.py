@@ -67,6 +67,8 @@ def command(
     spec = load_recipe(recipe, set_)
     result = train(spec, output_dir=out, resume=resume or None, stop_after=stop_after,
                    on_log=_on_log, progress=progress)
+    if not result.main_process:  # one writer: the main process prints
+        return
     runs = result.children or {"": result}
     for dim, run in runs.items():
         if dim:

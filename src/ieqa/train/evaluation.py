@@ -13,7 +13,7 @@ completion accuracy over the critiques that parse.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -71,20 +71,25 @@ def main_metric(stage: StageConfig) -> str:
 @torch.no_grad()
 def evaluate_stage(recipe: Recipe, stage: StageConfig, vlm: Any, head: Any, template: Any,
                    samples: Sequence[EditSample], pairs: Sequence[Any] = (),
-                   label_of: Any = None) -> dict[str, float]:
+                   label_of: Any = None, map_items: Callable[..., list[Any]] | None = None
+                   ) -> dict[str, float]:
     """Metrics of the current model on held-out ``samples`` (and ``pairs`` for pairwise).
 
     ``label_of(sample, dimension)`` gives the ground truth (default ``sample.scores``).
     Failed samples are counted in ``failed`` and left out of the correlations.
+    ``map_items(fn, items)`` computes ``fn(items)`` (the model's answers to a list of
+    samples), e.g. sharded across the training processes
+    (:meth:`ieqa.train.distributed.Processes.map`); default ``fn(items)``.
     """
     label_of = label_of or (lambda s, d: s.scores[d])
+    run = map_items or (lambda fn, items: list(fn(list(items))))
     with torch.random.fork_rng(devices=[]):
         if stage.target == "box":
-            return _grounding(vlm, template, samples)
+            return _grounding(vlm, template, samples, run)
         scorer = build_scorer(recipe, stage, vlm, head, template, recipe.eval.batch_size)
         if stage.target == "epaiqa-cot":
-            return _stage3(scorer, samples, label_of)
-        results = scorer.score(list(samples))
+            return _stage3(scorer, samples, label_of, run)
+        results = run(scorer.score, samples)
     ok = [(s, r) for s, r in zip(samples, results, strict=True) if r.ok]
     metrics: dict[str, float] = {"failed": float(len(samples) - len(ok))}
     per_dim = []
@@ -105,14 +110,15 @@ def evaluate_stage(recipe: Recipe, stage: StageConfig, vlm: Any, head: Any, temp
     return metrics
 
 
-def _stage3(scorer: Any, samples: Sequence[EditSample], label_of: Any) -> dict[str, float]:
+def _stage3(scorer: Any, samples: Sequence[EditSample], label_of: Any,
+            run: Callable[..., list[Any]]) -> dict[str, float]:
     """EPAIQA stage 3: the share of generated critiques that parse (format stability),
     and over those, the overall level's SRCC and the completion level's accuracy."""
     from ieqa.prompts.answers import format_stability
     from ieqa.prompts.answers.epaiqa_cot import completion_of
 
-    crits = scorer.explain(list(samples), "epaiqa", template=scorer.template,
-                           max_new_tokens=scorer.max_new_tokens)
+    crits = run(lambda part: scorer.explain(part, "epaiqa", template=scorer.template,
+                                            max_new_tokens=scorer.max_new_tokens), samples)
     ok = [(s, c) for s, c in zip(samples, crits, strict=True) if c.ok]
     answered = [c for c in crits if c.status != "error"]
     right = []
@@ -144,7 +150,8 @@ def _overall(result: Any, scorer: Any) -> float:
     return float(np.mean([result.scores[d] for d in scorer.score_dimensions]))
 
 
-def _grounding(vlm: Any, template: Any, samples: Sequence[EditSample]) -> dict[str, float]:
+def _grounding(vlm: Any, template: Any, samples: Sequence[EditSample],
+               run: Callable[..., list[Any]]) -> dict[str, float]:
     from ieqa.data.schema import BBox
     from ieqa.prompts.answers import JudgeParseError, parse_region
     from ieqa.scorers.vlm.base import render_sample
@@ -152,18 +159,23 @@ def _grounding(vlm: Any, template: Any, samples: Sequence[EditSample]) -> dict[s
     ious, failed = [], 0
     usable = [s for s in samples if s.bbox is not None]
     predicted: list[tuple[EditSample, BBox]] = []
-    for start in range(0, len(usable), 16):
-        chunk = usable[start:start + 16]
-        prompts = [render_sample(template, s) for s in chunk]
-        for s, gens in zip(chunk, vlm.generate(prompts, max_new_tokens=32), strict=True):
-            try:
-                x, y, w, h = parse_region(gens[0].text)
-                box = BBox(x=x, y=y, w=w, h=h)
-                ious.append(s.bbox.iou(box))
-                predicted.append((s, box))
-            except (JudgeParseError, ValueError):
-                failed += 1
-                ious.append(0.0)
+
+    def answers(part: list[EditSample]) -> list[str]:
+        texts = []
+        for start in range(0, len(part), 16):
+            prompts = [render_sample(template, s) for s in part[start:start + 16]]
+            texts += [gens[0].text for gens in vlm.generate(prompts, max_new_tokens=32)]
+        return texts
+
+    for s, text in zip(usable, run(answers, usable), strict=True):
+        try:
+            x, y, w, h = parse_region(text)
+            box = BBox(x=x, y=y, w=w, h=h)
+            ious.append(s.bbox.iou(box))
+            predicted.append((s, box))
+        except (JudgeParseError, ValueError):
+            failed += 1
+            ious.append(0.0)
     # the same answers against the boxes of the other groups' edits: a model that does not
     # look where the edit is scores about as well there as against its own edit's box
     other = [t.bbox.iou(box) for s, box in predicted for t in usable

@@ -33,6 +33,26 @@ class LossState:
 
     def __post_init__(self) -> None:
         self.generator.manual_seed(self.seed)
+        self._device_generators: dict[str, torch.Generator] = {}
+
+    def begin_micro_batch(self, seed: int) -> None:
+        """Seed the sampling generator for the next micro-batch (the trainer seeds each
+        micro-batch from its place in the step, :func:`ieqa.train.distributed.micro_batch_seed`,
+        so that its draws do not depend on how many processes share the step)."""
+        self.generator.manual_seed(seed)
+        self._device_generators = {}
+        self._micro_seed = seed
+
+    def generator_for(self, device: torch.device) -> torch.Generator:
+        """The sampling generator on ``device`` (the CPU one, or one seeded alike there)."""
+        if device.type == "cpu":
+            return self.generator
+        key = str(device)
+        if key not in self._device_generators:
+            gen = torch.Generator(device=device)
+            gen.manual_seed(getattr(self, "_micro_seed", self.seed))
+            self._device_generators[key] = gen
+        return self._device_generators[key]
 
     def state_dict(self) -> dict[str, Any]:
         return {"generator": self.generator.get_state(),
@@ -155,8 +175,8 @@ def _pairwise_gaussian(model: Any, builder: Any, stage: StageConfig, samples: Se
     if stage.loss == "probit":
         loss = L.probit_ranking_loss(*args, weight=weight)
     else:
-        gen = state.generator if head.device.type == "cpu" else None
-        loss = L.uncertainty_ranking_loss(*args, weight=weight, generator=gen,
+        loss = L.uncertainty_ranking_loss(*args, weight=weight,
+                                          generator=state.generator_for(head.device),
                                           **_loss_kwargs(stage))
     return loss, {stage.loss: float(loss.detach())}
 

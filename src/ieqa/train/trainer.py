@@ -35,6 +35,7 @@ import yaml
 
 from ieqa.errors import IeqaError
 from ieqa.progress import progress_bar
+from ieqa.train.distributed import Processes, micro_batch_seed
 from ieqa.train.data import (
     BatchBuilder,
     TrainData,
@@ -84,6 +85,8 @@ class TrainResult:
         notes: how the recipe's dimensions were fitted to the data
             (:func:`ieqa.train.fit.fit_recipe_to_data`: dimensions skipped or trained
             instead, pair ranking without ``overall``).
+        main_process: this process is the run's main process (the one that logs,
+            checkpoints and exports; always true on one process).
     """
 
     output_dir: Path
@@ -93,6 +96,7 @@ class TrainResult:
     interrupted: bool = False
     children: dict[str, TrainResult] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    main_process: bool = True
 
 
 def _seed_everything(seed: int) -> None:
@@ -170,10 +174,10 @@ def _trainable_state(model: EvaluatorModel) -> dict[str, torch.Tensor]:
             if p.requires_grad}
 
 
-def _stage_steps(recipe: Recipe, stage: StageConfig, n_examples: int) -> int:
+def _stage_steps(recipe: Recipe, stage: StageConfig, n_examples: int, processes: int = 1) -> int:
     if stage.max_steps is not None:
         return stage.max_steps
-    per_step = recipe.optim.batch_size * recipe.optim.grad_accum
+    per_step = recipe.optim.batch_size * recipe.optim.grad_accum * processes
     return max(1, math.ceil(stage.epochs * n_examples / per_step))
 
 
@@ -190,40 +194,59 @@ def _init_head_bias(model: EvaluatorModel, stage: StageConfig, samples: list[Any
 
 
 class _Run:
+    """The run folder and its one writer: only the main process logs and draws progress."""
+
     def __init__(self, recipe: Recipe, out: Path, on_log: Callable[[dict[str, Any]], None] | None,
-                 progress: bool) -> None:
-        self.recipe, self.out, self.on_log, self.progress = recipe, out, on_log, progress
+                 progress: bool, procs: Processes) -> None:
+        self.recipe, self.out, self.on_log, self.procs = recipe, out, on_log, procs
+        self.progress = progress and procs.is_main
         self.log_path = out / "metrics.jsonl"
 
     def log(self, record: dict[str, Any]) -> None:
+        if not self.procs.is_main:
+            return
         with self.log_path.open("a") as fh:
             fh.write(json.dumps(record) + "\n")
         if self.on_log is not None:
             self.on_log(record)
 
     def truncate_log(self, global_step: int) -> None:
-        if not self.log_path.exists():
+        if not self.procs.is_main or not self.log_path.exists():
             return
         keep = [line for line in self.log_path.read_text().splitlines()
                 if line and json.loads(line).get("global_step", 0) <= global_step]
         self.log_path.write_text("".join(line + "\n" for line in keep))
 
 
+def _process_file(folder: Path, rank: int) -> Path:
+    return folder / f"process-{rank}.pt"
+
+
 def _save_checkpoint(run: _Run, model: EvaluatorModel, optimizer: Any, scheduler: Any,
-                     state: dict[str, Any]) -> Path:
+                     state: dict[str, Any], per_process: dict[str, Any]) -> Path:
+    """Write ``checkpoints/step-N``: the main process writes the weights, optimiser,
+    scheduler and its own RNG and loss state (``state.pt``); every other process its RNG
+    and loss state (``process-R.pt``)."""
     from safetensors.torch import save_file
 
+    procs = run.procs
     folder = run.out / CHECKPOINTS / f"step-{state['global_step']}"
-    folder.mkdir(parents=True, exist_ok=True)
-    save_file(_trainable_state(model), str(folder / TRAINABLE_FILE))
-    torch.save({"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
-                "rng": _rng_state(), **state}, folder / "state.pt")
-    (folder / "trainer_state.json").write_text(json.dumps(
-        {k: v for k, v in state.items() if k != "loss_state"}, indent=2) + "\n")
-    existing = sorted((run.out / CHECKPOINTS).glob("step-*"),
-                      key=lambda p: int(p.name.split("-")[1]))
-    for old in existing[:-run.recipe.output.keep_checkpoints]:
-        shutil.rmtree(old)
+    if procs.is_main:
+        folder.mkdir(parents=True, exist_ok=True)
+    procs.barrier()
+    if procs.is_main:
+        save_file(_trainable_state(model), str(folder / TRAINABLE_FILE))
+        torch.save({"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
+                    "rng": _rng_state(), **state, **per_process}, folder / "state.pt")
+        (folder / "trainer_state.json").write_text(json.dumps(
+            {k: v for k, v in state.items()}, indent=2) + "\n")
+        existing = sorted((run.out / CHECKPOINTS).glob("step-*"),
+                          key=lambda p: int(p.name.split("-")[1]))
+        for old in existing[:-run.recipe.output.keep_checkpoints]:
+            shutil.rmtree(old)
+    else:
+        torch.save({"rng": _rng_state(), **per_process}, _process_file(folder, procs.rank))
+    procs.barrier()
     return folder
 
 
@@ -274,9 +297,11 @@ def train(recipe: Recipe, *, output_dir: str | Path | None = None,
         progress: draw a progress bar per stage.
     """
     out = Path(output_dir) if output_dir is not None else recipe.output_dir()
+    procs = Processes.start()
     if recipe.per_dimension:
-        recipe, notes = _fit(recipe, load_training_data(recipe.data, recipe.optim.seed), on_log)
-        result = TrainResult(out, None, notes=notes)
+        recipe, notes = _fit(recipe, load_training_data(recipe.data, recipe.optim.seed),
+                             on_log if procs.is_main else None)
+        result = TrainResult(out, None, notes=notes, main_process=procs.is_main)
         for dim in recipe.stages[0].dimensions:
             sub = recipe.model_copy(deep=True)
             sub.per_dimension = False
@@ -288,26 +313,29 @@ def train(recipe: Recipe, *, output_dir: str | Path | None = None,
             result.interrupted |= child.interrupted
         return result
     out.mkdir(parents=True, exist_ok=True)
-    run = _Run(recipe, out, on_log, progress)
+    run = _Run(recipe, out, on_log, progress, procs)
     checkpoint = None
     if resume:
         checkpoint = Path(resume) if not isinstance(resume, bool) else latest_checkpoint(out)
         if checkpoint is None or not (checkpoint / "state.pt").exists():
             raise TrainError(f"no checkpoint to resume from in {out / CHECKPOINTS}; run without "
                              "--resume to start fresh")
-    elif run.log_path.exists():
+    elif run.log_path.exists() and procs.is_main:
         run.log_path.unlink()
+    procs.barrier()
     _seed_everything(recipe.optim.seed)
     data = load_training_data(recipe.data, recipe.optim.seed)
-    recipe, notes = _fit(recipe, data, on_log)
+    recipe, notes = _fit(recipe, data, on_log if procs.is_main else None)
     run.recipe = recipe
-    (out / "recipe.yaml").write_text(yaml.safe_dump(recipe.model_dump(mode="json"),
-                                                    sort_keys=False))
+    if procs.is_main:
+        (out / "recipe.yaml").write_text(yaml.safe_dump(recipe.model_dump(mode="json"),
+                                                        sort_keys=False))
     model, vlm = build_model(recipe)
-    saved = _load_checkpoint(model, checkpoint) if checkpoint is not None else None
+    saved = _load_checkpoint(model, checkpoint, procs) if checkpoint is not None else None
     if saved is not None:
+        _check_global_batch(recipe, saved, procs, checkpoint)
         run.truncate_log(saved["global_step"])
-    result = TrainResult(out, None, notes=notes)
+    result = TrainResult(out, None, notes=notes, main_process=procs.is_main)
     global_step = saved["global_step"] if saved else 0
     for index, stage in enumerate(recipe.stages):
         if saved and index < saved["stage_index"]:
@@ -319,8 +347,10 @@ def train(recipe: Recipe, *, output_dir: str | Path | None = None,
             result.interrupted = True
             return result
     last = recipe.stages[-1]
-    result.evaluator_dir = _export(recipe, last, model, vlm, stage_template(last),
-                                   out / "evaluator")
+    exported = None
+    if procs.is_main:
+        exported = _export(recipe, last, model, vlm, stage_template(last), out / "evaluator")
+    result.evaluator_dir = procs.gather(exported)[0]
     return result
 
 
@@ -337,7 +367,30 @@ def _fit(recipe: Recipe, data: TrainData, on_log: Callable[[dict[str, Any]], Non
     return fitted, notes
 
 
-def _load_checkpoint(model: EvaluatorModel, checkpoint: Path) -> dict[str, Any]:
+def global_batch(recipe: Recipe, processes: int) -> int:
+    """Examples per optimiser step: ``batch_size x grad_accum x processes``."""
+    return recipe.optim.batch_size * recipe.optim.grad_accum * processes
+
+
+def _check_global_batch(recipe: Recipe, saved: dict[str, Any], procs: Processes,
+                        checkpoint: Path) -> None:
+    """A run resumes with the global batch it was written with (the cursor counts examples,
+    the schedule steps)."""
+    then = saved.get("global_batch")
+    now = global_batch(recipe, procs.size)
+    if then is None or then == now:
+        return
+    bs = recipe.optim.batch_size
+    hint = (f"--set optim.grad_accum={then // (bs * procs.size)}"
+            if then % (bs * procs.size) == 0 else
+            f"--set optim.batch_size=B --set optim.grad_accum=A with B x A x {procs.size} = {then}")
+    raise TrainError(f"checkpoint {checkpoint} was written with a global batch of {then} "
+                     f"({saved.get('processes', '?')} processes); this run has {now} "
+                     f"(batch_size {bs} x grad_accum {recipe.optim.grad_accum} x {procs.size} "
+                     f"processes). Resume with the same global batch: {hint}")
+
+
+def _load_checkpoint(model: EvaluatorModel, checkpoint: Path, procs: Processes) -> dict[str, Any]:
     from safetensors.torch import load_file
 
     weights = load_file(str(checkpoint / TRAINABLE_FILE))
@@ -351,13 +404,16 @@ def _load_checkpoint(model: EvaluatorModel, checkpoint: Path) -> dict[str, Any]:
     with torch.no_grad():
         for name, value in weights.items():
             params[name].copy_(value.to(params[name].device, params[name].dtype))
-    return torch.load(checkpoint / "state.pt", weights_only=False)
+    saved = torch.load(checkpoint / "state.pt", weights_only=False)
+    own = _process_file(checkpoint, procs.rank)
+    if procs.rank > 0 and own.exists():  # this process's RNG and loss state
+        saved.update(torch.load(own, weights_only=False))
+    return saved
 
 
 def _run_stage(run: _Run, recipe: Recipe, index: int, stage: StageConfig, model: EvaluatorModel,
                vlm: Any, data: TrainData, global_step: int, resumed: dict[str, Any] | None,
                stop_after: int | None, result: TrainResult) -> tuple[int, bool]:
-    from accelerate import Accelerator
     from transformers import get_scheduler
 
     runner = STAGE_RUNNERS.get(stage.objective)
@@ -372,7 +428,8 @@ def _run_stage(run: _Run, recipe: Recipe, index: int, stage: StageConfig, model:
     eval_pairs = (stage_examples(stage, data, explanation_key=key, split="eval")
                   if stage.objective == "pairwise" else [])
     eval_samples = [s for s in data.eval if s.bbox is not None or not needs_bbox]
-    total = _stage_steps(recipe, stage, len(examples))
+    procs = run.procs
+    total = _stage_steps(recipe, stage, len(examples), procs.size)
     seed = recipe.optim.seed + 1000 * index
     if resumed is None:
         _init_head_bias(model, stage, data.train, builder)
@@ -390,8 +447,14 @@ def _run_stage(run: _Run, recipe: Recipe, index: int, stage: StageConfig, model:
         cursor = _Cursor(stage, examples, data.train, seed, *resumed["cursor"])
         step = resumed["stage_step"]
         _set_rng_state(resumed["rng"])
-    accelerator = Accelerator(cpu=not torch.cuda.is_available())
+    accelerator = procs.accelerator
     wrapped, optimizer = accelerator.prepare(model, optimizer)
+    bs, accum = recipe.optim.batch_size, recipe.optim.grad_accum
+    run.log({"stage": stage.name, "global_step": global_step, "stage_step": step,
+             "event": "setup", "processes": procs.size,
+             "distributed": str(accelerator.distributed_type).split(".")[-1],
+             "batch_size": bs, "grad_accum": accum,
+             "global_batch": global_batch(recipe, procs.size), "steps": total})
 
     def evaluate(when: str) -> dict[str, float]:
         model.eval()
@@ -400,7 +463,7 @@ def _run_stage(run: _Run, recipe: Recipe, index: int, stage: StageConfig, model:
             return sample.scores[label_column(stage, dim)]
 
         metrics = evaluate_stage(recipe, stage, vlm, model.head, template, eval_samples,
-                                 eval_pairs, label_of=labels)
+                                 eval_pairs, label_of=labels, map_items=procs.map)
         run.log({"stage": stage.name, "global_step": global_step, "stage_step": step,
                  "event": when, "metric": main_metric(stage), **metrics})
         model.train()
@@ -410,21 +473,28 @@ def _run_stage(run: _Run, recipe: Recipe, index: int, stage: StageConfig, model:
     if resumed is None:
         metrics["before"] = evaluate("before")
     model.train()
-    bs, accum = recipe.optim.batch_size, recipe.optim.grad_accum
     with progress_bar(f"train {stage.name}", total - step, enabled=run.progress,
                       unit="steps") as advance:
         while step < total:
             optimizer.zero_grad(set_to_none=True)
             total_loss, parts_sum = 0.0, {}
-            for _ in range(accum):
-                chunk = cursor.take(bs)
-                loss, parts = compute_loss(wrapped, builder, stage, data.train, chunk, loss_state)
-                accelerator.backward(loss / accum)
+            for micro in range(accum):
+                chunk = procs.shard(cursor.take(bs * procs.size), bs)
+                loss_state.begin_micro_batch(micro_batch_seed(
+                    seed, global_step + 1, micro * procs.size + procs.rank))
+                with _sync_gradients(procs, wrapped, last=micro == accum - 1):
+                    loss, parts = compute_loss(wrapped, builder, stage, data.train, chunk,
+                                               loss_state)
+                    accelerator.backward(loss / accum)
                 total_loss += float(loss.detach()) / accum
                 for k, v in parts.items():
                     parts_sum[k] = parts_sum.get(k, 0.0) + v / accum
+            # the step's loss over the global batch (the mean of the processes' means)
+            names = sorted(parts_sum)
+            total_loss, *means = procs.mean([total_loss, *(parts_sum[k] for k in names)])
+            parts_sum = dict(zip(names, means, strict=True))
             if recipe.optim.max_grad_norm:
-                accelerator.clip_grad_norm_(model.parameters(), recipe.optim.max_grad_norm)
+                accelerator.clip_grad_norm_(wrapped.parameters(), recipe.optim.max_grad_norm)
             optimizer.step()
             scheduler.step()
             step += 1
@@ -442,7 +512,9 @@ def _run_stage(run: _Run, recipe: Recipe, index: int, stage: StageConfig, model:
             if (save and step % save == 0) or stopping:
                 _save_checkpoint(run, model, optimizer, scheduler, {
                     "global_step": global_step, "stage_index": index, "stage_step": step,
-                    "cursor": [cursor.epoch, cursor.pos], "loss_state": loss_state.state_dict()})
+                    "cursor": [cursor.epoch, cursor.pos], "processes": procs.size,
+                    "global_batch": global_batch(recipe, procs.size)},
+                    {"loss_state": loss_state.state_dict()})
             if stopping:
                 return global_step, True
     metrics["after"] = evaluate("after")
@@ -450,3 +522,13 @@ def _run_stage(run: _Run, recipe: Recipe, index: int, stage: StageConfig, model:
     return global_step, False
 
 
+
+
+def _sync_gradients(procs: Processes, wrapped: Any, *, last: bool) -> Any:
+    """Gradient accumulation without a reduction on every micro-batch: DDP reduces the
+    gradients on the last micro-batch of a step only."""
+    import contextlib
+
+    if procs.size == 1 or last or procs.fsdp:
+        return contextlib.nullcontext()
+    return procs.accelerator.no_sync(wrapped)

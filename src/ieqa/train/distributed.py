@@ -1,0 +1,127 @@
+"""The processes of one training run: data parallel on accelerate, one writer.
+
+``ieqa train`` runs unchanged on one process or on many (``torchrun``, ``accelerate
+launch``; DDP, FSDP). :class:`Processes` is what the trainer asks of them:
+
+* **Sharding.** Every micro-step the trainer takes ``batch_size x processes`` examples
+  from the run's one cursor (the same on every process) and each process trains on its
+  ``batch_size`` slice (:meth:`Processes.shard`); accelerate averages the gradients. So a
+  step of ``P`` processes with ``grad_accum = a`` sees the same micro-batches as one
+  process with ``grad_accum = a x P`` and the same ``batch_size``, and takes the same
+  optimiser step (up to the order of float sums): the global batch is
+  ``batch_size x grad_accum x processes``.
+* **Randomness that does not depend on the process count.** The sampling generator of a
+  loss (EditReward's Monte Carlo pairs) is seeded per micro-batch from ``(seed, step,
+  micro-batch index in the global order)`` (:func:`micro_batch_seed`), so micro-batch ``k``
+  draws the same noise whichever process computes it.
+* **Evaluation.** Held-out samples are dealt round-robin to the processes, scored there and
+  gathered back in order (:meth:`Processes.map`); under FSDP every process scores all of
+  them (a sharded model's forward passes are collective and must run in lockstep).
+* **One writer.** Only the main process logs, prints, saves checkpoints and exports;
+  :meth:`Processes.barrier` keeps the others in step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import numpy as np
+import torch
+
+__all__ = ["Processes", "micro_batch_seed"]
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def micro_batch_seed(seed: int, step: int, index: int) -> int:
+    """The seed of micro-batch ``index`` (in the global order of the step's micro-batches)
+    of optimiser step ``step``: the same on any number of processes."""
+    return int(np.random.SeedSequence([seed, step, index]).generate_state(1, np.uint64)[0]
+               % (2**63 - 1))
+
+
+@dataclass
+class Processes:
+    """The run's processes, seen from one of them.
+
+    Attributes:
+        accelerator: the run's ``accelerate.Accelerator``.
+        rank: this process's index (0 is the main process, the one writer).
+        size: the number of processes.
+        fsdp: the model is sharded (FSDP): forward passes are collective.
+    """
+
+    accelerator: Any
+    rank: int = 0
+    size: int = 1
+    fsdp: bool = False
+
+    @classmethod
+    def start(cls, **kwargs: Any) -> Processes:
+        """The accelerator of this run (``accelerate.Accelerator(**kwargs)``, on the CPU when
+        there is no GPU) and this process's place in it."""
+        from accelerate import Accelerator, DistributedType
+        from accelerate.utils import DistributedDataParallelKwargs
+
+        # a trainable parameter that a stage's loss does not reach (the LM head under a
+        # head-only objective) must not stall DDP's gradient reduction
+        handlers = [DistributedDataParallelKwargs(find_unused_parameters=True)]
+        accelerator = Accelerator(cpu=not torch.cuda.is_available(), kwargs_handlers=handlers,
+                                  **kwargs)
+        return cls(accelerator, accelerator.process_index, accelerator.num_processes,
+                   accelerator.distributed_type == DistributedType.FSDP)
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    def describe(self) -> str:
+        """E.g. ``"2 processes (MULTI_CPU)"``."""
+        kind = str(self.accelerator.distributed_type).split(".")[-1]
+        return f"{self.size} process{'es' if self.size > 1 else ''} ({kind})"
+
+    def shard(self, chunk: Sequence[T], batch_size: int) -> list[T]:
+        """This process's ``batch_size`` slice of a global micro-batch of
+        ``batch_size x size`` examples."""
+        return list(chunk[self.rank * batch_size:(self.rank + 1) * batch_size])
+
+    def barrier(self) -> None:
+        """Wait for every process (no-op on one)."""
+        if self.size > 1:
+            self.accelerator.wait_for_everyone()
+
+    def mean(self, values: Sequence[float]) -> list[float]:
+        """The mean over the processes of each value (the values themselves on one)."""
+        if self.size == 1:
+            return [float(v) for v in values]
+        t = torch.tensor([float(v) for v in values], dtype=torch.float64,
+                         device=self.accelerator.device)
+        return self.accelerator.reduce(t, reduction="mean").cpu().tolist()
+
+    def gather(self, value: T) -> list[T]:
+        """Every process's ``value``, in rank order (picklable objects)."""
+        if self.size == 1:
+            return [value]
+        from accelerate.utils import gather_object
+
+        return list(gather_object([value]))
+
+    def map(self, fn: Callable[[list[T]], Sequence[R]], items: Sequence[T]) -> list[R]:
+        """``fn(items)`` computed across the processes: item ``i`` on process
+        ``i % size``, the results gathered back in the order of ``items`` on every process.
+        Under FSDP (collective forward passes) every process computes ``fn(items)``."""
+        items = list(items)
+        if self.size == 1 or self.fsdp:
+            return list(fn(items))
+        mine = items[self.rank::self.size]
+        results = list(fn(mine)) if mine else []
+        if len(results) != len(mine):
+            raise RuntimeError(f"expected {len(mine)} results, got {len(results)}")
+        parts = self.gather(results)
+        out: list[Any] = [None] * len(items)
+        for rank, part in enumerate(parts):
+            out[rank::self.size] = part
+        return out
