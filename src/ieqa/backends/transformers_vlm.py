@@ -35,8 +35,31 @@ import numpy as np
 from ieqa.backends.base import Generation, Prompt, key_mismatch
 from ieqa.backends.processor import BackendError, PromptTooLongError, load_processor
 
+
+_INFERENCE_MODE = [True]
+
+
+def inference_context() -> contextlib.AbstractContextManager[Any]:
+    """The no-gradient context of the backends' forward passes: ``torch.inference_mode()``,
+    or ``torch.no_grad()`` inside :func:`without_inference_mode`."""
+    import torch
+
+    return torch.inference_mode() if _INFERENCE_MODE[-1] else torch.no_grad()
+
+
+@contextlib.contextmanager
+def without_inference_mode() -> Iterator[None]:
+    """Score with ``torch.no_grad()`` instead of ``torch.inference_mode()`` for the duration:
+    a model being trained with sharded weights (FSDP) gathers them into buffers that its
+    next training step updates in place, which inference tensors forbid."""
+    _INFERENCE_MODE.append(False)
+    try:
+        yield
+    finally:
+        _INFERENCE_MODE.pop()
+
 __all__ = ["TransformersVLM", "ForwardOutput", "resolve_adapter", "resolve_device", "POSITION_MODES",
-           "sequential_positions"]
+           "inference_context", "sequential_positions", "without_inference_mode"]
 
 log = logging.getLogger(__name__)
 
@@ -459,7 +482,7 @@ class TransformersVLM:
             raise ValueError("encoded must have one entry per prompt")
         conts = [list(c) for c in continuations] if continuations is not None else [[] for _ in prompts]
         rows: list[tuple[Any, Any]] = [(None, None)] * len(prompts)
-        with torch.inference_mode():
+        with inference_context():
             groups = _share_groups(prompts) if share else []
             grouped = {i for g in groups for i in g}
             for group in groups:
@@ -756,7 +779,7 @@ class TransformersVLM:
         import torch
 
         batch = self._to_device(self.collate([self.encode_one(p) for p in prompts]))
-        with _seeded(seed), torch.inference_mode():
+        with _seeded(seed), inference_context():
             out = self.model.generate(**batch, **kwargs, num_return_sequences=num_samples)
         width = batch["input_ids"].shape[1]
         new = out.sequences[:, width:].cpu()

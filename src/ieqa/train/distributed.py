@@ -23,6 +23,8 @@ launch``; DDP, FSDP). :class:`Processes` is what the trainer asks of them:
 
 from __future__ import annotations
 
+import contextlib
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -71,6 +73,9 @@ class Processes:
         handlers = [DistributedDataParallelKwargs(find_unused_parameters=True)]
         accelerator = Accelerator(cpu=not torch.cuda.is_available(), kwargs_handlers=handlers,
                                   **kwargs)
+        if (accelerator.distributed_type == DistributedType.MULTI_CPU
+                and os.environ.get("ACCELERATE_USE_FSDP", "false").lower() == "true"):
+            _fsdp_on_cpu(accelerator)
         return cls(accelerator, accelerator.process_index, accelerator.num_processes,
                    accelerator.distributed_type == DistributedType.FSDP)
 
@@ -78,15 +83,56 @@ class Processes:
     def is_main(self) -> bool:
         return self.rank == 0
 
-    def describe(self) -> str:
-        """E.g. ``"2 processes (MULTI_CPU)"``."""
-        kind = str(self.accelerator.distributed_type).split(".")[-1]
-        return f"{self.size} process{'es' if self.size > 1 else ''} ({kind})"
+    @property
+    def kind(self) -> str:
+        """accelerate's name of the setup: ``NO``, ``MULTI_CPU``, ``MULTI_GPU``, ``FSDP``..."""
+        return "FSDP" if self.fsdp else str(self.accelerator.distributed_type).split(".")[-1]
 
     def shard(self, chunk: Sequence[T], batch_size: int) -> list[T]:
         """This process's ``batch_size`` slice of a global micro-batch of
         ``batch_size x size`` examples."""
         return list(chunk[self.rank * batch_size:(self.rank + 1) * batch_size])
+
+    def unsharded(self, wrapped: Any) -> contextlib.AbstractContextManager[None]:
+        """Under FSDP, the model's own (root) parameters gathered for the duration: the
+        scorers call the backbone and the head directly, past the root's hooks (each
+        sharded layer still gathers its weights itself, collectively)."""
+        if not self.fsdp or not hasattr(wrapped, "unshard"):
+            return contextlib.nullcontext()
+
+        @contextlib.contextmanager
+        def gathered() -> Any:
+            # the root initialises FSDP for every sharded layer under it on its first
+            # forward; a layer called first on its own would claim to be a root
+            from torch.distributed.fsdp._fully_shard._fsdp_state import (
+                _get_module_fsdp_state,
+            )
+
+            from ieqa.backends.transformers_vlm import without_inference_mode
+
+            _get_module_fsdp_state(wrapped)._lazy_init()
+            wrapped.unshard()
+            try:
+                with without_inference_mode():
+                    yield
+            finally:
+                wrapped.reshard()
+
+        return gathered()
+
+    def full_state_dict(self, wrapped: Any) -> dict[str, torch.Tensor] | None:
+        """The whole model's state dict on the main process (``None`` elsewhere); under FSDP
+        gathered from the shards (every process must call this)."""
+        if self.fsdp:
+            full: dict[str, torch.Tensor] = {}
+            for name, value in wrapped.state_dict().items():  # the same order everywhere
+                if hasattr(value, "full_tensor"):  # a DTensor shard: gathered collectively
+                    value = value.full_tensor()
+                if self.is_main:
+                    full[name] = value.detach().cpu().clone()
+            return full if self.is_main else None
+        model = self.accelerator.unwrap_model(wrapped)
+        return model.state_dict() if self.is_main else None
 
     def barrier(self) -> None:
         """Wait for every process (no-op on one)."""
@@ -125,3 +171,17 @@ class Processes:
         for rank, part in enumerate(parts):
             out[rank::self.size] = part
         return out
+
+
+def _fsdp_on_cpu(accelerator: Any) -> None:
+    """Turn on FSDP (accelerate's plugin, from the launch config) for CPU processes.
+
+    accelerate (1.15) reads ``distributed_type: FSDP`` only for accelerators and runs CPU
+    processes as plain ``MULTI_CPU``; FSDP2 itself shards over gloo. Switching the shared
+    state here lets a CPU run exercise the same FSDP path as a GPU one."""
+    from accelerate import DistributedType
+    from accelerate.utils import FullyShardedDataParallelPlugin
+
+    state = accelerator.state
+    state.fsdp_plugin = FullyShardedDataParallelPlugin()
+    state.distributed_type = DistributedType.FSDP

@@ -44,6 +44,8 @@ class EvaluatorModel(nn.Module):
         self.model = model
         self.head = head
         self.anchor = anchor
+        # the backbone's layer classes that FSDP's transformer auto-wrap shards one by one
+        self._no_split_modules = getattr(model, "_no_split_modules", None)
 
     @property
     def transformer(self) -> nn.Module:

@@ -190,7 +190,12 @@ def _init_head_bias(model: EvaluatorModel, stage: StageConfig, samples: list[Any
     with torch.no_grad():
         means = [float(np.mean([builder.score(s, d) for s in samples])) for d in builder.dimensions]
         if last.out_features == len(means):
-            last.bias.copy_(torch.tensor(means))
+            value = torch.tensor(means, dtype=last.bias.dtype)
+            if hasattr(last.bias, "device_mesh"):  # sharded (FSDP): shard it alike
+                from torch.distributed.tensor import distribute_tensor
+
+                value = distribute_tensor(value, last.bias.device_mesh, last.bias.placements)
+            last.bias.copy_(value)
 
 
 class _Run:
@@ -201,6 +206,7 @@ class _Run:
         self.recipe, self.out, self.on_log, self.procs = recipe, out, on_log, procs
         self.progress = progress and procs.is_main
         self.log_path = out / "metrics.jsonl"
+        self.wrapped: Any = None  # the model as accelerate prepared it (the last stage's)
 
     def log(self, record: dict[str, Any]) -> None:
         if not self.procs.is_main:
@@ -348,6 +354,11 @@ def train(recipe: Recipe, *, output_dir: str | Path | None = None,
             return result
     last = recipe.stages[-1]
     exported = None
+    if procs.fsdp:  # the shards gathered into an unsharded copy on the main process
+        full = procs.full_state_dict(run.wrapped)
+        if procs.is_main:
+            model, vlm = build_model(recipe)
+            model.load_state_dict(full)
     if procs.is_main:
         exported = _export(recipe, last, model, vlm, stage_template(last), out / "evaluator")
     result.evaluator_dir = procs.gather(exported)[0]
@@ -447,12 +458,17 @@ def _run_stage(run: _Run, recipe: Recipe, index: int, stage: StageConfig, model:
         cursor = _Cursor(stage, examples, data.train, seed, *resumed["cursor"])
         step = resumed["stage_step"]
         _set_rng_state(resumed["rng"])
+    if procs.fsdp and (recipe.output.save_every_steps or stop_after is not None):
+        raise TrainError("checkpoints of a sharded (FSDP) run are not written yet: run FSDP "
+                         "without output.save_every_steps and --stop-after, or checkpoint "
+                         "under DDP (accelerate launch --multi_gpu / torchrun)")
     accelerator = procs.accelerator
     wrapped, optimizer = accelerator.prepare(model, optimizer)
+    run.wrapped = wrapped
     bs, accum = recipe.optim.batch_size, recipe.optim.grad_accum
     run.log({"stage": stage.name, "global_step": global_step, "stage_step": step,
              "event": "setup", "processes": procs.size,
-             "distributed": str(accelerator.distributed_type).split(".")[-1],
+             "distributed": procs.kind,
              "batch_size": bs, "grad_accum": accum,
              "global_batch": global_batch(recipe, procs.size), "steps": total})
 
@@ -462,8 +478,9 @@ def _run_stage(run: _Run, recipe: Recipe, index: int, stage: StageConfig, model:
         def labels(sample: Any, dim: str) -> float:
             return sample.scores[label_column(stage, dim)]
 
-        metrics = evaluate_stage(recipe, stage, vlm, model.head, template, eval_samples,
-                                 eval_pairs, label_of=labels, map_items=procs.map)
+        with procs.unsharded(wrapped):
+            metrics = evaluate_stage(recipe, stage, vlm, model.head, template, eval_samples,
+                                     eval_pairs, label_of=labels, map_items=procs.map)
         run.log({"stage": stage.name, "global_step": global_step, "stage_step": step,
                  "event": when, "metric": main_metric(stage), **metrics})
         model.train()

@@ -32,6 +32,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from ieqa.backends.transformers_vlm import inference_context
 from ieqa.data.combine import overall_score
 from ieqa.scorers.base import ScorerError, ScoreResult
 from ieqa.scorers.vlm.base import LoadedSample, VLMScorer
@@ -160,7 +161,7 @@ class HeadScorer(VLMScorer):
         prompts = [self.render(item) for item in items]
         hidden = self.backend.forward(prompts, logits=False, anchor=self.anchor).hidden
         device = next(self.head.parameters()).device
-        with torch.inference_mode():
+        with inference_context():
             return self.head(hidden.to(device)).float().cpu()
 
     def _result(self, item: LoadedSample, scores: dict[str, float], **extra: Any) -> ScoreResult:
