@@ -41,7 +41,13 @@ def print_metrics(metrics: dict[str, dict[str, dict[str, float]]]) -> None:
 
 
 def _on_log(record: dict[str, Any]) -> None:
-    if record.get("event") == "note":
+    if record.get("event") == "setup":
+        n = record["processes"]
+        console.print(escape(f"[{record['stage']}] {n} process{'es' if n > 1 else ''} "
+                             f"({record['distributed']}): global batch {record['global_batch']} "
+                             f"= batch_size {record['batch_size']} x grad_accum "
+                             f"{record['grad_accum']} x {n}, {record['steps']} steps"))
+    elif record.get("event") == "note":
         console.print(f"[yellow]note:[/yellow] {escape(record['message'])}")
     elif record.get("event") in ("before", "eval", "after"):
         metric = record.get("metric", "srcc")
@@ -60,11 +66,20 @@ def command(
     stop_after: int | None = typer.Option(None, "--stop-after", help="stop (with a checkpoint) "
                                           "after this many optimiser steps"),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="draw progress bars"),
+    report_to: str | None = typer.Option(None, "--report-to", help="experiment trackers that "
+                                         "also get every logged scalar: tensorboard, wandb, "
+                                         "both (comma-separated) or none (default: the "
+                                         "recipe's output.report_to)"),
 ) -> None:
-    """Train an evaluator with a recipe; export it as an evaluator checkpoint."""
+    """Train an evaluator with a recipe; export it as an evaluator checkpoint.
+
+    On several processes (``torchrun --nproc_per_node N -m ieqa train ...``, ``accelerate
+    launch [--config_file fsdp.yaml] -m ieqa train ...``) each trains its share of every
+    batch; the main process logs, checkpoints and exports."""
     from ieqa.train import load_recipe, train
 
-    spec = load_recipe(recipe, set_)
+    spec = load_recipe(recipe, [*set_, *([f"output.report_to={report_to}"] if report_to
+                                          else [])])
     result = train(spec, output_dir=out, resume=resume or None, stop_after=stop_after,
                    on_log=_on_log, progress=progress)
     if not result.main_process:  # one writer: the main process prints

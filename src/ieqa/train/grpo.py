@@ -270,7 +270,7 @@ def run_grpo_stage(run: Any, recipe: Recipe, index: int, stage: StageConfig, mod
             "learning_rate": lr, "lr_scheduler_type": "constant", "warmup_steps": 0,
             "max_completion_length": settings.max_completion_length,
             "temperature": settings.temperature, "logging_steps": 1, "save_strategy": "no",
-            "report_to": "none", "seed": recipe.optim.seed, "remove_unused_columns": False,
+            "report_to": list(recipe.output.report_to) or "none", "seed": recipe.optim.seed, "remove_unused_columns": False,
             "use_cpu": not torch.cuda.is_available(), "bf16": False, "fp16": False,
             "max_grad_norm": recipe.optim.max_grad_norm or 0.0,
             "disable_tqdm": not run.progress, **settings.trl_args}

@@ -311,10 +311,30 @@ class EvalConfig(_Strict):
     batch_size: int = Field(16, ge=1)
 
 
+#: Experiment trackers ``output.report_to`` may name (accelerate's trackers; TRL's
+#: ``report_to`` for GRPO stages).
+TRACKERS = ("tensorboard", "wandb")
+
+
 class OutputConfig(_Strict):
     dir: str = "runs/{recipe}"
     save_every_steps: int | None = Field(None, ge=1)
     keep_checkpoints: int = Field(2, ge=1)
+    report_to: list[Literal["tensorboard", "wandb"]] = Field(
+        default_factory=list, description="experiment trackers that also get every logged "
+        "scalar (tensorboard writes under the run folder's tracking/); [] or 'none': "
+        "metrics.jsonl only")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _none_is_empty(cls, values: Any) -> Any:
+        if isinstance(values, dict):
+            value = values.get("report_to")
+            if value is None or value == "none" or value == ["none"]:
+                values = {**values, "report_to": []}
+            elif isinstance(value, str):
+                values = {**values, "report_to": [v.strip() for v in value.split(",")]}
+        return values
 
 
 class Recipe(_Strict):

@@ -213,6 +213,10 @@ class _Run:
             return
         with self.log_path.open("a") as fh:
             fh.write(json.dumps(record) + "\n")
+        if self.recipe.output.report_to and "global_step" in record:
+            scalars = tracker_scalars(record)
+            if scalars:
+                self.procs.accelerator.log(scalars, step=int(record["global_step"]))
         if self.on_log is not None:
             self.on_log(record)
 
@@ -222,6 +226,49 @@ class _Run:
         keep = [line for line in self.log_path.read_text().splitlines()
                 if line and json.loads(line).get("global_step", 0) <= global_step]
         self.log_path.write_text("".join(line + "\n" for line in keep))
+
+
+#: the tracker tag group of each kind of log record
+_TAG_GROUP = {"step": "train", "before": "eval", "eval": "eval", "after": "eval",
+              "setup": "setup"}
+
+
+def tracker_scalars(record: dict[str, Any]) -> dict[str, float]:
+    """The numbers of one ``metrics.jsonl`` record as tracker scalars, tagged
+    ``STAGE/train/NAME`` (steps), ``STAGE/eval/NAME`` (held-out evaluations before, during
+    and after a stage) or ``STAGE/setup/NAME``; a record of another kind gives none."""
+    group = _TAG_GROUP.get(str(record.get("event")))
+    if group is None:
+        return {}
+    skip = {"global_step", "stage_step"}
+    return {f"{record.get('stage', 'run')}/{group}/{k}": float(v) for k, v in record.items()
+            if k not in skip and isinstance(v, (int, float)) and not isinstance(v, bool)}
+
+
+def _start_tracking(recipe: Recipe, out: Path, procs: Processes) -> None:
+    """Start the recipe's trackers on the main process (TensorBoard under
+    ``out/tracking/``), with the recipe's settings as the run's configuration."""
+    import importlib.util
+
+    missing = [t for t in recipe.output.report_to
+               if importlib.util.find_spec(t) is None]
+    if missing:
+        raise TrainError(f"output.report_to names {missing} but the package is not installed: "
+                         f"pip install 'ieqa[track]' (tensorboard) or pip install wandb, or run "
+                         "with --report-to none")
+    config = {k: v for k, v in _flat(recipe.model_dump(mode="json")).items()}
+    procs.accelerator.init_trackers(out.name or "ieqa", config=config)
+
+
+def _flat(tree: Any, prefix: str = "") -> dict[str, Any]:
+    """``{"a.b": scalar}`` of a nested recipe dump (lists and None written as JSON text)."""
+    if isinstance(tree, dict):
+        out: dict[str, Any] = {}
+        for k, v in tree.items():
+            out.update(_flat(v, f"{prefix}{k}."))
+        return out
+    value = tree if isinstance(tree, (int, float, str, bool)) else json.dumps(tree)
+    return {prefix[:-1]: value}
 
 
 def _process_file(folder: Path, rank: int) -> Path:
@@ -303,11 +350,11 @@ def train(recipe: Recipe, *, output_dir: str | Path | None = None,
         progress: draw a progress bar per stage.
     """
     out = Path(output_dir) if output_dir is not None else recipe.output_dir()
-    procs = Processes.start()
     if recipe.per_dimension:
+        main = Processes.start().is_main
         recipe, notes = _fit(recipe, load_training_data(recipe.data, recipe.optim.seed),
-                             on_log if procs.is_main else None)
-        result = TrainResult(out, None, notes=notes, main_process=procs.is_main)
+                             on_log if main else None)
+        result = TrainResult(out, None, notes=notes, main_process=main)
         for dim in recipe.stages[0].dimensions:
             sub = recipe.model_copy(deep=True)
             sub.per_dimension = False
@@ -319,6 +366,8 @@ def train(recipe: Recipe, *, output_dir: str | Path | None = None,
             result.interrupted |= child.interrupted
         return result
     out.mkdir(parents=True, exist_ok=True)
+    procs = Processes.start(log_with=list(recipe.output.report_to) or None,
+                            project_dir=str(out / "tracking"))
     run = _Run(recipe, out, on_log, progress, procs)
     checkpoint = None
     if resume:
@@ -333,6 +382,8 @@ def train(recipe: Recipe, *, output_dir: str | Path | None = None,
     data = load_training_data(recipe.data, recipe.optim.seed)
     recipe, notes = _fit(recipe, data, on_log if procs.is_main else None)
     run.recipe = recipe
+    if recipe.output.report_to:
+        _start_tracking(recipe, out, procs)
     if procs.is_main:
         (out / "recipe.yaml").write_text(yaml.safe_dump(recipe.model_dump(mode="json"),
                                                         sort_keys=False))
@@ -351,6 +402,7 @@ def train(recipe: Recipe, *, output_dir: str | Path | None = None,
                                           global_step, resumed, stop_after, result)
         if stopped:
             result.interrupted = True
+            _end_tracking(run)
             return result
     last = recipe.stages[-1]
     exported = None
@@ -362,7 +414,13 @@ def train(recipe: Recipe, *, output_dir: str | Path | None = None,
     if procs.is_main:
         exported = _export(recipe, last, model, vlm, stage_template(last), out / "evaluator")
     result.evaluator_dir = procs.gather(exported)[0]
+    _end_tracking(run)
     return result
+
+
+def _end_tracking(run: _Run) -> None:
+    if run.recipe.output.report_to:
+        run.procs.accelerator.end_training()
 
 
 def _fit(recipe: Recipe, data: TrainData, on_log: Callable[[dict[str, Any]], None] | None
