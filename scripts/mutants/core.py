@@ -101,6 +101,22 @@ MUTATIONS: tuple[Mutation, ...] = (
              ("tests/train/test_grpo.py::"
               "test_grpo_raises_the_judges_reward_and_the_huber_term_keeps_the_head",),
              slow=True),
+    # ---- training on several processes
+    Mutation("dp-unsharded", "every process trains on the same micro-batch (no sharding)",
+             "src/ieqa/train/trainer.py",
+             "chunk = procs.shard(cursor.take(bs * procs.size), bs)", "chunk = cursor.take(bs)",
+             ("tests/train/test_data_parallel.py::"
+              "test_two_processes_train_as_one_with_twice_the_accumulation",)),
+    Mutation("dp-every-writer", "every process appends to metrics.jsonl",
+             "src/ieqa/train/trainer.py",
+             "        if not self.procs.is_main:\n            return\n        with self.log_path",
+             "        with self.log_path",
+             ("tests/train/test_data_parallel.py::"
+              "test_two_processes_train_as_one_with_twice_the_accumulation",)),
+    Mutation("dp-seed-per-process", "loss sampling seeded by the process, not the micro-batch",
+             "src/ieqa/train/trainer.py", "micro * procs.size + procs.rank))", "micro))",
+             ("tests/train/test_data_parallel.py::"
+              "test_two_processes_train_as_one_with_twice_the_accumulation",)),
     # ---- explanations
     Mutation("cosine-unclipped", "embedding cosine not clipped to [-1, 1]",
              "src/ieqa/explain/metrics.py", "cos.clamp(-1.0, 1.0)", "cos",

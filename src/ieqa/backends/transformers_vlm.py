@@ -35,7 +35,6 @@ import numpy as np
 from ieqa.backends.base import Generation, Prompt, key_mismatch
 from ieqa.backends.processor import BackendError, PromptTooLongError, load_processor
 
-
 _INFERENCE_MODE = [True]
 
 
@@ -776,7 +775,6 @@ class TransformersVLM:
     def _generate_batch(self, prompts: Sequence[Prompt], num_samples: int, seed: int | None,
                         kwargs: dict[str, Any], top_logprobs: int) -> list[list[Generation]]:
         """One ``model.generate`` call over ``prompts`` (left-padded), seeded with ``seed``."""
-        import torch
 
         batch = self._to_device(self.collate([self.encode_one(p) for p in prompts]))
         with _seeded(seed), inference_context():

@@ -35,7 +35,6 @@ import yaml
 
 from ieqa.errors import IeqaError
 from ieqa.progress import progress_bar
-from ieqa.train.distributed import Processes, micro_batch_seed
 from ieqa.train.data import (
     BatchBuilder,
     TrainData,
@@ -43,6 +42,7 @@ from ieqa.train.data import (
     load_training_data,
     stage_examples,
 )
+from ieqa.train.distributed import Processes, micro_batch_seed
 from ieqa.train.evaluation import build_scorer, evaluate_stage, main_metric
 from ieqa.train.fit import fit_recipe_to_data
 from ieqa.train.grpo import run_grpo
@@ -419,8 +419,10 @@ def train(recipe: Recipe, *, output_dir: str | Path | None = None,
 
 
 def _end_tracking(run: _Run) -> None:
-    if run.recipe.output.report_to:
-        run.procs.accelerator.end_training()
+    """Close the trackers (not ``accelerator.end_training()``: it also ends the process
+    group, which the next run of the same processes, e.g. another dimension, still needs)."""
+    for tracker in run.procs.accelerator.trackers:
+        tracker.finish()
 
 
 def _fit(recipe: Recipe, data: TrainData, on_log: Callable[[dict[str, Any]], None] | None
