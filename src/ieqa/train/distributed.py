@@ -60,6 +60,7 @@ class Processes:
     rank: int = 0
     size: int = 1
     fsdp: bool = False
+    deepspeed: bool = False
 
     @classmethod
     def start(cls, **kwargs: Any) -> Processes:
@@ -76,8 +77,47 @@ class Processes:
         if (accelerator.distributed_type == DistributedType.MULTI_CPU
                 and os.environ.get("ACCELERATE_USE_FSDP", "false").lower() == "true"):
             _fsdp_on_cpu(accelerator)
+        kind = accelerator.distributed_type
         return cls(accelerator, accelerator.process_index, accelerator.num_processes,
-                   accelerator.distributed_type == DistributedType.FSDP)
+                   kind == DistributedType.FSDP, kind == DistributedType.DEEPSPEED)
+
+    @property
+    def sharded(self) -> bool:
+        """The weights are split across the processes (FSDP, DeepSpeed ZeRO-3): every
+        forward pass is collective, so all processes run the same ones in step."""
+        if self.fsdp:
+            return True
+        if self.deepspeed:
+            plugin = self.accelerator.state.deepspeed_plugin
+            return int(plugin.deepspeed_config.get("zero_optimization", {}).get("stage", 0)) == 3
+        return False
+
+    def before_prepare(self, *, batch_size: int, grad_accum: int,
+                       max_grad_norm: float | None) -> None:
+        """Settle what a stage's ``prepare`` reads: accelerate's accumulation count (another
+        trainer in the same process, TRL's, may have changed the shared state) and, under
+        DeepSpeed, the config's ``auto`` batch and clipping values (there is no prepared
+        dataloader to read them from)."""
+        from accelerate.state import GradientState
+        from accelerate.utils import GradientAccumulationPlugin
+
+        if self.accelerator.gradient_accumulation_steps != grad_accum:
+            GradientState(GradientAccumulationPlugin(num_steps=grad_accum))
+        if self.deepspeed:
+            config = self.accelerator.state.deepspeed_plugin.deepspeed_config
+            settled = {"train_micro_batch_size_per_gpu": batch_size,
+                       "gradient_accumulation_steps": grad_accum,
+                       "train_batch_size": batch_size * grad_accum * self.size,
+                       "gradient_clipping": max_grad_norm or 0.0}
+            for key, value in settled.items():
+                if config.get(key, "auto") == "auto":
+                    config[key] = value
+                elif config[key] != value:
+                    from ieqa.errors import IeqaError
+
+                    raise IeqaError(f"the DeepSpeed config sets {key} = {config[key]!r} but the "
+                                    f"recipe means {value!r}; write \"auto\" there (the recipe's "
+                                    "optim settings decide it)")
 
     @property
     def is_main(self) -> bool:
@@ -85,7 +125,8 @@ class Processes:
 
     @property
     def kind(self) -> str:
-        """accelerate's name of the setup: ``NO``, ``MULTI_CPU``, ``MULTI_GPU``, ``FSDP``..."""
+        """accelerate's name of the setup: ``NO``, ``MULTI_CPU``, ``MULTI_GPU``, ``FSDP``,
+        ``DEEPSPEED``..."""
         return "FSDP" if self.fsdp else str(self.accelerator.distributed_type).split(".")[-1]
 
     def shard(self, chunk: Sequence[T], batch_size: int) -> list[T]:
@@ -97,8 +138,12 @@ class Processes:
         """Under FSDP, the model's own (root) parameters gathered for the duration: the
         scorers call the backbone and the head directly, past the root's hooks (each
         sharded layer still gathers its weights itself, collectively)."""
-        if not self.fsdp or not hasattr(wrapped, "unshard"):
+        if not self.sharded:
             return contextlib.nullcontext()
+        if not hasattr(wrapped, "unshard"):  # DeepSpeed ZeRO-3: every module gathers its own
+            from ieqa.backends.transformers_vlm import without_inference_mode
+
+            return without_inference_mode()
 
         @contextlib.contextmanager
         def gathered() -> Any:
@@ -123,6 +168,9 @@ class Processes:
     def full_state_dict(self, wrapped: Any) -> dict[str, torch.Tensor] | None:
         """The whole model's state dict on the main process (``None`` elsewhere); under FSDP
         gathered from the shards (every process must call this)."""
+        if self.deepspeed:  # ZeRO-3 gathers (stage3_gather_16bit_weights_on_model_save)
+            state = self.accelerator.get_state_dict(wrapped)
+            return state if self.is_main else None
         if self.fsdp:
             full: dict[str, torch.Tensor] = {}
             for name, value in wrapped.state_dict().items():  # the same order everywhere
@@ -160,7 +208,7 @@ class Processes:
         ``i % size``, the results gathered back in the order of ``items`` on every process.
         Under FSDP (collective forward passes) every process computes ``fn(items)``."""
         items = list(items)
-        if self.size == 1 or self.fsdp:
+        if self.size == 1 or self.sharded:
             return list(fn(items))
         mine = items[self.rank::self.size]
         results = list(fn(mine)) if mine else []

@@ -195,6 +195,12 @@ def _init_head_bias(model: EvaluatorModel, stage: StageConfig, samples: list[Any
                 from torch.distributed.tensor import distribute_tensor
 
                 value = distribute_tensor(value, last.bias.device_mesh, last.bias.placements)
+            if getattr(last.bias, "ds_id", None) is not None:  # DeepSpeed ZeRO-3: gathered
+                import deepspeed
+
+                with deepspeed.zero.GatheredParameters([last.bias], modifier_rank=0):
+                    last.bias.copy_(value.to(last.bias.device))
+                return
             last.bias.copy_(value)
 
 
@@ -367,7 +373,8 @@ def train(recipe: Recipe, *, output_dir: str | Path | None = None,
         return result
     out.mkdir(parents=True, exist_ok=True)
     procs = Processes.start(log_with=list(recipe.output.report_to) or None,
-                            project_dir=str(out / "tracking"))
+                            project_dir=str(out / "tracking"),
+                            gradient_accumulation_steps=recipe.optim.grad_accum)
     run = _Run(recipe, out, on_log, progress, procs)
     checkpoint = None
     if resume:
@@ -406,7 +413,7 @@ def train(recipe: Recipe, *, output_dir: str | Path | None = None,
             return result
     last = recipe.stages[-1]
     exported = None
-    if procs.fsdp:  # the shards gathered into an unsharded copy on the main process
+    if procs.sharded:  # the shards gathered into an unsharded copy on the main process
         full = procs.full_state_dict(run.wrapped)
         if procs.is_main:
             model, vlm = build_model(recipe)
@@ -518,11 +525,14 @@ def _run_stage(run: _Run, recipe: Recipe, index: int, stage: StageConfig, model:
         cursor = _Cursor(stage, examples, data.train, seed, *resumed["cursor"])
         step = resumed["stage_step"]
         _set_rng_state(resumed["rng"])
-    if procs.fsdp and (recipe.output.save_every_steps or stop_after is not None):
-        raise TrainError("checkpoints of a sharded (FSDP) run are not written yet: run FSDP "
+    if (procs.fsdp or procs.deepspeed) and (recipe.output.save_every_steps
+                                            or stop_after is not None):
+        raise TrainError(f"checkpoints of a {procs.kind} run are not written yet: run it "
                          "without output.save_every_steps and --stop-after, or checkpoint "
                          "under DDP (accelerate launch --multi_gpu / torchrun)")
     accelerator = procs.accelerator
+    procs.before_prepare(batch_size=recipe.optim.batch_size, grad_accum=recipe.optim.grad_accum,
+                         max_grad_norm=recipe.optim.max_grad_norm)
     wrapped, optimizer = accelerator.prepare(model, optimizer)
     run.wrapped = wrapped
     bs, accum = recipe.optim.batch_size, recipe.optim.grad_accum
@@ -559,10 +569,12 @@ def _run_stage(run: _Run, recipe: Recipe, index: int, stage: StageConfig, model:
                 chunk = procs.shard(cursor.take(bs * procs.size), bs)
                 loss_state.begin_micro_batch(micro_batch_seed(
                     seed, global_step + 1, micro * procs.size + procs.rank))
-                with _sync_gradients(procs, wrapped, last=micro == accum - 1):
+                # accelerate divides the loss by grad_accum and reduces the gradients
+                # across the processes on the step's last micro-batch only
+                with accelerator.accumulate(wrapped):
                     loss, parts = compute_loss(wrapped, builder, stage, data.train, chunk,
                                                loss_state)
-                    accelerator.backward(loss / accum)
+                    accelerator.backward(loss)
                 total_loss += float(loss.detach()) / accum
                 for k, v in parts.items():
                     parts_sum[k] = parts_sum.get(k, 0.0) + v / accum
@@ -600,12 +612,3 @@ def _run_stage(run: _Run, recipe: Recipe, index: int, stage: StageConfig, model:
 
 
 
-
-def _sync_gradients(procs: Processes, wrapped: Any, *, last: bool) -> Any:
-    """Gradient accumulation without a reduction on every micro-batch: DDP reduces the
-    gradients on the last micro-batch of a step only."""
-    import contextlib
-
-    if procs.size == 1 or last or procs.fsdp:
-        return contextlib.nullcontext()
-    return procs.accelerator.no_sync(wrapped)
