@@ -24,7 +24,20 @@ TORCH_VERSION ?= 2.13.0
 
 .PHONY: setup test test-machines test-latest constraints demo lint bench clean docs docs-serve browser calibration-data
 
-setup: $(STAMP) browser
+DEEPSPEED_LIB := $(VENV)/deepspeed-lib
+DEEPSPEED_VERSION ?= 0.19.8
+
+setup: $(STAMP) browser $(DEEPSPEED_LIB)/.installed
+
+# DeepSpeed, beside the environment rather than in it (tests/train/test_launch_config.py
+# checks the shipped ZeRO configs against DeepSpeed's own schema with it on PYTHONPATH;
+# installed into .venv it would change what transformers and TRL import). Pure Python,
+# about 10 s; when it cannot be installed those checks are skipped.
+$(DEEPSPEED_LIB)/.installed: $(STAMP)
+	@$(PY) -m pip install -q --no-deps --target $(DEEPSPEED_LIB) deepspeed==$(DEEPSPEED_VERSION) \
+		hjson==3.1.0 py-cpuinfo==9.0.0 msgpack==1.2.4 einops==0.8.2 >/dev/null 2>&1 \
+		&& touch $@ \
+		|| echo "could not install deepspeed into $(DEEPSPEED_LIB); its config checks will be skipped"
 
 # tests/studio drive the studio's pages in Debian's chromium (through Playwright, which is
 # pointed at /usr/bin/chromium: its own browser download cannot be used). Installed here

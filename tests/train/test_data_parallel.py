@@ -9,8 +9,8 @@ instead, 5e-7 in the losses). The bars below (1e-5 in the losses, 1e-6 in the we
 leave room for kernels that sum in another order.
 
 Launched the way users launch: ``torchrun``, ``accelerate launch --multi_gpu`` (which
-starts CPU processes with gloo when there is no GPU) and ``accelerate launch`` with an FSDP
-config. Every launch binds 127.0.0.1 and is bounded by :data:`LAUNCH_TIMEOUT_S`.
+starts CPU processes with gloo when there is no GPU) and ``accelerate launch`` with the
+FSDP config of ``ieqa launch-config fsdp-lora``. Every launch binds 127.0.0.1 and is bounded by :data:`LAUNCH_TIMEOUT_S`.
 """
 
 from __future__ import annotations
@@ -34,19 +34,6 @@ REPO = Path(__file__).resolve().parents[2]
 LAUNCH_TIMEOUT_S = 300
 RECIPES = ["edithf", "editreward", "ds-ieqa"]
 
-FSDP_CONFIG = """\
-compute_environment: LOCAL_MACHINE
-distributed_type: FSDP
-num_machines: 1
-num_processes: 2
-mixed_precision: 'no'
-fsdp_config:
-  fsdp_version: 2
-  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP
-  fsdp_reshard_after_forward: true
-  fsdp_state_dict_type: FULL_STATE_DICT
-  fsdp_cpu_ram_efficient_loading: false
-"""
 
 
 def _port() -> int:
@@ -194,10 +181,12 @@ def test_fsdp_on_two_processes_exports_what_one_process_trains(reference, tiny_t
                                                               tmp_path):
     from ieqa import load_evaluator
     from ieqa.train.data import load_training_data
+    from ieqa.train.launch import write_launch_config
 
     ref_dir, ref = reference
-    config = tmp_path / "fsdp.yaml"
-    config.write_text(FSDP_CONFIG)
+    # the shipped FSDP2 config (ieqa launch-config fsdp-lora), for two processes in fp32
+    config = write_launch_config("fsdp-lora", tmp_path / "fsdp.yaml", processes=2,
+                                 mixed_precision="no")[0]
     out = tmp_path / "fsdp"
     got = _launch(_accelerate("--config_file", str(config)),
                   {"model": tiny_train_vlm, "out": str(out), "recipes": ["editreward"],

@@ -13,6 +13,7 @@ COMMANDS: dict[str, str] = {
     "studio": "studio", "optimize-prompt": "optimize_prompt",
     "bench-editor": "bench_editor", "editor-table": "editor_table", "judge-diff": "judge_diff",
     "generate": "generate", "stand-in-judge": "stand_in_judge", "mmrb2-judge": "mmrb2_judge",
+    "launch-config": "launch_config",
 }
 
 #: the command modules (kept for scripts that listed them)
