@@ -50,17 +50,51 @@ def command(
     out: Path = typer.Option(..., "--out", "-o", help="output folder"),
     overwrite: bool = typer.Option(False, "--overwrite",
                                    help="make every candidate again (also with other settings)"),
+    engine: str = typer.Option("local", "--engine",
+                               help="local: this process; ray: an actor pool on Ray Data (the "
+                                    "ray extra), the same files, resumable"),
+    address: str | None = typer.Option(None, "--address", "--ray-address",
+                                       help="--engine ray: the Ray cluster (auto, "
+                                            "ray://host:10001, ...); default: start a local Ray"),
+    replicas: int | None = typer.Option(None, "--replicas", min=1,
+                                        help="--engine ray: actors in the pool, one pipeline "
+                                             "each (default 1)"),
+    gpus_per_replica: float | None = typer.Option(None, "--gpus-per-replica", min=0,
+                                                  help="--engine ray: GPUs per actor (default "
+                                                       "0; with GPUs add --device cuda)"),
+    cpus_per_replica: float | None = typer.Option(None, "--cpus-per-replica",
+                                                  help="--engine ray: CPUs per actor (default 1)"),
 ) -> None:
     """Generate K candidate edits per item; re-running resumes where it stopped.
 
     Writes the images (a benchmark's own layout for a benchmark), OUT/candidates.jsonl (a
     manifest for ieqa score, then best-of-n and dpo-pairs) and OUT/generate.json.
+    With --engine ray a pool of Ray actors makes them (each loads the pipeline once).
     """
+    if engine not in ("local", "ray"):
+        raise typer.BadParameter(f"{engine!r}: choose local or ray", param_hint="--engine")
+    given = [flag for flag, value in (("--address", address), ("--replicas", replicas),
+                                      ("--gpus-per-replica", gpus_per_replica),
+                                      ("--cpus-per-replica", cpus_per_replica))
+             if value is not None]
+    if engine == "local" and given:
+        raise typer.BadParameter(f"{', '.join(given)} go with --engine ray; add --engine ray "
+                                 "(or drop them)", param_hint="--engine")
+    executor = None
+    if engine == "ray":
+        from ieqa.scale.raydata import RayScoring
+        from ieqa.scale.raygen import ray_executor
+
+        scaling = RayScoring(replicas or 1, gpus_per_replica or 0.0,
+                             1.0 if cpus_per_replica is None else cpus_per_replica, address)
+        executor = ray_executor(pipeline, scaling=scaling, device=device, dtype=dtype,
+                                revision=revision, steps=steps,
+                                call_options=parse_options(option))
     record = generate_candidates(pipeline, data, out, num_candidates=num_candidates,
                                  seeds=_seeds(seeds), steps=steps,
                                  call_options=parse_options(option),
                                  languages=language or ["en"], device=device, dtype=dtype,
-                                 revision=revision, overwrite=overwrite)
+                                 revision=revision, overwrite=overwrite, executor=executor)
     console.print(f"{record['items']} items x {num_candidates} candidates: "
                   f"{record['generated']} generated now, {record['kept']} kept from an "
                   f"earlier run -> {out / 'candidates.jsonl'}")

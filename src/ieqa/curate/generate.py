@@ -62,8 +62,8 @@ from ieqa.errors import IeqaError
 from ieqa.progress import progress_bar
 from ieqa.registry import EDITOR_BENCHMARKS
 
-__all__ = ["GenerateError", "GenerationItem", "data_help", "generate_candidates",
-           "read_generation_items"]
+__all__ = ["CandidateJob", "GenerateError", "GenerationItem", "data_help", "generate_candidates",
+           "load_pipeline", "make_candidate", "read_generation_items"]
 
 
 class GenerateError(IeqaError, ValueError):
@@ -165,7 +165,45 @@ def candidate_path(out: Path, benchmark: Any, item: GenerationItem, k: int,
     return out / "images" / _safe(item.id) / f"candidate-{k}.png"
 
 
-def _load_pipeline(pipeline: Any, device: str, dtype: str | None, revision: str | None) -> Any:
+@dataclass(frozen=True)
+class CandidateJob:
+    """One candidate to make: ``pipe(instruction, source)`` with ``seed``, into ``target``."""
+
+    item_id: str
+    k: int
+    source: str
+    instruction: str
+    seed: int
+    target: str
+
+
+def make_candidate(pipe: Any, job: CandidateJob, *, steps: int, call_options: Mapping[str, Any],
+                   device: str) -> None:
+    """Run the pipeline for ``job`` and write its image atomically (a ``.partial.png``
+    renamed into place): the one code path of the local and the Ray engine."""
+    import torch
+    from PIL import Image
+
+    target = Path(job.target)
+    with Image.open(job.source) as im:
+        source = im.convert("RGB")
+    generator = torch.Generator(device=device).manual_seed(job.seed)
+    image = pipe(prompt=job.instruction, image=source, num_inference_steps=steps,
+                 generator=generator, **dict(call_options)).images[0]
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(target.stem + ".partial.png")
+    image.save(tmp, format="PNG")
+    tmp.replace(target)
+
+
+#: runs the jobs somewhere else (``ieqa.scale.raygen``): ``(jobs, advance) -> None``, calling
+#: ``advance(n)`` as candidates are written and raising when one fails
+Executor = Callable[[list[CandidateJob], Callable[[int], None]], None]
+
+
+def load_pipeline(pipeline: Any, device: str, dtype: str | None, revision: str | None) -> Any:
+    """The diffusers pipeline ``pipeline`` (hub id or folder; an object as it is) on
+    ``device``."""
     if not isinstance(pipeline, (str, os.PathLike)):
         return pipeline
     try:
@@ -207,6 +245,7 @@ def generate_candidates(
     overwrite: bool = False,
     progress: bool = True,
     on_item: Callable[[GenerationItem], None] | None = None,
+    executor: Executor | None = None,
 ) -> dict[str, Any]:
     """Generate ``num_candidates`` edits per item of ``data`` into ``out`` (see the module
     docstring); returns the run record (also in ``out/generate.json``) with ``generated``
@@ -230,7 +269,9 @@ def generate_candidates(
         revision: hub revision of ``pipeline``.
         overwrite: start again when ``out`` holds a run with other settings.
         progress: draw a progress bar.
-        on_item: called after each item's candidates are written.
+        on_item: called after each item's candidates are written (local engine).
+        executor: make the candidates elsewhere (:func:`ieqa.scale.raygen.ray_executor`:
+            a Ray actor pool); default here, one after another.
     """
     if num_candidates < 1:
         raise GenerateError(f"--num-candidates must be >= 1, got {num_candidates}")
@@ -264,24 +305,25 @@ def generate_candidates(
               "kept": len(items) * num_candidates - len(todo), "generated": 0,
               "skipped": skipped}
     record_path.write_text(json.dumps({**record, "complete": False}, indent=2))
-    if todo:
-        import torch
-        from PIL import Image
-
-        pipe = _load_pipeline(pipeline, device, dtype, revision)
+    jobs = [CandidateJob(item.id, k, str(item.source), item.instruction, seeds[k],
+                         str(candidate_path(out, benchmark, item, k, num_candidates)))
+            for item, k in todo]
+    if todo and executor is not None:
         with progress_bar(f"Generating with {name}", len(todo), enabled=progress,
                           unit="candidates") as advance:
-            for n, (item, k) in enumerate(todo):
-                target = candidate_path(out, benchmark, item, k, num_candidates)
-                with Image.open(item.source) as im:
-                    source = im.convert("RGB")
-                generator = torch.Generator(device=device).manual_seed(seeds[k])
-                image = pipe(prompt=item.instruction, image=source, num_inference_steps=steps,
-                             generator=generator, **dict(call_options or {})).images[0]
-                target.parent.mkdir(parents=True, exist_ok=True)
-                tmp = target.with_name(target.stem + ".partial.png")
-                image.save(tmp, format="PNG")
-                tmp.replace(target)
+
+            def count(n: int) -> None:
+                record["generated"] += n
+                advance(n)
+
+            executor(jobs, count)
+    elif todo:
+        pipe = load_pipeline(pipeline, device, dtype, revision)
+        with progress_bar(f"Generating with {name}", len(todo), enabled=progress,
+                          unit="candidates") as advance:
+            for n, ((item, _), job) in enumerate(zip(todo, jobs, strict=True)):
+                make_candidate(pipe, job, steps=steps, call_options=call_options or {},
+                               device=device)
                 record["generated"] += 1
                 advance(1)
                 last = n + 1 == len(todo) or todo[n + 1][0] is not item
