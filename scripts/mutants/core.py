@@ -113,8 +113,15 @@ MUTATIONS: tuple[Mutation, ...] = (
              "        with self.log_path",
              ("tests/train/test_data_parallel.py::"
               "test_two_processes_train_as_one_with_twice_the_accumulation",)),
-    Mutation("dp-seed-per-process", "loss sampling seeded by the process, not the micro-batch",
-             "src/ieqa/train/trainer.py", "micro * procs.size + procs.rank))", "micro))",
+    Mutation("dp-seed-per-process", "loss sampling and dropout seeded by the process's "
+             "micro-batch, not the step's",
+             "src/ieqa/train/trainer.py", "place = micro * procs.size + procs.rank", "place = micro",
+             ("tests/train/test_data_parallel.py::"
+              "test_two_processes_train_as_one_with_twice_the_accumulation",)),
+    Mutation("dp-dropout-per-process", "dropout drawn from each process's own generator",
+             "src/ieqa/train/trainer.py",
+             "torch.manual_seed(micro_batch_seed(seed, global_step + 1, place, DROPOUT_STREAM))",
+             "pass",
              ("tests/train/test_data_parallel.py::"
               "test_two_processes_train_as_one_with_twice_the_accumulation",)),
     # ---- explanations

@@ -284,7 +284,7 @@ def precheck(block: Block) -> tuple[str, str] | None:
 def run_env(workdir: Path) -> dict[str, str]:
     """The environment of every block: ``ieqa`` and ``python`` of this interpreter first on
     PATH (:mod:`fork_client`, which runs them on the fork server of
-    ``IEQA_DOCS_FORKSERVER`` when there is one), this checkout's ``src`` first on
+    ``IEQA_DOCS_FORKSERVER`` when there is one), and its ``torchrun`` and ``accelerate``, this checkout's ``src`` first on
     PYTHONPATH, offline, fixed terminal width, and patient Ray Serve proxy checks. The
     tools are written to ``workdir/.bin``: pages that share ``workdir`` share one
     environment (and so one fork server, :func:`fork_server`)."""
@@ -295,6 +295,10 @@ def run_env(workdir: Path) -> dict[str, str]:
         for tool in ("ieqa", "python"):
             (bindir / tool).write_text(
                 f'#!/bin/sh\nexec "{sys.executable}" -S -E "{client}" {tool} "$@"\n')
+        # the launchers of multi-process training, this interpreter's (run as they stand)
+        for tool, module in (("torchrun", "torch.distributed.run"),
+                             ("accelerate", "accelerate.commands.accelerate_cli")):
+            (bindir / tool).write_text(f'#!/bin/sh\nexec "{sys.executable}" -m {module} "$@"\n')
         for f in bindir.iterdir():
             f.chmod(0o755)
     env = dict(os.environ)

@@ -18,15 +18,22 @@ from typing import Any
 STEPS = {"edithf": 2, "editreward": 4, "ds-ieqa": 2}
 
 
-def dp_recipe(name: str, model: str, *, grad_accum: int, **extra: Any) -> Any:
-    """The tiny recipe both sides train: batch 2 per process, 48 edits, 6 held out."""
+def dp_recipe(name: str, model: str, *, grad_accum: int, stages: int | None = None,
+              **extra: Any) -> Any:
+    """The tiny recipe both sides train: batch 2 per process, 48 edits, 6 held out, dropout
+    in the head (drawn from torch's global generator)."""
     from ieqa.train.tiny import tiny_recipe
 
-    overrides: dict[str, Any] = {"optim.grad_accum": grad_accum, "eval.batch_size": 4, **extra}
+    overrides: dict[str, Any] = {"optim.grad_accum": grad_accum, "eval.batch_size": 4,
+                                 "head.dropout": 0.1, **extra}
     if name == "editreward":
         overrides["stages.0.loss_args.n_samples"] = 8
-    return tiny_recipe(name, model, steps=STEPS[name], n=48, batch_size=2, max_eval_samples=6,
-                       dimensions=["visual_quality", "overall"], overrides=overrides)
+    recipe = tiny_recipe(name, model, steps=STEPS[name], n=48, batch_size=2,
+                         max_eval_samples=6, dimensions=["visual_quality", "overall"],
+                         overrides=overrides)
+    if stages is not None:  # the recipe's first stages only
+        recipe.stages = recipe.stages[:stages]
+    return recipe
 
 
 def main(spec_path: str) -> None:
@@ -38,7 +45,7 @@ def main(spec_path: str) -> None:
     main_process = True
     for name in spec["recipes"]:
         recipe = dp_recipe(name, spec["model"], grad_accum=spec["grad_accum"],
-                           **spec.get("overrides", {}))
+                           stages=spec.get("stages"), **spec.get("overrides", {}))
         result = train(recipe, output_dir=out / name, progress=False,
                        stop_after=spec.get("stop_after"))
         main_process = result.main_process
@@ -46,6 +53,9 @@ def main(spec_path: str) -> None:
         losses[name] = {d: [list(x) for x in r.losses] for d, r in runs.items()}
     if main_process:
         (out / "losses.json").write_text(json.dumps(losses))
+    from ieqa.train.distributed import end_processes
+
+    end_processes()  # as ieqa train does last
 
 
 if __name__ == "__main__":

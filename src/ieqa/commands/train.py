@@ -77,11 +77,13 @@ def command(
     launch [--config_file fsdp.yaml] -m ieqa train ...``) each trains its share of every
     batch; the main process logs, checkpoints and exports."""
     from ieqa.train import load_recipe, train
+    from ieqa.train.distributed import end_processes
 
     spec = load_recipe(recipe, [*set_, *([f"output.report_to={report_to}"] if report_to
                                           else [])])
     result = train(spec, output_dir=out, resume=resume or None, stop_after=stop_after,
                    on_log=_on_log, progress=progress)
+    end_processes()
     if not result.main_process:  # one writer: the main process prints
         return
     runs = result.children or {"": result}

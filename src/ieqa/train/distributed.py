@@ -11,9 +11,11 @@ launch``; DDP, FSDP). :class:`Processes` is what the trainer asks of them:
   optimiser step (up to the order of float sums): the global batch is
   ``batch_size x grad_accum x processes``.
 * **Randomness that does not depend on the process count.** The sampling generator of a
-  loss (EditReward's Monte Carlo pairs) is seeded per micro-batch from ``(seed, step,
-  micro-batch index in the global order)`` (:func:`micro_batch_seed`), so micro-batch ``k``
-  draws the same noise whichever process computes it.
+  loss (EditReward's Monte Carlo pairs) and torch's global generator (dropout in LoRA
+  adapters and heads) are seeded per micro-batch from ``(seed, step, micro-batch index in
+  the global order)`` (:func:`micro_batch_seed`), so micro-batch ``k`` draws the same
+  numbers whichever process computes it, and a resumed run the same as an uninterrupted
+  one.
 * **Evaluation.** Held-out samples are dealt round-robin to the processes, scored there and
   gathered back in order (:meth:`Processes.map`); under FSDP every process scores all of
   them (a sharded model's forward passes are collective and must run in lockstep).
@@ -32,17 +34,23 @@ from typing import Any, TypeVar
 import numpy as np
 import torch
 
-__all__ = ["Processes", "micro_batch_seed"]
+__all__ = ["DROPOUT_STREAM", "LOSS_STREAM", "Processes", "end_processes", "micro_batch_seed"]
 
 T = TypeVar("T")
 R = TypeVar("R")
 
 
-def micro_batch_seed(seed: int, step: int, index: int) -> int:
-    """The seed of micro-batch ``index`` (in the global order of the step's micro-batches)
-    of optimiser step ``step``: the same on any number of processes."""
-    return int(np.random.SeedSequence([seed, step, index]).generate_state(1, np.uint64)[0]
-               % (2**63 - 1))
+#: the random streams of a micro-batch: a loss's own draws, and torch's global generator
+#: (dropout in the adapters and the head)
+LOSS_STREAM, DROPOUT_STREAM = 0, 1
+
+
+def micro_batch_seed(seed: int, step: int, index: int, stream: int = LOSS_STREAM) -> int:
+    """The seed of random ``stream`` for micro-batch ``index`` (in the global order of the
+    step's micro-batches) of optimiser step ``step``: the same on any number of
+    processes."""
+    return int(np.random.SeedSequence([seed, step, index, stream]).generate_state(
+        1, np.uint64)[0] % (2**63 - 1))
 
 
 @dataclass
@@ -233,3 +241,15 @@ def _fsdp_on_cpu(accelerator: Any) -> None:
     state = accelerator.state
     state.fsdp_plugin = FullyShardedDataParallelPlugin()
     state.distributed_type = DistributedType.FSDP
+
+
+def end_processes() -> None:
+    """End the run's process group, once every process got here (no-op on one process):
+    what a launched script does last. A process left to exit with its group alive can
+    be aborted by torch's communication threads as the interpreter shuts down ("terminate
+    called without an active exception", seen after FSDP runs on gloo)."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
+        dist.destroy_process_group()

@@ -42,7 +42,7 @@ from ieqa.train.data import (
     load_training_data,
     stage_examples,
 )
-from ieqa.train.distributed import Processes, micro_batch_seed
+from ieqa.train.distributed import DROPOUT_STREAM, Processes, micro_batch_seed
 from ieqa.train.evaluation import build_scorer, evaluate_stage, main_metric
 from ieqa.train.fit import fit_recipe_to_data
 from ieqa.train.grpo import run_grpo
@@ -567,8 +567,9 @@ def _run_stage(run: _Run, recipe: Recipe, index: int, stage: StageConfig, model:
             total_loss, parts_sum = 0.0, {}
             for micro in range(accum):
                 chunk = procs.shard(cursor.take(bs * procs.size), bs)
-                loss_state.begin_micro_batch(micro_batch_seed(
-                    seed, global_step + 1, micro * procs.size + procs.rank))
+                place = micro * procs.size + procs.rank  # in the global order of the step
+                loss_state.begin_micro_batch(micro_batch_seed(seed, global_step + 1, place))
+                torch.manual_seed(micro_batch_seed(seed, global_step + 1, place, DROPOUT_STREAM))
                 # accelerate divides the loss by grad_accum and reduces the gradients
                 # across the processes on the step's last micro-batch only
                 with accelerator.accumulate(wrapped):
