@@ -1,7 +1,10 @@
 """The one trainer behind every recipe (``ieqa train``).
 
-A thin loop on accelerate (device placement, mixed precision, multi-GPU when launched
-with ``accelerate launch``) that runs the recipe's stages in order on one model:
+A thin loop on accelerate (device placement, mixed precision, gradient accumulation) that
+runs on one process or, launched with ``torchrun`` / ``accelerate launch`` (DDP, FSDP,
+DeepSpeed), on many: each process trains its slice of every micro-batch and only the main
+one writes (:mod:`ieqa.train.distributed`). It runs the recipe's stages in order on one
+model:
 AdamW with separate learning rates for the adapter/backbone and the head, a transformers
 schedule (cosine, linear, constant... with warmup), gradient accumulation and clipping,
 held-out evaluation through the inference readouts (before and after each stage, and
