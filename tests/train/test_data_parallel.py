@@ -214,3 +214,34 @@ def test_fsdp_on_two_processes_exports_what_one_process_trains(tiny_train_vlm, t
     assert len(scores[0]) == len(samples) > 3
     worst = max(abs(a[k] - b[k]) for a, b in zip(*scores, strict=True) for k in a)
     assert worst <= SCORE_TOL, worst
+
+
+def test_grpo_and_the_cli_on_two_processes(tiny_train_vlm, tmp_path):
+    """ReasonEdit's SFT then GRPO (TRL) from ``torchrun -m ieqa train``: one line per step,
+    one setup record per stage with the global batch, one export, one printed table."""
+    import yaml
+
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from grpo_learns import grpo_recipe
+
+    recipe = grpo_recipe(tiny_train_vlm, sft_steps=2, grpo_steps=2, aux=1.0, n=48, max_eval=6,
+                         completion=8)
+    path = tmp_path / "grpo.yaml"
+    path.write_text(yaml.safe_dump(recipe.model_dump(mode="json"), sort_keys=False))
+    out = tmp_path / "run"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", "COLUMNS": "120",
+           "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])}
+    env.pop("PYTEST_XDIST_WORKER", None)
+    done = subprocess.run([*_torchrun(), "-m", "ieqa", "train", str(path), "--out", str(out),
+                           "--no-progress"], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=LAUNCH_TIMEOUT_S)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-6000:]
+    records = _records(out)
+    steps = [(r["stage"], r["global_step"]) for r in records if r["event"] == "step"]
+    assert steps == [("warmup", 1), ("warmup", 2), ("grpo", 3), ("grpo", 4)]
+    setups = {r["stage"]: r for r in records if r["event"] == "setup"}
+    assert setups.keys() == {"warmup", "grpo"}
+    assert setups["grpo"]["processes"] == 2
+    assert setups["grpo"]["global_batch"] == 2 * setups["grpo"]["batch_size"] == 16
+    assert (out / "evaluator" / "ieqa_evaluator.json").is_file()
+    assert done.stdout.count("held-out metrics") == 1  # the main process prints

@@ -69,6 +69,10 @@ class Processes:
     size: int = 1
     fsdp: bool = False
     deepspeed: bool = False
+    #: accelerate's name of the setup when the run started (``NO``, ``MULTI_CPU``,
+    #: ``MULTI_GPU``, ``FSDP``, ``DEEPSPEED``...); kept, because another trainer in the
+    #: process (TRL's) resets accelerate's shared state while it sets itself up
+    kind: str = "NO"
 
     @classmethod
     def start(cls, **kwargs: Any) -> Processes:
@@ -87,7 +91,8 @@ class Processes:
             _fsdp_on_cpu(accelerator)
         kind = accelerator.distributed_type
         return cls(accelerator, accelerator.process_index, accelerator.num_processes,
-                   kind == DistributedType.FSDP, kind == DistributedType.DEEPSPEED)
+                   kind == DistributedType.FSDP, kind == DistributedType.DEEPSPEED,
+                   str(kind).split(".")[-1])
 
     @property
     def sharded(self) -> bool:
@@ -130,12 +135,6 @@ class Processes:
     @property
     def is_main(self) -> bool:
         return self.rank == 0
-
-    @property
-    def kind(self) -> str:
-        """accelerate's name of the setup: ``NO``, ``MULTI_CPU``, ``MULTI_GPU``, ``FSDP``,
-        ``DEEPSPEED``..."""
-        return "FSDP" if self.fsdp else str(self.accelerator.distributed_type).split(".")[-1]
 
     def shard(self, chunk: Sequence[T], batch_size: int) -> list[T]:
         """This process's ``batch_size`` slice of a global micro-batch of

@@ -211,7 +211,8 @@ def run_grpo_stage(run: Any, recipe: Recipe, index: int, stage: StageConfig, mod
     try:
         from trl import GRPOConfig
     except ImportError as exc:
-        raise GRPOStageError(f"a grpo stage needs TRL: pip install 'ieqa[train]' trl ({exc})"
+        raise GRPOStageError(f"a grpo stage needs TRL, one of ieqa's dependencies: pip install "
+                             f"'trl>=1.0' ({exc})"
                              ) from exc
     from ieqa.train import objectives
     from ieqa.train.data import BatchBuilder, label_column
@@ -298,6 +299,12 @@ def run_grpo_stage(run: Any, recipe: Recipe, index: int, stage: StageConfig, mod
                               train_dataset=dataset, processing_class=vlm.processor,
                               optimizers=(optimizer, None), aux_loss=aux_loss,
                               aux_weight=settings.aux_huber_weight, on_log=forward)
+    # TRL's batch: completions per process per micro-batch, over every process
+    per_process, accum = config.per_device_train_batch_size, config.gradient_accumulation_steps
+    run.log({"stage": stage.name, "global_step": global_step, "stage_step": 0,
+             "event": "setup", "processes": run.procs.size, "distributed": run.procs.kind,
+             "batch_size": per_process, "grad_accum": accum,
+             "global_batch": per_process * accum * run.procs.size, "steps": steps})
     if not run.progress:
         from transformers.trainer_callback import PrinterCallback
 
