@@ -111,6 +111,7 @@ LONG_FILES = {
     "tests/explain/test_stage3.py": 43, "tests/scorers/test_vlm_readouts.py": 36,
     "tests/test_ray_cluster.py": 36, "tests/scorers/test_vlm_isolation.py": 28,
     "tests/test_manifest.py": 27, "tests/test_cli.py": 24, "tests/test_gpu_check.py": 24,
+    "tests/train/test_data_parallel.py": 47, "tests/scale/test_raygen.py": 30,
 }
 
 

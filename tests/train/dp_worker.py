@@ -47,7 +47,7 @@ def main(spec_path: str) -> None:
         recipe = dp_recipe(name, spec["model"], grad_accum=spec["grad_accum"],
                            stages=spec.get("stages"), **spec.get("overrides", {}))
         result = train(recipe, output_dir=out / name, progress=False,
-                       stop_after=spec.get("stop_after"))
+                       stop_after=spec.get("stop_after", {}).get(name))
         main_process = result.main_process
         runs = result.children or {"": result}
         losses[name] = {d: [list(x) for x in r.losses] for d, r in runs.items()}
