@@ -265,8 +265,8 @@ def _start_tracking(recipe: Recipe, out: Path, procs: Processes) -> None:
         raise TrainError(f"output.report_to names {missing} but the package is not installed: "
                          f"pip install 'ieqa[track]' (tensorboard) or pip install wandb, or run "
                          "with --report-to none")
-    config = {k: v for k, v in _flat(recipe.model_dump(mode="json")).items()}
-    procs.accelerator.init_trackers(out.name or "ieqa", config=config)
+    procs.accelerator.init_trackers(out.name or "ieqa",
+                                    config=_flat(recipe.model_dump(mode="json")))
 
 
 def _flat(tree: Any, prefix: str = "") -> dict[str, Any]:
@@ -300,8 +300,7 @@ def _save_checkpoint(run: _Run, model: EvaluatorModel, optimizer: Any, scheduler
         save_file(_trainable_state(model), str(folder / TRAINABLE_FILE))
         torch.save({"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
                     "rng": _rng_state(), **state, **per_process}, folder / "state.pt")
-        (folder / "trainer_state.json").write_text(json.dumps(
-            {k: v for k, v in state.items()}, indent=2) + "\n")
+        (folder / "trainer_state.json").write_text(json.dumps(state, indent=2) + "\n")
         existing = sorted((run.out / CHECKPOINTS).glob("step-*"),
                           key=lambda p: int(p.name.split("-")[1]))
         for old in existing[:-run.recipe.output.keep_checkpoints]:
