@@ -189,6 +189,25 @@ class Processes:
         model = self.accelerator.unwrap_model(wrapped)
         return model.state_dict() if self.is_main else None
 
+    def unpartitioned_loading(self) -> contextlib.AbstractContextManager[None]:
+        """Load a model on this process alone, whole: under DeepSpeed, transformers would
+        otherwise build it under ZeRO-3's collective partitioning (the export's copy is
+        built on the main process only)."""
+        if not self.deepspeed:
+            return contextlib.nullcontext()
+
+        @contextlib.contextmanager
+        def plain() -> Any:
+            from transformers.integrations.deepspeed import unset_hf_deepspeed_config
+
+            unset_hf_deepspeed_config()
+            try:
+                yield
+            finally:
+                self.accelerator.state.deepspeed_plugin.set_deepspeed_weakref()
+
+        return plain()
+
     def barrier(self) -> None:
         """Wait for every process (no-op on one)."""
         if self.size > 1:

@@ -237,7 +237,10 @@ def run_grpo_stage(run: Any, recipe: Recipe, index: int, stage: StageConfig, mod
     if settings.aux_huber_weight > 0 and model.head is not None and not with_mos:
         log.warning("stage %s: no training sample has MOS for %s; the auxiliary Huber loss "
                     "is off", stage.name, stage.dimensions)
-    generator = torch.Generator().manual_seed(recipe.optim.seed + 1000 * index)
+    # each process draws its own auxiliary batches (process 0 those of a single process)
+    procs = run.procs
+    generator = torch.Generator().manual_seed(recipe.optim.seed + 1000 * index
+                                              + 7919 * procs.rank)
     aux_bs = settings.aux_batch_size or recipe.optim.batch_size
 
     policy, merge_after = _policy(recipe, settings, model)
@@ -262,8 +265,9 @@ def run_grpo_stage(run: Any, recipe: Recipe, index: int, stage: StageConfig, mod
                        "lr": recipe.head.lr or recipe.optim.lr})
     optimizer = torch.optim.AdamW(groups, weight_decay=recipe.optim.weight_decay)
 
+    # every process takes prompts_per_step prompts a step
     steps = stage.max_steps or max(1, math.ceil(stage.epochs * len(samples)
-                                                / settings.prompts_per_step))
+                                                / (settings.prompts_per_step * procs.size)))
     G = settings.num_generations
     args = {"output_dir": str(run.out / "grpo" / stage.name), "max_steps": steps,
             "per_device_train_batch_size": G * settings.prompts_per_step,
@@ -309,14 +313,36 @@ def run_grpo_stage(run: Any, recipe: Recipe, index: int, stage: StageConfig, mod
         from transformers.trainer_callback import PrinterCallback
 
         trainer.remove_callback(PrinterCallback)
+    # TRL wraps the policy for data parallelism, not the head: its gradients are averaged
+    # over the processes here, as DDP averages the policy's
+    handles = _average_gradients(model.head, procs.size) if model.head is not None else []
     model.train()
-    trainer.train()
+    try:
+        trainer.train()
+    finally:
+        for handle in handles:
+            handle.remove()
     model.eval()
     if merge_after:
         merged = policy.merge_and_unload()
         model.model = merged
         vlm.model = merged
     return global_step + steps
+
+
+def _average_gradients(module: Any, processes: int) -> list[Any]:
+    """Hooks that replace each gradient of ``module``'s parameters by its mean over the
+    ``processes`` (none on one process); remove them when done."""
+    if processes <= 1:
+        return []
+    import torch.distributed as dist
+
+    def mean(grad: torch.Tensor) -> torch.Tensor:
+        grad = grad.clone()
+        dist.all_reduce(grad)
+        return grad / processes
+
+    return [p.register_hook(mean) for p in module.parameters() if p.requires_grad]
 
 
 def _policy(recipe: Recipe, settings: GRPOSettings, model: Any) -> tuple[Any, bool]:

@@ -111,8 +111,8 @@ def _seed_everything(seed: int) -> None:
 def _rng_state() -> dict[str, Any]:
     state = {"python": random.getstate(), "numpy": np.random.get_state(),
              "torch": torch.random.get_rng_state()}
-    if torch.cuda.is_available():
-        state["cuda"] = torch.cuda.get_rng_state_all()
+    if torch.cuda.is_available():  # this process's device (reseeded per micro-batch anyway)
+        state["cuda_device"] = torch.cuda.get_rng_state()
     return state
 
 
@@ -120,8 +120,12 @@ def _set_rng_state(state: dict[str, Any]) -> None:
     random.setstate(state["python"])
     np.random.set_state(state["numpy"])
     torch.random.set_rng_state(state["torch"])
-    if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
+    if not torch.cuda.is_available():
+        return
+    if "cuda_device" in state:
+        torch.cuda.set_rng_state(state["cuda_device"])
+    elif "cuda" in state and len(state["cuda"]) == torch.cuda.device_count():
+        torch.cuda.set_rng_state_all(state["cuda"])  # a checkpoint of an earlier ieqa
 
 
 def _order(stage: StageConfig, examples: list[Any], samples: list[Any], epoch: int,
@@ -295,6 +299,8 @@ def _save_checkpoint(run: _Run, model: EvaluatorModel, optimizer: Any, scheduler
     folder = run.out / CHECKPOINTS / f"step-{state['global_step']}"
     if procs.is_main:
         folder.mkdir(parents=True, exist_ok=True)
+        for stale in folder.glob("process-*.pt"):  # of an earlier run with more processes
+            stale.unlink()
     procs.barrier()
     if procs.is_main:
         save_file(_trainable_state(model), str(folder / TRAINABLE_FILE))
@@ -418,7 +424,8 @@ def train(recipe: Recipe, *, output_dir: str | Path | None = None,
     if procs.sharded:  # the shards gathered into an unsharded copy on the main process
         full = procs.full_state_dict(run.wrapped)
         if procs.is_main:
-            model, vlm = build_model(recipe)
+            with procs.unpartitioned_loading():
+                model, vlm = build_model(recipe)
             model.load_state_dict(full)
     if procs.is_main:
         exported = _export(recipe, last, model, vlm, stage_template(last), out / "evaluator")
@@ -461,9 +468,15 @@ def _check_global_batch(recipe: Recipe, saved: dict[str, Any], procs: Processes,
     if then is None or then == now:
         return
     bs = recipe.optim.batch_size
-    hint = (f"--set optim.grad_accum={then // (bs * procs.size)}"
-            if then % (bs * procs.size) == 0 else
-            f"--set optim.batch_size=B --set optim.grad_accum=A with B x A x {procs.size} = {then}")
+    if then % procs.size:
+        counts = [n for n in range(1, then + 1) if then % n == 0]
+        hint = (f"{procs.size} processes cannot share it; launch a number of processes that "
+                f"divides {then} ({', '.join(map(str, counts))})")
+    elif then % (bs * procs.size) == 0:
+        hint = f"--set optim.grad_accum={then // (bs * procs.size)}"
+    else:
+        hint = (f"--set optim.batch_size=B --set optim.grad_accum=A with B x A = "
+                f"{then // procs.size}")
     raise TrainError(f"checkpoint {checkpoint} was written with a global batch of {then} "
                      f"({saved.get('processes', '?')} processes); this run has {now} "
                      f"(batch_size {bs} x grad_accum {recipe.optim.grad_accum} x {procs.size} "
@@ -528,10 +541,11 @@ def _run_stage(run: _Run, recipe: Recipe, index: int, stage: StageConfig, model:
         step = resumed["stage_step"]
         _set_rng_state(resumed["rng"])
     if (procs.fsdp or procs.deepspeed) and (recipe.output.save_every_steps
-                                            or stop_after is not None):
-        raise TrainError(f"checkpoints of a {procs.kind} run are not written yet: run it "
-                         "without output.save_every_steps and --stop-after, or checkpoint "
-                         "under DDP (accelerate launch --multi_gpu / torchrun)")
+                                            or stop_after is not None or resumed is not None):
+        raise TrainError(f"checkpoints of a {procs.kind} run are not written or resumed yet "
+                         "(the optimiser state is sharded): run it without "
+                         "output.save_every_steps, --stop-after and --resume, or checkpoint and "
+                         "resume under DDP (accelerate launch --multi_gpu / torchrun)")
     accelerator = procs.accelerator
     procs.before_prepare(batch_size=recipe.optim.batch_size, grad_accum=recipe.optim.grad_accum,
                          max_grad_norm=recipe.optim.max_grad_norm)
