@@ -124,6 +124,16 @@ MUTATIONS: tuple[Mutation, ...] = (
              "pass",
              ("tests/train/test_data_parallel.py::"
               "test_two_processes_train_as_one_with_twice_the_accumulation",)),
+    # ---- fast paths (issue 45)
+    Mutation("varlen-one-segment", "packed vision attention over the whole sequence "
+             "(windows and images attend to each other)",
+             "src/ieqa/backends/attention.py",
+             "by_length.setdefault(end - start, []).append(start)",
+             "by_length.setdefault(tokens, [0]) if start == 0 else None",
+             ("tests/backends/test_attention.py",)),
+    Mutation("varlen-causal", "packed vision attention causal within a segment",
+             "src/ieqa/backends/attention.py", "causal = bool(is_causal)", "causal = True",
+             ("tests/backends/test_attention.py",)),
     # ---- explanations
     Mutation("cosine-unclipped", "embedding cosine not clipped to [-1, 1]",
              "src/ieqa/explain/metrics.py", "cos.clamp(-1.0, 1.0)", "cos",

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from ieqa.backends.attention import VARLEN_ATTENTION, use_fast_attention
 from ieqa.backends.base import Generation, Prompt, key_mismatch
 from ieqa.backends.processor import BackendError, PromptTooLongError, load_processor
 
@@ -147,7 +148,12 @@ class TransformersVLM:
         dtype: ``"auto"`` (bfloat16 on CUDA, float32 on CPU), or ``"bfloat16"``,
             ``"float16"``, ``"float32"``.
         attn_implementation: ``"sdpa"``, ``"flash_attention_2"``, ``"eager"`` or ``None``
-            (transformers' default).
+            (default: transformers' default for the language model, and for a packed vision
+            tower (Qwen2-VL, Qwen2.5-VL, Qwen3-VL, Qwen3.5) ieqa's variable-length SDPA,
+            :data:`ieqa.backends.attention.VARLEN_ATTENTION`: all windows of all images in
+            one attention call per window size instead of one call per window; recorded
+            as ``vision_attention`` in :meth:`config`). A named implementation is used
+            everywhere as asked.
         load_in_4bit: quantise the language model to 4 bit with bitsandbytes (CUDA only).
         min_pixels, max_pixels: per-image pixel budget (pixels) for the image processor;
             ``None`` keeps the checkpoint's own. Images are resized (aspect ratio kept) to
@@ -204,6 +210,7 @@ class TransformersVLM:
                                f"can load: {exc}") from exc
         if adapter is not None:
             self._apply_adapter(adapter, adapter_revision, merge=merge_adapter)
+        vision_attention = use_fast_attention(self.model) if attn_implementation is None else None
         if self.device is not None and not load_in_4bit:
             self.model.to(self.device)
         self._finish({"model": self.model_id, "dtype": dtype,
@@ -212,7 +219,8 @@ class TransformersVLM:
                       "adapter": str(adapter) if adapter is not None else None,
                       **({"adapter_revision": adapter_revision} if adapter_revision else {}),
                       **({"merge_adapter": False} if adapter is not None and not merge_adapter
-                         else {})},
+                         else {}),
+                      **({"vision_attention": vision_attention} if vision_attention else {})},
                      share_prefix, positions)
 
     @classmethod
@@ -222,7 +230,9 @@ class TransformersVLM:
         """Wrap a model and processor already in memory (a model being trained, a model
         built from a config for benchmarks, a released checkpoint assembled by a loader).
         ``name`` is what :meth:`config` records as the model, ``settings`` adds to what it
-        records; nothing is moved or converted."""
+        records; nothing is moved or converted (a vision tower switched to
+        :func:`~ieqa.backends.attention.use_fast_attention` beforehand is recorded as
+        ``vision_attention``)."""
         vlm = cls.__new__(cls)
         vlm.model_id = name
         vlm.device = None
@@ -233,7 +243,11 @@ class TransformersVLM:
         vlm._finish({"model": name, "dtype": dtype,
                      "attn_implementation": getattr(model.config, "_attn_implementation", None),
                      "load_in_4bit": False, "min_pixels": None, "max_pixels": None,
-                     "revision": None, "adapter": None, **(settings or {})},
+                     "revision": None, "adapter": None,
+                     **({"vision_attention": VARLEN_ATTENTION}
+                        if getattr(getattr(model.config, "vision_config", None),
+                                   "_attn_implementation", None) == VARLEN_ATTENTION else {}),
+                     **(settings or {})},
                     share_prefix, positions)
         return vlm
 
