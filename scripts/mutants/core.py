@@ -134,6 +134,15 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("varlen-causal", "packed vision attention causal within a segment",
              "src/ieqa/backends/attention.py", "causal = bool(is_causal)", "causal = True",
              ("tests/backends/test_attention.py",)),
+    Mutation("flops-no-windows", "Qwen2.5-VL's windowed vision blocks counted as full "
+             "attention", "src/ieqa/backends/flops.py",
+             "segments = full if block in full_blocks else windowed", "segments = full",
+             ("tests/backends/test_flops.py",)),
+    Mutation("flops-shared-past-ignored", "new tokens counted as attending to themselves only",
+             "src/ieqa/backends/flops.py",
+             "attention = 2 * 2 * new * (past + new) * heads * hd",
+             "attention = 2 * 2 * new * new * heads * hd",
+             ("tests/backends/test_flops.py",)),
     # ---- explanations
     Mutation("cosine-unclipped", "embedding cosine not clipped to [-1, 1]",
              "src/ieqa/explain/metrics.py", "cos.clamp(-1.0, 1.0)", "cos",
