@@ -58,7 +58,7 @@ import platform
 import statistics
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +66,8 @@ import numpy as np
 from PIL import Image
 
 from ieqa.backends import Prompt
+from ieqa.backends.attention import VARLEN_ATTENTION, packs_vision, use_fast_attention
+from ieqa.backends.flops import describe_rate, peak_tflops
 from ieqa.backends.processor import load_processor
 from ieqa.backends.transformers_vlm import TransformersVLM, resolve_device
 from ieqa.testing import TINY_FAMILIES, build_tiny_vlm
@@ -223,6 +225,8 @@ def load_backend(args: argparse.Namespace, device: str, dtype: str, workdir: Pat
                else " (REDUCED with --layers/--vision-layers)") + f"; tokens: {tokens}")
     if device == "meta":
         return None, desc
+    if not args.attn:  # as TransformersVLM does for a loaded checkpoint
+        use_fast_attention(model)
     return TransformersVLM.from_model(model, processor, name=f"random-{args.arch}"), desc
 
 
@@ -299,7 +303,14 @@ def main() -> None:
     ap.add_argument("--dtype", default="auto",
                     help="auto (bfloat16 on cuda, float32 on cpu), bfloat16, float16, float32")
     ap.add_argument("--attn", default=None,
-                    help="attn_implementation: sdpa, flash_attention_2, eager (default: transformers')")
+                    help="attn_implementation: sdpa, flash_attention_2, eager (default: "
+                         "transformers' for the language model, ieqa's variable-length SDPA "
+                         "for a packed vision tower, compared in the same run with "
+                         "transformers' per-window SDPA at the largest batch size)")
+    ap.add_argument("--peak-tflops", type=float, default=None,
+                    help="the device's dense peak in TFLOP/s for the '%% of peak' column "
+                         "(default: ieqa.backends.flops.GPU_PEAK_BF16_TFLOPS by GPU name; "
+                         "none on a CPU)")
     ap.add_argument("--layers", type=int, default=None,
                     help="text decoder layers (--arch/--tiny; default: the architecture's)")
     ap.add_argument("--vision-layers", type=int, default=None,
@@ -383,8 +394,11 @@ def main() -> None:
         runs = [i for i, x in enumerate(is_img) if x and (i == 0 or not is_img[i - 1])]
         # tokens before the edited image: what prefix sharing encodes once per group
         prefix = runs[1] if len(runs) > 1 else "?"
+        vision_attn = getattr(getattr(vlm.model.config, "vision_config", None),
+                              "_attn_implementation", None)
         print(f"device: {device} ({hw}); dtype {dtype}; attention "
-              f"{vlm.model.config._attn_implementation}; torch {torch.__version__}, "
+              f"{vlm.model.config._attn_implementation} (vision tower: {vision_attn}); "
+              f"torch {torch.__version__}, "
               f"transformers {transformers.__version__}")
         improc = vlm.processor.image_processor
         budget = (getattr(improc, "max_pixels", None)
@@ -406,20 +420,39 @@ def main() -> None:
             extra = [(f"batch {b}", b, False) for b in args.shared_batch_sizes
                      if b not in args.batch_sizes]  # the unshared reference of a shared row
             configs[len(args.batch_sizes):len(args.batch_sizes)] = extra
-        run: dict[str, Callable[[], list[Any]]] = {
-            name: (lambda b=b, s=s: score_all(vlm, prompts, b, s, device))
-            for name, b, s in configs}
+        # the vision tower's attention: ieqa's variable-length SDPA against transformers'
+        # per-window SDPA loop, at the largest unshared batch size
+        varlen = (packs_vision(vlm.model)
+                  and vlm.model.config.vision_config._attn_implementation == VARLEN_ATTENTION)
+        per_window = f"batch {max(args.batch_sizes)}, per-window SDPA (transformers)"
+        if varlen:
+            configs.append((per_window, max(args.batch_sizes), False))
 
-        for _name, b, s in configs:  # warm-up: a few batches of each configuration
+        def timed(name: str, b: int, s: bool, items: Sequence[Prompt]) -> list[Any]:
+            if name != per_window:
+                return score_all(vlm, items, b, s, device)
+            vlm.model.set_attn_implementation({"vision_config": "sdpa"})
+            try:
+                return score_all(vlm, items, b, s, device)
+            finally:
+                vlm.model.set_attn_implementation({"vision_config": VARLEN_ATTENTION})
+
+        for name, b, s in configs:  # warm-up: a few batches of each configuration
             for _ in range(args.warmup):
-                score_all(vlm, prompts[:b], b, s, device)
+                timed(name, b, s, prompts[:b])
         times: dict[str, list[float]] = {name: [] for name, _, _ in configs}
         logits: dict[str, list[Any]] = {}
+        # FLOPs per edit as each configuration computes them (the backend's own count: a
+        # shared prefix once per group; padding not counted)
+        flops: dict[str, float | None] = {}
         for r in range(args.repeats):  # interleaved, so slow drifts hit every configuration
-            for name, _, _ in configs:
+            for name, b, s in configs:
+                before = vlm.flops_done
                 t0 = time.perf_counter()
-                logits[name] = run[name]()
+                logits[name] = timed(name, b, s, prompts)
                 times[name].append(time.perf_counter() - t0)
+                flops[name] = (None if before is None or vlm.flops_done is None
+                               else (vlm.flops_done.total - before.total) / n_edits)
             print(f"  repeat {r + 1}/{args.repeats} done ({time.perf_counter() - t_start:.0f} s)")
 
     rate = {name: n_edits / statistics.median(ts) for name, ts in times.items()}
@@ -429,16 +462,24 @@ def main() -> None:
         if s:
             rows.append((name, f"{name} (K={args.k})", rate[name] / rate[f"batch {b}"],
                          f"shared / unshared at batch {b}"))
+        elif name == per_window:
+            rows.append((name, name, rate[name] / rate[f"batch {b}"],
+                         f"vs batch {b} (ieqa varlen SDPA)"))
         elif b in args.batch_sizes:
             rows.append((name, name + (" (reference)" if name == ref else ""),
                          rate[name] / rate[ref], f"vs {ref}"))
+    peak = args.peak_tflops or (peak_tflops(hw.split(",")[0]) if device.startswith("cuda") else None)
+    cols = {name: describe_rate(flops[name], rate[name], peak) for name in rate}
 
-    print(f"\n{'configuration':36s} {'edits/s':>9s} {'median s':>9s} {'min s':>8s} {'max s':>8s} "
-          f"{'ratio':>7s}  against")
+    print(f"\n{'configuration':52s} {'edits/s':>9s} {'median s':>9s} {'min s':>8s} {'max s':>8s} "
+          f"{'TFLOP/edit':>10s} {'TFLOP/s':>8s} {'% peak':>6s} {'ratio':>7s}  against")
     for name, label, ratio, against in rows:
         ts = times[name]
-        print(f"{label:36s} {rate[name]:9.3f} {statistics.median(ts):9.3f} {min(ts):8.3f} {max(ts):8.3f} "
-              f"{ratio:6.2f}x  {against}")
+        per, achieved, share = cols[name]
+        print(f"{label:52s} {rate[name]:9.3f} {statistics.median(ts):9.3f} {min(ts):8.3f} "
+              f"{max(ts):8.3f} {per:>10s} {achieved:>8s} {share:>6s} {ratio:6.2f}x  {against}")
+    print(f"peak: {f'{peak:g} TFLOP/s dense bf16' if peak else 'n/a (CPU, or a GPU not in the table: --peak-tflops)'};"
+          " FLOPs: ieqa.backends.flops (matmuls as the profiler counts them; padding not counted)")
     print(f"{'processor only (encode_one, CPU)':36s} {encode_rate:9.3f}  (included in every row)")
 
     print("\nchecks (next-token logits, all edits; relative = max|diff| / max|logit|):")
@@ -446,6 +487,8 @@ def main() -> None:
     checks = [(f"batch {b} vs {ref}", f"batch {b}", ref) for b in args.batch_sizes[1:]]
     checks += [(f"batch {b}: shared vs unshared", f"batch {b}, prefix sharing", f"batch {b}")
                for _, b, s in configs if s]
+    if varlen:
+        checks.append(("varlen vs per-window SDPA", per_window, f"batch {max(args.batch_sizes)}"))
     worst = 0.0
     for label, a, b in checks:
         diff, scale = max_diff(logits[b], logits[a])
@@ -472,10 +515,11 @@ def main() -> None:
     print(f"\n{model_desc}\n{device} ({hw}), {dtype}, images {args.image_size[0]}x{args.image_size[1]}, "
           f"{len(ids)} tokens per prompt ({n_img} image), {n_edits} edits, median of "
           f"{args.repeats}\n")
-    print("| what | edits/s | ratio |")
-    print("|---|---:|---:|")
+    print("| what | edits/s | TFLOP/edit | TFLOP/s | % of peak | ratio |")
+    print("|---|---:|---:|---:|---:|---:|")
     for name, label, ratio, against in rows:
-        print(f"| {label} | {rate[name]:.3g} | {ratio:.2f}x {against} |")
+        per, achieved, share = cols[name]
+        print(f"| {label} | {rate[name]:.3g} | {per} | {achieved} | {share} | {ratio:.2f}x {against} |")
     print(f"\ntotal wall time {time.perf_counter() - t_start:.1f} s")
     if failed:
         raise SystemExit(f"logits differ where they should agree: {', '.join(failed)}")

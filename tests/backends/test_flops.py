@@ -45,7 +45,9 @@ def test_one_forward_counts_what_the_profiler_counts(eager):
     enc = eager.encode_one(prompt)
     want = forward_flops(eager.model.config, int(enc["input_ids"].shape[1]),
                          enc["image_grid_thw"].tolist(), head_positions=1)
+    before = eager.flops_done.total
     assert _counted(lambda: eager.forward([prompt], share_prefix=False)) == want.total
+    assert eager.flops_done.total - before == want.total  # the backend's own running count
     assert want.vision > 0 and want.text > 0 and want.head > 0
 
 
@@ -65,9 +67,30 @@ def test_a_shared_prefix_counts_once(eager):
     want = (vision_flops(config, grids[0][:1]) + text_flops(config, cut)
             + sum(vision_flops(config, g[1:]) for g in grids)
             + text_flops(config, total - cut, past=cut, batch=3) + head_flops(config, 3))
+    before = eager.flops_done.total
     assert _counted(lambda: eager.forward(prompts, share_prefix=True)) == want
+    assert eager.flops_done.total - before == want
     unshared = 3 * forward_flops(config, total, grids[0]).total
     assert want < unshared
+
+
+def test_generation_counts_the_prompt_per_answer_and_each_new_token(eager):
+    prompt = Prompt(parts=("Edited:", _img(1, 100, 156), "Rate it."), answer_prefix="It is")
+    before = eager.flops_done.total
+    out = []
+    counted = _counted(lambda: out.extend(eager.generate(
+        [prompt], max_new_tokens=5, num_samples=2, temperature=1.0, seed=3)))
+    assert [g.raw["usage"]["completion_tokens"] for g in out[0]] == [5, 5]
+    enc = eager.encode_one(prompt)
+    tokens, grids, config = int(enc["input_ids"].shape[1]), enc["image_grid_thw"].tolist(), \
+        eager.model.config
+    # random weights: no end token within 5 tokens, so the image once (transformers repeats
+    # the prompt after the vision tower) and 2 x (the prompt's text + 4 steps)
+    want = vision_flops(config, grids) + 2 * (
+        forward_flops(config, tokens).total
+        + sum(text_flops(config, 1, past=tokens + t) + head_flops(config, 1) for t in range(4)))
+    assert counted == want
+    assert eager.flops_done.total - before == want
 
 
 def test_windows_cover_the_grid_and_are_cut_at_the_edges():

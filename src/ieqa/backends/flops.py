@@ -195,3 +195,15 @@ def utilisation(flops: float, seconds: float, peak: float | None) -> tuple[float
     """``(TFLOP/s achieved, % of peak or None)`` of ``flops`` done in ``seconds``."""
     rate = flops / seconds / 1e12 if seconds > 0 else math.nan
     return rate, (100.0 * rate / peak if peak else None)
+
+
+def describe_rate(flops_per_item: float | None, items_per_s: float,
+                  peak: float | None) -> tuple[str, str, str]:
+    """The three columns the throughput scripts print beside items/s: TFLOP per item,
+    TFLOP/s achieved and % of peak (``"n/a"`` where unknown: no count for this model, or
+    no peak for this device)."""
+    if flops_per_item is None:
+        return "n/a", "n/a", "n/a"
+    rate = flops_per_item * items_per_s / 1e12
+    share = f"{100.0 * rate / peak:.1f}" if peak else "n/a"
+    return f"{flops_per_item / 1e12:.4g}", f"{rate:.4g}", share

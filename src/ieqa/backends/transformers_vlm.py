@@ -34,6 +34,7 @@ import numpy as np
 
 from ieqa.backends.attention import VARLEN_ATTENTION, use_fast_attention
 from ieqa.backends.base import Generation, Prompt, key_mismatch
+from ieqa.backends.flops import COUNTED_MODEL_TYPES, Flops, forward_flops
 from ieqa.backends.processor import BackendError, PromptTooLongError, load_processor
 
 _INFERENCE_MODE = [True]
@@ -257,6 +258,11 @@ class TransformersVLM:
                                f"{positions!r}")
         self.model.eval()
         self.positions = positions
+        #: the FLOPs this backend has computed so far (:mod:`ieqa.backends.flops`; padding
+        #: not counted), ``None`` for a model type the count does not cover
+        self.flops_done: Flops | None = (
+            Flops() if getattr(self.model.config, "model_type", None) in COUNTED_MODEL_TYPES
+            else None)
         # recorded only when not the default, so that earlier score files resume unchanged
         self._settings = {**settings, **({"positions": positions} if positions != "model" else {})}
         self._init_tokens(share_prefix)
@@ -576,6 +582,7 @@ class TransformersVLM:
         for i, enc in enumerate(encoded):
             n = len(conts[i])
             prompt_len = enc["input_ids"].shape[1]
+            self._count(prompt_len + n, _grids(enc), head=n + 1 if logits else 0)
             end = width - n  # exclusive end of the prompt tokens (left padding)
             row_logits = self._head_logits(hidden[i, end - 1:]) if logits else None
             pooled = None
@@ -628,6 +635,7 @@ class TransformersVLM:
             prefix["pixel_values"] = first["pixel_values"][:n_shared_rows]
             prefix["image_grid_thw"] = grid[:shared]
         pre = self._base(**self._to_device(prefix), use_cache=True)
+        self._count(cut, _grids(first)[:shared], head=0)
         k = len(encoded)
         cache = pre.past_key_values
         cache.batch_repeat_interleave(k)
@@ -667,6 +675,8 @@ class TransformersVLM:
         results = []
         for i, enc in enumerate(encoded):
             n = len(conts[i])
+            self._count(len(suffix_rows[i][0]), _grids(enc)[shared:], past=cut,
+                        head=n + 1 if logits else 0)
             end = len(suffix_rows[i][0]) - n  # exclusive end of the prompt within the suffix
             row_logits = self._head_logits(hidden[i, end - 1:end + n]) if logits else None
             pooled = None
@@ -790,7 +800,9 @@ class TransformersVLM:
                         kwargs: dict[str, Any], top_logprobs: int) -> list[list[Generation]]:
         """One ``model.generate`` call over ``prompts`` (left-padded), seeded with ``seed``."""
 
-        batch = self._to_device(self.collate([self.encode_one(p) for p in prompts]))
+        encoded = [self.encode_one(p) for p in prompts]
+        grids = [_grids(enc) for enc in encoded]
+        batch = self._to_device(self.collate(encoded))
         with _seeded(seed), inference_context():
             out = self.model.generate(**batch, **kwargs, num_return_sequences=num_samples)
         width = batch["input_ids"].shape[1]
@@ -799,10 +811,16 @@ class TransformersVLM:
         results: list[list[Generation]] = []
         for i in range(len(prompts)):
             row: list[Generation] = []
+            prompt_len = int(encoded[i]["input_ids"].shape[1])
             for s in range(num_samples):
                 j = i * num_samples + s
                 tokens = new[j].tolist()
                 length = next((t + 1 for t, tok in enumerate(tokens) if tok in eos), len(tokens))
+                # the images once per prompt, its text once per answer (transformers repeats
+                # the prompt after the vision tower), then a token at a time
+                self._count(prompt_len, grids[i] if s == 0 else [], head=1)
+                for t in range(1, length):
+                    self._count(1, [], past=prompt_len + t - 1, head=1)
                 finish = "stop" if length < len(tokens) or (tokens and tokens[-1] in eos) else "length"
                 text = self.tokenizer.decode(tokens[:length], skip_special_tokens=True)
                 top = None
@@ -812,6 +830,12 @@ class TransformersVLM:
                                       raw={"usage": {"completion_tokens": length}}))
             results.append(row)
         return results
+
+    def _count(self, tokens: int, grids: Sequence[Any], *, past: int = 0, head: int) -> None:
+        """Add one sequence's forward to :attr:`flops_done`."""
+        if self.flops_done is not None:
+            self.flops_done = self.flops_done + forward_flops(
+                self.model.config, tokens, grids, past=past, head_positions=head)
 
     def _eos_ids(self) -> set[int]:
         eos = self.model.generation_config.eos_token_id
@@ -844,6 +868,12 @@ def _seeded(seed: int | None) -> Iterator[None]:
     with torch.random.fork_rng(devices=devices):
         torch.manual_seed(seed)
         yield
+
+
+def _grids(encoded: dict[str, Any]) -> list[Any]:
+    """The image grids ``(t, h, w)`` of one encoding (none without images)."""
+    grid = encoded.get("image_grid_thw")
+    return grid.tolist() if grid is not None else []
 
 
 def _share_groups(prompts: Sequence[Prompt]) -> list[list[int]]:
