@@ -31,10 +31,19 @@ import numpy as np
 from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from vlm_throughput import ARCHS, arch_config, build_arch_model, synchronize  # noqa: E402
+from vlm_throughput import (  # noqa: E402
+    ARCHS,
+    arch_config,
+    build_arch_model,
+    device_peak,
+    peak_note,
+    synchronize,
+)
 
 from ieqa import EditSample  # noqa: E402
 from ieqa.backends import TransformersVLM  # noqa: E402
+from ieqa.backends.attention import use_fast_attention  # noqa: E402
+from ieqa.backends.flops import describe_rate  # noqa: E402
 from ieqa.backends.processor import load_processor  # noqa: E402
 from ieqa.scorers.published.editreward import PIXELS, PROMPT_SOURCES, EditRewardScorer  # noqa: E402
 from ieqa.scorers.published.editreward_release import RewardRelease  # noqa: E402
@@ -59,12 +68,14 @@ def build_release(args: argparse.Namespace, workdir: Path) -> tuple[RewardReleas
     if args.arch:
         config = arch_config(args.arch, processor.tokenizer, args.layers, None)
         model = build_arch_model(config, args.device, dtype, None, seed=0)
+        use_fast_attention(model)  # as TransformersVLM does for a loaded checkpoint
         name = f"{args.arch} architecture, RANDOM weights"
     else:
         from transformers import AutoModelForImageTextToText
 
         model = AutoModelForImageTextToText.from_pretrained(tiny, dtype=getattr(torch, dtype))
         model.to(args.device)
+        use_fast_attention(model)
         name = "tiny qwen2.5-vl (ieqa.testing), random weights"
     if len(processor.tokenizer) > model.get_input_embeddings().weight.shape[0]:
         model.resize_token_embeddings(len(processor.tokenizer), mean_resizing=False)
@@ -110,6 +121,8 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--tol", type=float, default=None)
+    ap.add_argument("--peak-tflops", type=float, default=None,
+                    help="the device's dense peak (default: by GPU name; none on a CPU)")
     args = ap.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="ieqa-editreward-bench-") as tmp:
@@ -122,17 +135,21 @@ def main() -> None:
         configs = {"batch 1 (reference)": (1, False), f"batch {args.batch}": (args.batch, False),
                    f"batch {args.batch}, prefix sharing": (args.batch, True)}
         times: dict[str, list[float]] = {c: [] for c in configs}
+        flops: dict[str, float | None] = {}
         scores: dict[str, np.ndarray] = {}
         for repeat in range(-1, args.repeats):  # repeat -1: an untimed warm-up of each
             for name, (batch, share) in configs.items():
                 scorer.batch_size = batch
                 scorer.backend.share_prefix = share
                 synchronize(args.device)
+                before = release.vlm.flops_done
                 t0 = time.perf_counter()
                 results = scorer.score(samples)
                 synchronize(args.device)
                 if repeat >= 0:
                     times[name].append(time.perf_counter() - t0)
+                after = release.vlm.flops_done
+                flops[name] = (after.total - before.total) / len(samples) if after else None
                 assert all(r.ok for r in results), [r.error for r in results if not r.ok]
                 scores[name] = np.array([[r.scores[d] for d in ("instruction_alignment",
                                                                 "visual_quality", "overall")]
@@ -141,7 +158,9 @@ def main() -> None:
     tol = args.tol if args.tol is not None else (1e-4 if dtype == "float32" else 1e-1)
     ref_name = next(iter(configs))
     ref_s = statistics.median(times[ref_name])
-    print(f"\n{'configuration':34s} {'edits/s':>9s} {'median s':>9s} {'ratio':>7s}  scores vs batch 1")
+    peak = device_peak(args.device, args.peak_tflops)
+    print(f"\n{'configuration':34s} {'edits/s':>9s} {'median s':>9s} {'TFLOP/edit':>10s} "
+          f"{'TFLOP/s':>8s} {'% peak':>6s} {'ratio':>7s}  scores vs batch 1")
     failed = []
     scale = max(1e-12, float(np.abs(scores[ref_name]).max()))
     for name in configs:
@@ -149,8 +168,11 @@ def main() -> None:
         rel = float(np.abs(scores[name] - scores[ref_name]).max()) / scale
         ok = rel <= tol
         failed += [] if ok else [name]
-        print(f"{name:34s} {len(samples) / med:9.2f} {med:9.3f} {ref_s / med:6.2f}x  "
+        per, achieved, share = describe_rate(flops[name], len(samples) / med, peak)
+        print(f"{name:34s} {len(samples) / med:9.2f} {med:9.3f} {per:>10s} {achieved:>8s} "
+              f"{share:>6s} {ref_s / med:6.2f}x  "
               f"relative diff {rel:.1e} {'ok' if ok else f'MISMATCH (> {tol:g})'}")
+    print(peak_note(peak))
     if failed:
         print(f"scores differ where they should agree: {', '.join(failed)}")
         raise SystemExit(1)

@@ -270,6 +270,27 @@ def score_all(vlm: TransformersVLM, prompts: Sequence[Prompt], batch: int, share
     return out
 
 
+def device_peak(device: str, override: float | None = None) -> float | None:
+    """The dense bf16 peak (TFLOP/s) for the '% of peak' columns: ``override``
+    (``--peak-tflops``), else by GPU name; ``None`` on a CPU or an unknown GPU."""
+    import torch
+
+    if override:
+        return override
+    if not device.startswith("cuda"):
+        return None
+    return peak_tflops(torch.cuda.get_device_name(torch.device(device)))
+
+
+PEAK_NOTE = ("peak: {peak}; FLOPs: ieqa.backends.flops (matmuls as torch's profiler counts "
+             "them, padding not counted)")
+
+
+def peak_note(peak: float | None) -> str:
+    return PEAK_NOTE.format(peak=f"{peak:g} TFLOP/s dense bf16" if peak else
+                            "n/a (CPU, or a GPU not in the table: --peak-tflops)")
+
+
 def parse_sizes(text: str) -> list[int]:
     return [int(x) for x in text.split(",") if x.strip()]
 
@@ -468,7 +489,7 @@ def main() -> None:
         elif b in args.batch_sizes:
             rows.append((name, name + (" (reference)" if name == ref else ""),
                          rate[name] / rate[ref], f"vs {ref}"))
-    peak = args.peak_tflops or (peak_tflops(hw.split(",")[0]) if device.startswith("cuda") else None)
+    peak = device_peak(device, args.peak_tflops)
     cols = {name: describe_rate(flops[name], rate[name], peak) for name in rate}
 
     print(f"\n{'configuration':52s} {'edits/s':>9s} {'median s':>9s} {'min s':>8s} {'max s':>8s} "
@@ -478,8 +499,7 @@ def main() -> None:
         per, achieved, share = cols[name]
         print(f"{label:52s} {rate[name]:9.3f} {statistics.median(ts):9.3f} {min(ts):8.3f} "
               f"{max(ts):8.3f} {per:>10s} {achieved:>8s} {share:>6s} {ratio:6.2f}x  {against}")
-    print(f"peak: {f'{peak:g} TFLOP/s dense bf16' if peak else 'n/a (CPU, or a GPU not in the table: --peak-tflops)'};"
-          " FLOPs: ieqa.backends.flops (matmuls as the profiler counts them; padding not counted)")
+    print(peak_note(peak))
     print(f"{'processor only (encode_one, CPU)':36s} {encode_rate:9.3f}  (included in every row)")
 
     print("\nchecks (next-token logits, all edits; relative = max|diff| / max|logit|):")

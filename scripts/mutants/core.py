@@ -143,6 +143,18 @@ MUTATIONS: tuple[Mutation, ...] = (
              "attention = 2 * 2 * new * (past + new) * heads * hd",
              "attention = 2 * 2 * new * new * heads * hd",
              ("tests/backends/test_flops.py",)),
+    Mutation("seeded-rows-one-seed", "every pass of a seeded batch drawn with the same seed",
+             "src/ieqa/backends/transformers_vlm.py",
+             "[seed + k for _ in prompts for k in range(num_samples)]",
+             "[seed for _ in prompts for k in range(num_samples)]",
+             ("tests/backends/test_transformers_vlm.py::"
+              "test_seeded_passes_in_one_batch_equal_the_released_loop",)),
+    Mutation("seeded-rows-shared-generator", "the rows of a seeded batch share one generator",
+             "src/ieqa/backends/transformers_vlm.py",
+             "for r, g in enumerate(self.generators)])",
+             "for r, g in enumerate([self.generators[0]] * len(self.generators))])",
+             ("tests/backends/test_transformers_vlm.py::"
+              "test_seeded_passes_in_one_batch_equal_the_released_loop",)),
     # ---- explanations
     Mutation("cosine-unclipped", "embedding cosine not clipped to [-1, 1]",
              "src/ieqa/explain/metrics.py", "cos.clamp(-1.0, 1.0)", "cos",

@@ -171,3 +171,37 @@ def test_a_local_judge_records_its_answers_and_replays_them_without_the_model(vl
             vlm.generate(prompts, **{**settings, "max_new_tokens": 7})
     finally:
         vlm.judge_log = None
+
+
+def test_seeded_passes_in_one_batch_equal_the_released_loop(tiny_models):
+    # EditScore's sampling (temperature 0.7, top-k 20, top-p 0.9), three prompts of different
+    # lengths (left padding), three answers each seeded seed + k
+    batched = TransformersVLM(tiny_models["qwen2.5-vl"], device="cpu")
+    loop = TransformersVLM.from_model(batched.model, batched.processor)
+    loop.seeded_batching = False
+    prompts = [Prompt(parts=("Source:", _img(0), "Edited:", _img(k + 1, 64, 48 + 16 * k),
+                             "Rate it." + " Briefly." * k), answer_prefix="It is")
+               for k in range(3)]
+    sampling = dict(max_new_tokens=12, temperature=0.7, top_p=0.9, top_k=20, num_samples=3,
+                    seed=42, seed_per_sample=True)
+    calls = []
+    generate = batched.model.generate
+
+    def counting(*args, **kwargs):
+        calls.append(kwargs["input_ids"].shape[0])
+        return generate(*args, **kwargs)
+
+    batched.model.generate = counting
+    try:
+        one = [[g.text for g in gens] for gens in batched.generate(prompts, **sampling)]
+        alone = [g.text for g in batched.generate(prompts[1:2], **sampling)[0]]
+    finally:
+        del batched.model.generate
+    assert calls == [3, 1]  # one generate call per batch, the passes expanded inside
+    ref = [[g.text for g in gens] for gens in loop.generate(prompts, **sampling)]
+    assert one == ref
+    assert alone == ref[1]  # an answer does not depend on what it was batched with
+    assert all(len(set(row)) > 1 for row in ref)  # the passes differ (the seeds are used)
+    # another seed changes the answers
+    other = [[g.text for g in gens] for gens in batched.generate(prompts, **{**sampling, "seed": 7})]
+    assert other != one

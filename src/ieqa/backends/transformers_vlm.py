@@ -174,6 +174,15 @@ class TransformersVLM:
             and no ``image_grid_thw`` to the language model computes them (EditReward's
             released reward models were trained and run so). Used in the plain and the
             prefix-sharing path; generation refuses ``"1d"``.
+        seeded_batching: how :meth:`generate_batch` runs ``seed_per_sample`` (answer ``k``
+            of a prompt drawn with seed ``seed + k``): ``True`` (default) in one batch over
+            all prompts and answers, each answer sampling from its own generator seeded
+            ``seed + k``, so its draws do not depend on the batch; ``False``: each answer
+            generated on its own right after seeding torch (EditScore's released loop; a
+            batch of one each, slower). The two give the same answers where the batch
+            does not change the logits (float32 on the CPU, tested); in 16-bit on a GPU the
+            batch's shapes change the logits' rounding, and a token whose sampling boundary
+            falls within it can change (recorded as ``seeded_batching: False`` when off).
         revision, trust_remote_code: passed to ``from_pretrained``.
     """
 
@@ -183,7 +192,7 @@ class TransformersVLM:
                  min_pixels: int | None = None, max_pixels: int | None = None,
                  adapter: str | Path | None = None, adapter_revision: str | None = None,
                  merge_adapter: bool = True, share_prefix: bool = True, positions: str = "model",
-                 revision: str | None = None,
+                 seeded_batching: bool = True, revision: str | None = None,
                  trust_remote_code: bool = False) -> None:
         from transformers import AutoModelForImageTextToText
 
@@ -221,8 +230,13 @@ class TransformersVLM:
                       **({"adapter_revision": adapter_revision} if adapter_revision else {}),
                       **({"merge_adapter": False} if adapter is not None and not merge_adapter
                          else {}),
-                      **({"vision_attention": vision_attention} if vision_attention else {})},
+                      **({"vision_attention": vision_attention} if vision_attention else {}),
+                      **({"seeded_batching": False} if not seeded_batching else {})},
                      share_prefix, positions)
+        self.seeded_batching = bool(seeded_batching)
+
+    #: see the ``seeded_batching`` argument
+    seeded_batching: bool = True
 
     @classmethod
     def from_model(cls, model: Any, processor: Any, *, name: str = "in-memory",
@@ -754,10 +768,11 @@ class TransformersVLM:
             num_samples: answers per prompt (self-ensemble); needs ``temperature > 0``
                 to differ.
             seed: seeds sampling (the global torch RNG is restored afterwards).
-            seed_per_sample: generate answer ``k`` of each prompt on its own (a batch of
-                one) right after seeding torch with ``seed + k``, as EditScore's
-                transformers path does per pass: an answer then depends only on its
-                prompt and seed. Slower (no batching); needs ``seed``.
+            seed_per_sample: answer ``k`` of each prompt drawn with seed ``seed + k``, as
+                EditScore's transformers path does per pass (it generates each on its own
+                right after seeding torch): an answer then depends only on its prompt and
+                seed. One batch with a generator per answer by default, the released loop
+                with ``seeded_batching=False`` (see the class); needs ``seed``.
             top_logprobs: also return, per generated token, the log-probabilities of
                 the ``top_logprobs`` most likely tokens under the model's raw distribution.
         """
@@ -786,9 +801,19 @@ class TransformersVLM:
             kwargs.update(temperature=temperature, top_p=top_p, top_k=top_k)
         else:
             kwargs.update(temperature=None, top_p=None, top_k=None)
-        if not seed_per_sample:
+        if not seed_per_sample or not sampling:
             return self._generate_batch(prompts, num_samples, seed, kwargs, top_logprobs)
         assert seed is not None
+        if self.seeded_batching:
+            # transformers' own warpers in its order, then each row drawn from its own
+            # generator as torch.multinomial draws from the global one after seeding; the
+            # drawn token is left as the only finite score, so transformers' own draw (no
+            # warpers of its own: temperature 1, no top-k, top-p 1) can only take it
+            kwargs.update(temperature=1.0, top_p=1.0, top_k=0,
+                          logits_processor=_row_seeded_sampling(
+                              temperature, top_k, top_p,
+                              [seed + k for _ in prompts for k in range(num_samples)]))
+            return self._generate_batch(prompts, num_samples, seed, kwargs, top_logprobs)
         results: list[list[Generation]] = [[] for _ in prompts]
         for k in range(num_samples):
             for i, prompt in enumerate(prompts):
@@ -855,6 +880,48 @@ class TransformersVLM:
             text = self.tokenizer.decode([token])
             out[text] = float(np.logaddexp(out[text], value)) if text in out else value
         return out
+
+
+def _row_seeded_sampling(temperature: float, top_k: int | None, top_p: float,
+                         seeds: Sequence[int]) -> Any:
+    """A ``LogitsProcessorList``: transformers' sampling warpers as ``generate`` builds them
+    (temperature, top-k, top-p, in that order, each only when it changes anything), then a
+    draw per row from a generator seeded ``seeds[row]``; the scores come back as 0 at the
+    drawn token and -inf elsewhere, so transformers' own sampling can only emit it."""
+    import torch
+    from transformers import (
+        LogitsProcessor,
+        LogitsProcessorList,
+        TemperatureLogitsWarper,
+        TopKLogitsWarper,
+        TopPLogitsWarper,
+    )
+
+    class RowSeededDraw(LogitsProcessor):
+        def __init__(self) -> None:
+            self.generators: list[Any] | None = None
+
+        def __call__(self, input_ids: Any, scores: Any) -> Any:
+            if self.generators is None:
+                if scores.shape[0] != len(seeds):
+                    raise BackendError(f"seeded sampling: {scores.shape[0]} rows for "
+                                       f"{len(seeds)} seeds")
+                self.generators = [torch.Generator(device=scores.device).manual_seed(s)
+                                   for s in seeds]
+            probs = torch.nn.functional.softmax(scores, dim=-1)
+            drawn = torch.cat([torch.multinomial(probs[r:r + 1], num_samples=1, generator=g)
+                               for r, g in enumerate(self.generators)])
+            out = torch.full_like(scores, -float("inf"))
+            return out.scatter_(1, drawn, 0.0)
+
+    steps: list[Any] = []
+    if temperature != 1.0:
+        steps.append(TemperatureLogitsWarper(temperature))
+    if top_k is not None and top_k != 0:
+        steps.append(TopKLogitsWarper(top_k=top_k, min_tokens_to_keep=1))
+    if top_p < 1.0:
+        steps.append(TopPLogitsWarper(top_p=top_p, min_tokens_to_keep=1))
+    return LogitsProcessorList([*steps, RowSeededDraw()])
 
 
 @contextlib.contextmanager
