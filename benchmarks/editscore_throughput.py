@@ -12,12 +12,16 @@ rarely emit the end token, so each answer runs to ``--max-new-tokens``: an upper
 a real answer's length (EditScore's answers are a short JSON object).
 
 Compared in the same run (the median of ``--repeats``, after a short untimed warm-up): the
-released loop (each answer generated on its own right after seeding, the reference; what
-the scorer does) and one batched ``generate`` over all prompts and passes (faster, but a
-pass then depends on its batch: not reproducible from its seed). Printed: edits/s,
-generated tokens/s (the backend's count of generated token ids, end token included) and the ratio to the reference. The run fails
-(exit 1) when the released loop does not give the same answers twice (checked on the first
-two prompts, up to 32 tokens).
+released loop (each answer generated on its own right after seeding, the reference;
+``seeded_batching=False``) and ieqa's seeded batch (what the scorer does by default: one
+``generate`` over all prompts and passes, each pass sampling from its own generator seeded
+``seed + pass``). Printed: edits/s, generated tokens/s (the backend's count of generated
+token ids, end token included), TFLOP per edit, TFLOP/s and % of peak, the ratio to the
+reference, and how many of the answers the two give are identical. The run fails (exit 1)
+when the released loop does not give the same answers twice (checked on the first two
+prompts, up to 32 tokens), or, in float32, when the seeded batch's answers differ from the
+loop's (in 16-bit the batch's shapes change the logits' rounding, which can move a
+sampled token: counted, not failed).
 """
 
 from __future__ import annotations
@@ -33,10 +37,19 @@ import numpy as np
 from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from vlm_throughput import ARCHS, arch_config, build_arch_model, synchronize  # noqa: E402
+from vlm_throughput import (  # noqa: E402
+    ARCHS,
+    arch_config,
+    build_arch_model,
+    device_peak,
+    peak_note,
+    synchronize,
+)
 
 from ieqa import EditSample  # noqa: E402
 from ieqa.backends import TransformersVLM  # noqa: E402
+from ieqa.backends.attention import use_fast_attention  # noqa: E402
+from ieqa.backends.flops import describe_rate  # noqa: E402
 from ieqa.backends.processor import load_processor  # noqa: E402
 from ieqa.scorers.published.editscore import PROMPT_SOURCES, EditScoreScorer  # noqa: E402
 from ieqa.scorers.vlm.base import LoadedSample  # noqa: E402
@@ -54,12 +67,14 @@ def build_backend(args: argparse.Namespace, workdir: Path) -> tuple[Transformers
     if args.arch:
         config = arch_config(args.arch, processor.tokenizer, args.layers, None)
         model = build_arch_model(config, args.device, dtype, None, seed=0)
+        use_fast_attention(model)  # as TransformersVLM does for a loaded checkpoint
         name = f"{args.arch} architecture, RANDOM weights"
     else:
         from transformers import AutoModelForImageTextToText
 
         model = AutoModelForImageTextToText.from_pretrained(tiny, dtype=getattr(torch, dtype))
         model.to(args.device)
+        use_fast_attention(model)
         name = "tiny qwen2.5-vl (ieqa.testing), random weights"
     params = sum(p.numel() for p in model.parameters())
     vlm = TransformersVLM.from_model(model.eval(), processor, name=name)
@@ -78,6 +93,8 @@ def main() -> None:
     ap.add_argument("--max-new-tokens", type=int, default=512)
     ap.add_argument("--image-size", type=int, default=448, help="square side, pixels")
     ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--peak-tflops", type=float, default=None,
+                    help="the device's dense peak (default: by GPU name; none on a CPU)")
     args = ap.parse_args()
 
     rng = np.random.default_rng(0)
@@ -101,37 +118,57 @@ def main() -> None:
         n_answers = len(queries) * args.passes
         print(f"model: {desc}\nedits: {args.edits} ({args.image_size}x{args.image_size}), "
               f"{args.passes} passes x 2 prompts, up to {args.max_new_tokens} new tokens each")
-        configs = {"released loop, one answer at a time (reference)": True,
-                   f"one batched generate ({n_answers} sequences)": False}
+        configs = {"released loop, one answer at a time (reference)": False,
+                   f"seeded batch, one generate ({n_answers} sequences)": True}
         times: dict[str, list[float]] = {c: [] for c in configs}
         tokens: dict[str, int] = {}
+        flops: dict[str, float | None] = {}
+        texts: dict[str, list[str]] = {}
         short = {**sampling, "max_new_tokens": min(8, args.max_new_tokens)}
-        for one_at_a_time in configs.values():  # an untimed, short warm-up of each
-            vlm.generate(queries[:2], seed_per_sample=one_at_a_time, **short)
+        for batched in configs.values():  # an untimed, short warm-up of each
+            vlm.seeded_batching = batched
+            vlm.generate(queries[:2], seed_per_sample=True, **short)
         for _ in range(args.repeats):
-            for name, one_at_a_time in configs.items():
+            for name, batched in configs.items():
+                vlm.seeded_batching = batched
                 synchronize(args.device)
+                before = vlm.flops_done
                 t0 = time.perf_counter()
-                out = vlm.generate(queries, seed_per_sample=one_at_a_time, **sampling)
+                out = vlm.generate(queries, seed_per_sample=True, **sampling)
                 synchronize(args.device)
                 times[name].append(time.perf_counter() - t0)
                 tokens[name] = sum(g.raw["usage"]["completion_tokens"] for gens in out
                                    for g in gens)
+                texts[name] = [g.text for gens in out for g in gens]
+                flops[name] = (None if before is None
+                               else (vlm.flops_done.total - before.total) / args.edits)
         # a pass is reproducible from its seed: the released loop twice on the first prompts
+        vlm.seeded_batching = False
         check = {**sampling, "max_new_tokens": min(32, args.max_new_tokens)}
         answers = [[g.text for gens in vlm.generate(queries[:2], seed_per_sample=True, **check)
                     for g in gens] for _ in range(2)]
     ref = next(iter(configs))
     ref_s = statistics.median(times[ref])
-    print(f"\n{'configuration':52s} {'edits/s':>9s} {'tokens/s':>9s} {'median s':>9s} {'ratio':>7s}")
+    peak = device_peak(args.device, args.peak_tflops)
+    print(f"\n{'configuration':52s} {'edits/s':>9s} {'tokens/s':>9s} {'median s':>9s} "
+          f"{'TFLOP/edit':>10s} {'TFLOP/s':>8s} {'% peak':>6s} {'ratio':>7s}")
     for name in configs:
         med = statistics.median(times[name])
+        per, achieved, share = describe_rate(flops[name], args.edits / med, peak)
         print(f"{name:52s} {args.edits / med:9.3f} {tokens[name] / med:9.1f} {med:9.2f} "
-              f"{ref_s / med:6.2f}x")
+              f"{per:>10s} {achieved:>8s} {share:>6s} {ref_s / med:6.2f}x")
+    print(peak_note(peak))
     same = all(a == answers[0] for a in answers[1:])
     print(f"released loop reproducible from its seeds: {'ok' if same else 'MISMATCH'} "
           f"({len(answers)} runs compared)")
-    if not same:
+    batched_name = list(configs)[1]
+    equal = sum(a == b for a, b in zip(texts[ref], texts[batched_name], strict=True))
+    strict = (args.dtype or ("bfloat16" if args.device.startswith("cuda") else "float32")) \
+        == "float32"
+    print(f"seeded batch vs released loop: {equal} of {len(texts[ref])} answers identical"
+          + ("" if equal == len(texts[ref]) else
+             " (MISMATCH)" if strict else " (16-bit: the batch's rounding moved some draws)"))
+    if not same or (strict and equal != len(texts[ref])):
         raise SystemExit(1)
 
 
