@@ -155,6 +155,16 @@ MUTATIONS: tuple[Mutation, ...] = (
              "for r, g in enumerate([self.generators[0]] * len(self.generators))])",
              ("tests/backends/test_transformers_vlm.py::"
               "test_seeded_passes_in_one_batch_equal_the_released_loop",)),
+    Mutation("dims-unshared", "the dimension prompts of one edit keep per-dimension keys",
+             "src/ieqa/scorers/vlm/base.py",
+             "if len(prompts) < 2 or not _differ_after_images(prompts):",
+             "if True:",
+             ("tests/scorers/test_vlm_readouts.py::"
+              "test_the_dimensions_of_one_edit_share_both_images",)),
+    Mutation("no-length-buckets", "samples batched in arrival order, not by length",
+             "src/ieqa/scorers/vlm/base.py",
+             "if self.length_buckets else 0.0,", "if False else 0.0,",
+             ("tests/scorers/test_vlm_readouts.py::test_batches_are_bucketed_by_length",)),
     # ---- explanations
     Mutation("cosine-unclipped", "embedding cosine not clipped to [-1, 1]",
              "src/ieqa/explain/metrics.py", "cos.clamp(-1.0, 1.0)", "cos",

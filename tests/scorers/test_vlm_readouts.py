@@ -297,3 +297,62 @@ def test_image_load_failure_is_recorded_per_sample(tiny_models, edit_samples, tm
     broken = edit_samples[0].model_copy(update={"id": "broken", "edited": tmp_path / "none.png"})
     results = build("vlm-levels", tiny_models["qwen2-vl"]).score([broken, edit_samples[1]])
     assert not results[0].ok and results[1].ok
+
+
+def test_the_dimensions_of_one_edit_share_both_images(tiny_models, edit_samples):
+    """vlm-levels asks its dimensions after both images: the dimension prompts of one edit
+    share a prefix holding both images, so the vision tower runs once per edit (the
+    backend's FLOP count), and the scores equal full recomputation (1e-5)."""
+    model = tiny_models["qwen2.5-vl"]
+    shared = build("vlm-levels", model, batch_size=1)
+    full = build("vlm-levels", model, batch_size=1, backend_options={"share_prefix": False})
+    assert len(shared.dimensions) == 3
+    sample = edit_samples[:1]
+    before = [s.backend.flops_done for s in (shared, full)]
+    assert_close(scores_of(shared.score(sample)), scores_of(full.score(sample)), tol=1e-5)
+    got, ref = (s.backend.flops_done + b * -1 for s, b in zip((shared, full), before, strict=True))
+    assert got.vision == pytest.approx(ref.vision / 3, rel=1e-12)  # both images once, not 3x
+    # the text before the question is computed once too (an exact count from the token
+    # counts, the same on any machine: 0.59 of the unshared text here)
+    assert got.text < 0.65 * ref.text
+    # a template that asks the dimension before the images shares per candidate group instead
+    early = {"name": "dimension-first", "description": "test", "reference": "tests",
+             "system": None, "scale": [1, 5], "images": ["source", "edited"], "output": "text",
+             "user": "Rate the {dimension}. <image:source><image:edited>{instruction}",
+             "answer_prefix": "The {dimension} is"}
+    scorer = build("vlm-levels", model, batch_size=1, template=early)
+    item = loaded(edit_samples[0])
+    prompts = scorer.render_dimensions(item, scorer.dimensions)
+    assert [p.share_key for p in prompts] == [scorer.render(item, d).share_key
+                                             for d in scorer.dimensions]
+    assert len({p.share_key for p in prompts}) == 3
+
+
+def test_batches_are_bucketed_by_length(tiny_models):
+    """Samples of three image sizes, interleaved (5, 4 and 3 of them): ordered by estimated
+    length before batching, the batches pad less (the backend's padding count) and every
+    score equals the unbucketed run's (1e-5), in input order."""
+    from PIL import Image as PILImage
+
+    rng = np.random.default_rng(0)
+    sizes = [(56, 56)] * 5 + [(224, 168)] * 3 + [(112, 112)] * 4
+    order = rng.permutation(len(sizes))
+    samples = []
+    for i in order:
+        w, h = sizes[i]
+        img = [PILImage.fromarray(rng.integers(0, 256, (h, w, 3), dtype=np.uint8)) for _ in range(2)]
+        samples.append(ieqa.EditSample(id=f"s{i}", source=img[0], edited=img[1],
+                                       instruction="make it brighter"))
+    runs = {}
+    for buckets in (True, False):
+        scorer = build("vlm-levels", tiny_models["qwen2-vl"], batch_size=4,
+                       dimensions=["visual_quality"])
+        scorer.length_buckets = buckets
+        results = scorer.score(samples)
+        assert [r.id for r in results] == [s.id for s in samples]
+        pad, total = scorer.backend.padding_done
+        runs[buckets] = (scores_of(results), pad / total)
+    assert_close(runs[True][0], runs[False][0], tol=1e-5)
+    # exact token counts, the same on any machine: 2.3 % of the positions padding bucketed,
+    # 16.0 % not
+    assert runs[True][1] < 0.05 < 0.10 < runs[False][1], runs

@@ -277,6 +277,10 @@ class TransformersVLM:
         self.flops_done: Flops | None = (
             Flops() if getattr(self.model.config, "model_type", None) in COUNTED_MODEL_TYPES
             else None)
+        #: ``[padding, all]`` token positions of the forward batches so far: the share of
+        #: a batch's width that is padding (left padding of whole prompts, right padding of
+        #: suffixes after a shared prefix)
+        self.padding_done = [0, 0]
         # recorded only when not the default, so that earlier score files resume unchanged
         self._settings = {**settings, **({"positions": positions} if positions != "model" else {})}
         self._init_tokens(share_prefix)
@@ -591,6 +595,7 @@ class TransformersVLM:
         if self.positions == "1d":
             batch["position_ids"] = sequential_positions(batch["attention_mask"])
         out = self._base(**self._to_device(batch), use_cache=False)
+        self._count_padding(batch["attention_mask"])
         hidden = out.last_hidden_state
         results = []
         for i, enc in enumerate(encoded):
@@ -685,6 +690,7 @@ class TransformersVLM:
             suffix["pixel_values"] = torch.cat([enc["pixel_values"][n_shared_rows:] for enc in encoded])
             suffix["image_grid_thw"] = rest_grids
         out = self._base(**self._to_device(suffix), past_key_values=cache, use_cache=True)
+        self._count_padding(suffix["attention_mask"][:, cut:])
         hidden = out.last_hidden_state
         results = []
         for i, enc in enumerate(encoded):
@@ -855,6 +861,10 @@ class TransformersVLM:
                                       raw={"usage": {"completion_tokens": length}}))
             results.append(row)
         return results
+
+    def _count_padding(self, mask: Any) -> None:
+        self.padding_done[0] += int(mask.numel() - mask.sum())
+        self.padding_done[1] += int(mask.numel())
 
     def _count(self, tokens: int, grids: Sequence[Any], *, past: int = 0, head: int) -> None:
         """Add one sequence's forward to :attr:`flops_done`."""

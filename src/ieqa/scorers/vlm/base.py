@@ -17,6 +17,7 @@ that fail alone get an error; readouts call the model through :meth:`VLMScorer.i
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 from abc import abstractmethod
@@ -88,6 +89,15 @@ def render_sample(template: Any, sample: EditSample, dimension: str | None = Non
                            share_key=share_key, **extra)
 
 
+def estimated_tokens(item: LoadedSample) -> float:
+    """A sample's prompt length in tokens, roughly, before any processor runs: one token per
+    28x28 pixels of its images (Qwen-VL's merged patches; larger images are resized by the
+    processor, which the estimate ignores, but the order it gives holds) and one per four
+    characters of its instruction. Used to order samples into batches of similar length."""
+    pixels = sum(img.width * img.height for img in (item.source, item.edited) if img is not None)
+    return pixels / (28 * 28) + len(item.sample.instruction) / 4
+
+
 def share_key(sample: EditSample) -> str:
     """Key of the (source image, instruction) group a sample belongs to: candidates with
     equal keys share a prompt prefix."""
@@ -147,6 +157,11 @@ class VLMScorer(Scorer):
     default_template: str = "judge-json"
     #: whether the readout needs a transformers backend (logits or hidden states)
     needs_local_model: bool = True
+    #: order a call's samples by estimated prompt length (whole candidate groups kept
+    #: together) before cutting them into batches, so a batch's prompts are of similar
+    #: length and pad little (results come back in input order; a sample's scores do not
+    #: depend on its batch, to float rounding)
+    length_buckets: bool = True
 
     def __init__(self, *, model: str | Path | None = None, base_url: str | None = None,
                  backend: VLMBackend | None = None, template: Any = None,
@@ -253,11 +268,17 @@ class VLMScorer(Scorer):
         results: dict[int, ScoreResult] = {i: ScoreResult.failed(samples[i].id, exc)
                                            for i, exc in failed.items()}
         # candidates of one source+instruction next to each other (stable), so a batch
-        # holds whole groups and the backend can share their prefix
+        # holds whole groups and the backend can share their prefix; the groups ordered by
+        # their prompts' estimated length (length_buckets), so a batch pads little
         first_seen: dict[str, int] = {}
+        length: dict[str, list[float]] = {}
         for _, item in loaded:
-            first_seen.setdefault(share_key(item.sample), len(first_seen))
-        loaded.sort(key=lambda pair: first_seen[share_key(pair[1].sample)])
+            key = share_key(item.sample)
+            first_seen.setdefault(key, len(first_seen))
+            length.setdefault(key, []).append(estimated_tokens(item))
+        order = {key: (sum(length[key]) / len(length[key]) if self.length_buckets else 0.0,
+                       first_seen[key]) for key in first_seen}
+        loaded.sort(key=lambda pair: order[share_key(pair[1].sample)])
         for start in range(0, len(loaded), self.batch_size):
             chunk = loaded[start:start + self.batch_size]
             out = self.isolated([item for _, item in chunk], self.score_items,
@@ -360,6 +381,22 @@ class VLMScorer(Scorer):
         key = share_key(item.sample) + (f"\x00{dimension}" if dimension else "")
         return render_sample(template, item.sample, dimension, key, item)
 
+    def render_dimensions(self, item: LoadedSample, dimensions: Sequence[str],
+                          template: Any = None) -> list[Prompt]:
+        """The prompts of one sample for each of ``dimensions``, keyed so the backend
+        computes their common prefix once: when the prompts differ only after their last
+        image (the dimension asked at the end, as the built-in templates do), the
+        dimensions of one edit share that prefix, both images included; otherwise the
+        candidates of a group share the source per dimension (:meth:`render`). Sharing
+        both images of one edit beats sharing the source of K candidates whenever two or
+        more dimensions are asked: 2 images per edit encoded against ``d x (1 + 1/K)``."""
+        prompts = [self.render(item, dim, template) for dim in dimensions]
+        if len(prompts) < 2 or not _differ_after_images(prompts):
+            return prompts
+        key = f"edit\x00{id(item)}\x00{share_key(item.sample)}"
+        n_images = sum(isinstance(part, Image.Image) for part in prompts[0].parts)
+        return [dataclasses.replace(p, share_key=key, shared_images=n_images) for p in prompts]
+
     @staticmethod
     def template_images(item: LoadedSample, template: Any) -> dict[str, Image.Image]:
         """The sample's images for the template's slots (an error names a missing one)."""
@@ -368,6 +405,27 @@ class VLMScorer(Scorer):
             raise ScorerError(f"template {template.name!r} needs the {', '.join(missing)} "
                               f"image(s) and sample {item.sample.id!r} has none")
         return {slot: img for slot, img in item.images.items() if slot in template.images}
+
+
+def _differ_after_images(prompts: Sequence[Prompt]) -> bool:
+    """Whether ``prompts`` (one sample's, one per dimension) hold the same images and are
+    identical up to their last image (system message included)."""
+    first = prompts[0]
+    last = max((i for i, part in enumerate(first.parts) if isinstance(part, Image.Image)),
+               default=-1)
+    if last < 0:
+        return False
+    for other in prompts[1:]:
+        if other.system != first.system or len(other.parts) <= last:
+            return False
+        for a, b in zip(first.parts[:last + 1], other.parts[:last + 1], strict=True):
+            if isinstance(a, Image.Image) != isinstance(b, Image.Image):
+                return False
+            if isinstance(a, Image.Image) and not (a is b or a.tobytes() == b.tobytes()):
+                return False
+            if not isinstance(a, Image.Image) and a != b:
+                return False
+    return True
 
 
 def failure(item_id: str, raw: dict[str, Any], problems: Sequence[tuple[str, str]], *,

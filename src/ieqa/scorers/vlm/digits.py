@@ -92,7 +92,7 @@ class DigitsScorer(VLMScorer):
         return {"format": "d.dd", "conditioning": "argmax digit"}
 
     def score_items(self, items: Sequence[LoadedSample]) -> list[ScoreResult]:
-        prompts = [self.render(item, dim) for item in items for dim in self.score_dimensions]
+        prompts = [p for item in items for p in self.render_dimensions(item, self.score_dimensions)]
         rows: list[list[list[float]]] = [[] for _ in prompts]
         conts: list[list[int]] = [[] for _ in prompts]
         encoded = [self.backend.encode_one(p) for p in prompts]  # images processed once

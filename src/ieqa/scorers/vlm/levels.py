@@ -84,7 +84,7 @@ class LevelsScorer(VLMScorer):
         return self._ids[after_space]
 
     def score_items(self, items: Sequence[LoadedSample]) -> list[ScoreResult]:
-        prompts = [self.render(item, dim) for item in items for dim in self.score_dimensions]
+        prompts = [p for item in items for p in self.render_dimensions(item, self.score_dimensions)]
         if hasattr(self.backend, "forward"):
             rows = self._local(prompts)
         else:
