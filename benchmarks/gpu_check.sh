@@ -3,13 +3,18 @@
 # 7-8B architectures with RANDOM weights (nothing downloaded; throughput does not depend on
 # the weights' values):
 #   1. benchmarks/vlm_throughput.py per architecture (edits/s at batch 1/8/32, prefix sharing,
-#      and the logits checks that fail the run), then a strict float32 check;
+#      the vision tower's varlen SDPA against transformers' per-window loop, and the logits
+#      checks that fail the run), then a strict float32 check;
 #   2. benchmarks/editreward_throughput.py: the editreward scorer (two forward passes per
 #      edit, 1-D positions, reward heads) on qwen2.5-vl-7b, batch 1/8 and prefix sharing;
 #   3. benchmarks/editscore_throughput.py: EditScore generation through transformers on
-#      qwen2.5-vl-7b (4 passes x 2 prompts, 512 new tokens), the released loop vs one batch;
+#      qwen2.5-vl-7b (4 passes x 2 prompts, 512 new tokens), the released loop vs the seeded
+#      batch, with how many answers the two share;
 #   4. benchmarks/serve_load.py: ieqa serve with a forward-only scorer on qwen2.5-vl-7b
-#      (batched vs --max-batch 1, latency, overload).
+#      (served vs offline at the same batch size, batched vs --max-batch 1, latency at a
+#      quarter, half and full load, overload).
+# Every throughput line carries TFLOP per edit, TFLOP/s and % of the GPU's dense bf16 peak
+# (ieqa.backends.flops; on the CPU the peak column reads n/a).
 #
 #   bash benchmarks/gpu_check.sh                 # everything, bf16, cuda
 #   bash benchmarks/gpu_check.sh --smoke         # the same scripts on tiny models on the CPU
@@ -36,16 +41,19 @@ section() {  # the wall time of the section before, then this one's header
   _section="$1"; _t0=$SECONDS; [[ -z "$1" ]] || echo "== $1"
 }
 if [[ "${1:-}" == "--smoke" ]]; then
-  # the code paths of the GPU check on tiny random models, in well under a minute on 2 cores
+  # the code paths of the GPU check on tiny random models, in about a minute on 2 cores:
+  # varlen vision attention over several windows per image (112x112: 4 windows), FLOP
+  # columns, the seeded batch of EditScore, shared dimension prefixes and length buckets in
+  # the served vlm-levels scorer (mixed image sizes)
   section "smoke"
   "$PY" benchmarks/vlm_throughput.py --tiny qwen2.5-vl --device cpu --repeats 1 \
-    --batch-sizes 1,4 --shared-batch-sizes 4 --image-size 56x56 || failed+=("vlm_throughput")
+    --batch-sizes 1,4 --shared-batch-sizes 4 --image-size 112x112 || failed+=("vlm_throughput")
   "$PY" benchmarks/editreward_throughput.py --device cpu --groups 1 --k 2 --batch 2 \
     --repeats 1 || failed+=("editreward_throughput")
   "$PY" benchmarks/editscore_throughput.py --device cpu --passes 2 --max-new-tokens 8 \
     --image-size 56 || failed+=("editscore_throughput")
-  "$PY" benchmarks/serve_load.py --tiny qwen2-vl --duration-s 0.3 --items 8 --clients 4 \
-    --max-requests 200 || failed+=("serve_load")
+  "$PY" benchmarks/serve_load.py --tiny qwen2.5-vl --duration-s 0.3 --items 12 --clients 4 \
+    --max-requests 200 --mixed-sizes || failed+=("serve_load")
 else
   "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 'no CUDA device: this check needs a GPU (--smoke runs it on the CPU)')"
   "$PY" -c "import torch; p = torch.cuda.get_device_properties(0); print(f'device: {p.name}, {p.total_memory / 2**30:.0f} GiB, torch {torch.__version__}')"

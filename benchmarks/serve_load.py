@@ -108,10 +108,21 @@ def offline_ceiling(scorer: Scorer, items: list[dict[str, Any]], max_batch: int)
     for item in items:
         scorer.score([item])
     alone = len(items) / (time.perf_counter() - t0)
+    backend = getattr(scorer, "backend", None)
+    before = getattr(backend, "flops_done", None)
     t0 = time.perf_counter()
     for start in range(0, len(items), max_batch):
         scorer.score(items[start:start + max_batch])
-    return alone, len(items) / (time.perf_counter() - t0)
+    batched = len(items) / (time.perf_counter() - t0)
+    after = getattr(backend, "flops_done", None)
+    global FLOPS_PER_ITEM
+    FLOPS_PER_ITEM = (after.total - before.total) / len(items) if before and after else None
+    return alone, batched
+
+
+#: the FLOPs the offline batched run computed per item (the transformers backend's count;
+#: None for other scorers), set by offline_ceiling
+FLOPS_PER_ITEM: float | None = None
 
 
 def _png(rng: np.random.Generator, size: int) -> bytes:
@@ -124,7 +135,8 @@ def _png(rng: np.random.Generator, size: int) -> bytes:
 
 
 def make_workload(scorer: Scorer, *, n_items: int = 64, items_per_request: int = 1,
-                  group_size: int = 4, image_size: int = 96, seed: int = 0) -> Workload:
+                  group_size: int = 4, image_size: int = 96, seed: int = 0,
+                  mixed_sizes: bool = False) -> Workload:
     """``n_items`` synthetic edits in groups of ``group_size`` sharing a source image and an
     instruction (GRPO groups), packed ``items_per_request`` to a request, each scored
     offline alone by ``scorer`` (the reference every answer is checked against).
@@ -136,6 +148,8 @@ def make_workload(scorer: Scorer, *, n_items: int = 64, items_per_request: int =
         group_size: items per source image + instruction.
         image_size: width and height of every image (pixels).
         seed: the images' random seed.
+        mixed_sizes: each group's images ``image_size``, 3/4 or 1/2 of it (cycled), so
+            requests of different lengths meet in a batch (length bucketing).
     """
     import base64
 
@@ -143,8 +157,10 @@ def make_workload(scorer: Scorer, *, n_items: int = 64, items_per_request: int =
     items = []
     for i in range(n_items):
         if i % group_size == 0:
-            source, instruction = _png(rng, image_size), INSTRUCTIONS[(i // group_size) % len(INSTRUCTIONS)]
-        items.append({"id": f"item-{i}", "source": source, "edited": _png(rng, image_size),
+            g = i // group_size
+            size = image_size * (4, 3, 2)[g % 3] // 4 if mixed_sizes else image_size
+            source, instruction = _png(rng, size), INSTRUCTIONS[g % len(INSTRUCTIONS)]
+        items.append({"id": f"item-{i}", "source": source, "edited": _png(rng, size),
                       "instruction": instruction})
     expected = {}
     for item in items:
@@ -338,6 +354,7 @@ def build_scorer(args: argparse.Namespace, workdir: Path) -> tuple[Scorer, str]:
         sys.path.insert(0, str(Path(__file__).resolve().parent))
         from vlm_throughput import ARCHS, arch_config, build_arch_model, torch_dtype_name
 
+        from ieqa.backends.attention import use_fast_attention
         from ieqa.backends.processor import load_processor
         from ieqa.backends.transformers_vlm import TransformersVLM, resolve_device
 
@@ -348,6 +365,7 @@ def build_scorer(args: argparse.Namespace, workdir: Path) -> tuple[Scorer, str]:
                                                   max_pixels=args.image_size ** 2))
         model = build_arch_model(arch_config(args.arch, processor.tokenizer, args.layers, None),
                                  device, dtype, None, args.seed)
+        use_fast_attention(model)  # as TransformersVLM does for a loaded checkpoint
         backend = TransformersVLM.from_model(model, processor, name=f"random-{args.arch}")
         name = args.scorer if args.scorer != "classic" else "vlm-levels"
         return (ieqa.create_scorer(name, backend=backend, **options),
@@ -501,6 +519,8 @@ def main(argv: list[str] | None = None) -> int:
     load.add_argument("--items-per-request", type=int, default=1)
     load.add_argument("--group-size", type=int, default=4, help="items per source+instruction")
     load.add_argument("--image-size", type=int, default=96, help="image width = height (pixels)")
+    load.add_argument("--mixed-sizes", action="store_true",
+                      help="groups of images at --image-size, 3/4 and 1/2 of it (cycled)")
     load.add_argument("--seed", type=int, default=0)
     load.add_argument("--tol", type=float, default=None,
                       help="largest |score difference| allowed (default 1e-5; 0.25 for an --arch "
@@ -530,13 +550,18 @@ def main(argv: list[str] | None = None) -> int:
             args.tol = 0.25 if sixteen_bit else 1e-5
         t0 = time.perf_counter()
         workload = make_workload(scorer, n_items=args.items, items_per_request=args.items_per_request,
-                                 group_size=args.group_size, image_size=args.image_size, seed=args.seed)
+                                 group_size=args.group_size, image_size=args.image_size, seed=args.seed,
+                                 mixed_sizes=args.mixed_sizes)
         print(f"model: {description}\nworkload: {args.items} items, {args.items_per_request} per "
               f"request, groups of {args.group_size}, {args.image_size}x{args.image_size} images; "
               f"offline reference in {time.perf_counter() - t0:.1f} s\n"
               f"server: --max-batch {args.max_batch} --max-wait-ms {args.max_wait_ms}; "
               f"{args.clients} clients, {args.duration_s} s per phase\n")
         alone, batched = offline_ceiling(scorer, workload.items, args.max_batch)
+        padding = getattr(getattr(scorer, "backend", None), "padding_done", None)
+        if padding and padding[1]:
+            print(f"padding: {100 * padding[0] / padding[1]:.1f} % of the token positions the "
+                  "offline runs computed (length bucketing, shared prefixes)")
         print(f"offline scorer.score, no server: {alone:.1f} items/s one at a time, {batched:.1f} "
               f"items/s in batches of {args.max_batch}: ratio {batched / alone:.2f}x (the ceiling "
               "for the server's ratio below)\n")
@@ -546,6 +571,28 @@ def main(argv: list[str] | None = None) -> int:
                 raise SystemExit(f"{args.url} serves {info.get('scorer')!r}, the reference here is "
                                  f"{scorer.name!r}: pass the server's --scorer/--model/-O")
         phases = asyncio.run(run(args, scorer, workload))
+    capacity = next((p for p in phases if p.name.startswith("capacity max_batch=")
+                     and p.name != "capacity max_batch=1"), None)
+    if capacity is not None and batched > 0:
+        ratio = capacity.items_per_s / batched
+        print(f"\nserve vs offline at batch {args.max_batch}: {capacity.items_per_s:.1f} / "
+              f"{batched:.1f} items/s = {ratio:.2f}x ({args.clients} closed-loop clients; "
+              f"target >= 0.9x{'' if ratio >= 0.9 else ': BELOW'})")
+    if capacity is not None and FLOPS_PER_ITEM is not None:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from vlm_throughput import device_peak, peak_note
+
+        from ieqa.backends.flops import describe_rate
+
+        peak = device_peak(args.device)
+        for name, rate in (("offline", batched), ("served", capacity.items_per_s)):
+            per, achieved, share = describe_rate(FLOPS_PER_ITEM, rate, peak)
+            print(f"  {name}: {per} TFLOP/item, {achieved} TFLOP/s, {share} % of peak")
+        print(f"  {peak_note(peak)}")
+    half = next((p for p in phases if p.name.startswith("open 50%")), None)
+    if half is not None:
+        print(f"latency at half load ({half.target_rps:.1f} req/s, open loop): p50 "
+              f"{half.percentile_ms(50):.1f} ms, p99 {half.percentile_ms(99):.1f} ms")
     bad = sum(p.lost + p.mismatched + p.other_errors + (p.statuses[429] - p.retry_after_ok)
               for p in phases)
     print(f"\nlargest |score - offline reference| of the answers: "

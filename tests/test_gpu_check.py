@@ -23,8 +23,14 @@ def test_the_gpu_check_runs_in_smoke_mode() -> None:
     out = res.stdout + res.stderr
     assert res.returncode == 0, out
     print(f"gpu_check.sh --smoke: {time.perf_counter() - t0:.1f} s")
-    # both scripts ran their comparisons and their checks agreed
+    # every script ran its comparisons and its checks agreed
     assert "batch 4, prefix sharing (K=4)" in out and "MISMATCH" not in out, out
+    assert "varlen vs per-window SDPA" in out, out  # the vision attention paths compared
     assert "batch 2, prefix sharing" in out and "relative diff" in out, out
     assert "released loop reproducible from its seeds: ok" in out, out
+    assert "seeded batch vs released loop: 4 of 4 answers identical" in out, out
     assert "lost 0, mismatched 0, other errors 0" in out, out
+    assert "serve vs offline at batch" in out and "latency at half load" in out, out
+    assert "padding:" in out, out  # the mixed-size workload's padding share is stated
+    # FLOP columns in every throughput table (no peak on the CPU)
+    assert out.count("TFLOP/edit") >= 3 and "TFLOP/item" in out, out

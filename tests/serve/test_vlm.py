@@ -58,6 +58,10 @@ def test_scores_equal_offline_whatever_the_batch(gaussian):
     batched = any(float(line.split()[-1]) < float(_count(metrics)) for line in multi
                   if 'le="1.0"' in line)
     assert batched, "no batch held more than one item"
+    # the model's FLOPs, as the backend counts them (the warm-up item included)
+    flops = next(float(line.split()[-1]) for line in metrics.splitlines()
+                 if line.startswith("ieqa_model_flops_total"))
+    assert flops == gaussian.backend.flops_done.total > 0
     rewarder = LocalRewarder(gaussian, rule="mean")
     for items, answer in zip(requests, answers, strict=True):
         assert answer.status_code == 200, answer.text

@@ -120,6 +120,18 @@ def print_run(summary: ScoreRunSummary) -> None:
     console.print(f"wrote [bold]{escape(str(summary.out))}[/bold]: {summary.n_rows} rows "
                   f"({summary.n_scored} scored in {summary.seconds:.1f} s, {rate:.1f}/s{resumed}"
                   f"{retried}); {summary.n_errors} with errors")
+    if summary.flops is not None and summary.n_scored and summary.seconds > 0:
+        from ieqa.backends.flops import describe_rate, peak_tflops
+
+        peak = peak_tflops(summary.device)
+        per, achieved, share = describe_rate(summary.flops / summary.n_scored,
+                                             summary.n_scored / summary.seconds, peak)
+        padding = (f"; {100 * summary.padding:.1f} % of the token positions were padding"
+                   if summary.padding is not None else "")
+        where = (f", {share} % of the {summary.device}'s dense bf16 peak" if peak
+                 else "" if summary.device is None else f" ({summary.device}: peak unknown)")
+        console.print(f"compute: {summary.flops / 1e12:.4g} TFLOP, {per} per row, {achieved} "
+                      f"TFLOP/s{where}{padding}")
     for ident, err in summary.errors:
         console.print(f"[yellow]error[/yellow] {escape(ident)}: {escape(err)}")
     if summary.n_errors > len(summary.errors):

@@ -125,6 +125,13 @@ class ScoreRunSummary:
         stats: per dimension of the scorer, over the whole output: ``n`` scored,
             ``mean``/``min``/``max`` (None when ``n`` is 0) and ``unavailable`` (rows that
             report the dimension unavailable).
+        flops: the FLOPs the scorer's transformers backend computed in this call
+            (:mod:`ieqa.backends.flops`; None for other backends and models it does not
+            count).
+        padding: the share of the token positions of this call's model batches that were
+            padding (None where not counted).
+        device: the backend's device name (``torch.cuda.get_device_name``) on a GPU, else
+            None.
     """
 
     out: Path
@@ -138,6 +145,9 @@ class ScoreRunSummary:
     errors: list[tuple[str, str]] = field(default_factory=list)
     flags: dict[str, int] = field(default_factory=dict)
     stats: dict[str, dict[str, float | int | None]] = field(default_factory=dict)
+    flops: float | None = None
+    padding: float | None = None
+    device: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -780,6 +790,7 @@ def score_to_file(
     try:
         run = ScoreRun(out, scorer_state(scorer), scorer.info.to_dict(), overwrite=overwrite,
                        retry_errors=retry_errors, input_id=input_id)
+        before = _compute(scorer)
         with progress_bar(f"Scoring with {scorer.name}", total, enabled=progress) as advance:
             batch: list[tuple[int, InputItem, EditSample | None, str | None]] = []
             for entry in _load(run.todo(samples, advance), workers):
@@ -791,9 +802,37 @@ def score_to_file(
             if batch:
                 run.parts.write(score_loaded(scorer, batch, run.keys, fail_fast))
                 advance(len(batch))
-        return run.finish()
+        summary = run.finish()
+        _count_compute(summary, scorer, before)
+        return summary
     finally:
         lock.release()
+
+
+def _compute(scorer: Scorer) -> tuple[float, int, int] | None:
+    """``(FLOPs, padding positions, positions)`` the scorer's backend has computed so far,
+    or None where it does not count them."""
+    backend = getattr(scorer, "backend", None)
+    flops = getattr(backend, "flops_done", None)
+    padding = getattr(backend, "padding_done", None)
+    if flops is None or padding is None:
+        return None
+    return flops.total, padding[0], padding[1]
+
+
+def _count_compute(summary: ScoreRunSummary, scorer: Scorer,
+                   before: tuple[float, int, int] | None) -> None:
+    after = _compute(scorer)
+    if before is None or after is None:
+        return
+    summary.flops = after[0] - before[0]
+    positions = after[2] - before[2]
+    summary.padding = (after[1] - before[1]) / positions if positions else None
+    device = str(getattr(scorer.backend, "input_device", ""))
+    if device.startswith("cuda"):
+        import torch
+
+        summary.device = torch.cuda.get_device_name(torch.device(device))
 
 
 def score_items(scorer: Scorer, entries: Iterable[tuple[int, InputItem]], keys: dict[int, str],

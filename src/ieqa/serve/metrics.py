@@ -9,6 +9,10 @@ app (two apps in one process do not share counters).
 ``ieqa_queue_items``                           items waiting for a batch (gauge)
 ``ieqa_items_total{outcome}``                  items scored, ``ok`` or ``error``; items/s is
                                                ``rate(ieqa_items_total[1m])``
+``ieqa_model_flops_total``                     FLOPs the model computed (transformers
+                                               backend, :mod:`ieqa.backends.flops`);
+                                               TFLOP/s is ``rate(...[1m]) / 1e12``, divided
+                                               by the GPU's dense peak the utilisation
 ``ieqa_device_memory_bytes{device}``           memory allocated by torch on each CUDA
                                                device (only when CUDA is available)
 =============================================  ==========================================
@@ -59,6 +63,9 @@ class ServeMetrics:
         self.items = Counter("ieqa_items", "Items scored, by outcome (ok or error).", ["outcome"],
                              registry=self.registry)
         self.queue = Gauge("ieqa_queue_items", "Items waiting for a batch.", registry=self.registry)
+        self.flops = Counter("ieqa_model_flops", "FLOPs the model computed (matrix products, "
+                             "as torch's profiler counts them; transformers backends only).",
+                             registry=self.registry)
         if queue_depth is not None:
             self.queue.set_function(queue_depth)
         self._device_memory()

@@ -105,11 +105,18 @@ class Service:
         self.has_sigma = False
 
     def _score_batch(self, items: list[dict[str, Any]]) -> list[ScoreResult]:
-        return self.scorer.score(items)
+        backend = getattr(self.scorer, "backend", None)
+        before = getattr(backend, "flops_done", None)
+        try:
+            return self.scorer.score(items)
+        finally:
+            after = getattr(backend, "flops_done", None)
+            if before is not None and after is not None and after.total > before.total:
+                self.metrics.flops.inc(after.total - before.total)
 
     async def warm_up(self) -> None:
         try:
-            result = (await self.batcher.run_exclusive(lambda: self.scorer.score([_warmup_item()])))[0]
+            result = (await self.batcher.run_exclusive(lambda: self._score_batch([_warmup_item()])))[0]
         except Exception as exc:  # noqa: BLE001 - reported by /readyz
             log.exception("warm-up failed")
             self.not_ready_reason = f"the warm-up item failed ({type(exc).__name__}: {exc})"
