@@ -108,9 +108,9 @@ LONG_FILES = {
     "tests/train/test_recipes_learn.py": 299, "tests/train/test_grpo.py": 201,
     "tests/scorers/test_classic.py": 179, "tests/docs/test_examples.py": 178,
     "tests/train/test_fdmpo_demo.py": 88, "tests/scale/test_raydata.py": 63,
-    "tests/explain/test_stage3.py": 43, "tests/scorers/test_vlm_readouts.py": 36,
+    "tests/explain/test_stage3.py": 43, "tests/scorers/test_vlm_readouts.py": 50,
     "tests/test_ray_cluster.py": 36, "tests/scorers/test_vlm_isolation.py": 28,
-    "tests/test_manifest.py": 27, "tests/test_cli.py": 24, "tests/test_gpu_check.py": 24,
+    "tests/test_manifest.py": 27, "tests/test_cli.py": 24, "tests/test_gpu_check.py": 41,
     "tests/train/test_data_parallel.py": 47, "tests/scale/test_raygen.py": 30,
 }
 
