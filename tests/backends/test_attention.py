@@ -79,6 +79,22 @@ def test_the_default_backend_equals_the_eager_path(tiny_models, family):
     assert torch.allclose(a.hidden, b.hidden, atol=1e-5, rtol=0)
 
 
+def test_qwen3_5_and_a_model_without_a_packed_tower(tmp_path):
+    from ieqa.testing import build_tiny_vlm
+
+    path = build_tiny_vlm(tmp_path / "q35", "qwen3.5")
+    fast = TransformersVLM(path, device="cpu", dtype="float32")
+    eager = TransformersVLM(path, device="cpu", dtype="float32", attn_implementation="eager")
+    assert fast.config()["vision_attention"] == VARLEN_ATTENTION
+    prompts = _prompts()[:2]
+    for x, y in zip(fast.forward(prompts, share_prefix=False).logits,
+                    eager.forward(prompts, share_prefix=False).logits, strict=True):
+        assert torch.allclose(x, y, atol=1e-5, rtol=0), (x - y).abs().max()
+    # InternVL's vision tower takes fixed 448-px tiles: left as it is
+    internvl = TransformersVLM(build_tiny_vlm(tmp_path / "ivl", "internvl"), device="cpu")
+    assert "vision_attention" not in internvl.config() and use_fast_attention(internvl.model) is None
+
+
 def test_a_named_implementation_is_kept(tiny_models):
     sdpa = TransformersVLM(tiny_models["qwen2.5-vl"], device="cpu", attn_implementation="sdpa")
     assert sdpa.model.config.vision_config._attn_implementation == "sdpa"
