@@ -93,6 +93,9 @@ def main() -> None:
     ap.add_argument("--max-new-tokens", type=int, default=512)
     ap.add_argument("--image-size", type=int, default=448, help="square side, pixels")
     ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--static-cache", action="store_true",
+                    help="also time the seeded batch with a static KV cache (on CUDA "
+                         "transformers compiles the decoding step: the first call compiles)")
     ap.add_argument("--peak-tflops", type=float, default=None,
                     help="the device's dense peak (default: by GPU name; none on a CPU)")
     args = ap.parse_args()
@@ -118,19 +121,22 @@ def main() -> None:
         n_answers = len(queries) * args.passes
         print(f"model: {desc}\nedits: {args.edits} ({args.image_size}x{args.image_size}), "
               f"{args.passes} passes x 2 prompts, up to {args.max_new_tokens} new tokens each")
-        configs = {"released loop, one answer at a time (reference)": False,
-                   f"seeded batch, one generate ({n_answers} sequences)": True}
+        configs = {"released loop, one answer at a time (reference)": (False, "dynamic"),
+                   f"seeded batch, one generate ({n_answers} sequences)": (True, "dynamic")}
+        if args.static_cache:
+            configs[f"seeded batch, static cache{' (compiled)' if args.device.startswith('cuda') else ''}"] = (True, "static")
         times: dict[str, list[float]] = {c: [] for c in configs}
         tokens: dict[str, int] = {}
         flops: dict[str, float | None] = {}
         texts: dict[str, list[str]] = {}
         short = {**sampling, "max_new_tokens": min(8, args.max_new_tokens)}
-        for batched in configs.values():  # an untimed, short warm-up of each
-            vlm.seeded_batching = batched
-            vlm.generate(queries[:2], seed_per_sample=True, **short)
+        for batched, cache in configs.values():  # an untimed warm-up of each (a static
+            vlm.seeded_batching, vlm.generation_cache = batched, cache  # cache compiles here)
+            vlm.generate(queries[:2] if cache == "dynamic" else queries, seed_per_sample=True,
+                         **(short if cache == "dynamic" else sampling))
         for _ in range(args.repeats):
-            for name, batched in configs.items():
-                vlm.seeded_batching = batched
+            for name, (batched, cache) in configs.items():
+                vlm.seeded_batching, vlm.generation_cache = batched, cache
                 synchronize(args.device)
                 before = vlm.flops_done
                 t0 = time.perf_counter()
@@ -143,7 +149,7 @@ def main() -> None:
                 flops[name] = (None if before is None
                                else (vlm.flops_done.total - before.total) / args.edits)
         # a pass is reproducible from its seed: the released loop twice on the first prompts
-        vlm.seeded_batching = False
+        vlm.seeded_batching, vlm.generation_cache = False, "dynamic"
         check = {**sampling, "max_new_tokens": min(32, args.max_new_tokens)}
         answers = [[g.text for gens in vlm.generate(queries[:2], seed_per_sample=True, **check)
                     for g in gens] for _ in range(2)]
@@ -161,14 +167,17 @@ def main() -> None:
     same = all(a == answers[0] for a in answers[1:])
     print(f"released loop reproducible from its seeds: {'ok' if same else 'MISMATCH'} "
           f"({len(answers)} runs compared)")
-    batched_name = list(configs)[1]
-    equal = sum(a == b for a, b in zip(texts[ref], texts[batched_name], strict=True))
     strict = (args.dtype or ("bfloat16" if args.device.startswith("cuda") else "float32")) \
         == "float32"
-    print(f"seeded batch vs released loop: {equal} of {len(texts[ref])} answers identical"
-          + ("" if equal == len(texts[ref]) else
-             " (MISMATCH)" if strict else " (16-bit: the batch's rounding moved some draws)"))
-    if not same or (strict and equal != len(texts[ref])):
+    mismatch = False
+    for name in list(configs)[1:]:
+        equal = sum(a == b for a, b in zip(texts[ref], texts[name], strict=True))
+        label = "seeded batch" if configs[name][1] == "dynamic" else "static cache"
+        print(f"{label} vs released loop: {equal} of {len(texts[ref])} answers identical"
+              + ("" if equal == len(texts[ref]) else
+                 " (MISMATCH)" if strict else " (16-bit: the batch's rounding moved some draws)"))
+        mismatch |= strict and equal != len(texts[ref])
+    if not same or mismatch:
         raise SystemExit(1)
 
 

@@ -21,6 +21,7 @@
 #   ARCHS="qwen2.5-vl-7b" REPEATS=3 bash benchmarks/gpu_check.sh
 #   DTYPE=float32 ARCHS="qwen2.5-vl-7b" REPEATS=1 bash benchmarks/gpu_check.sh   # strict logits
 #   EDITSCORE_TOKENS=512 bash benchmarks/gpu_check.sh   # EditScore's full answer length (+2.5 min)
+#   EDITSCORE_STATIC=1 bash benchmarks/gpu_check.sh    # also a static KV cache (compiled decoding)
 #
 # The whole check is sized to one device command (10 minutes): on an H200 (2026-11-29) the
 # three architectures, the float32 check and editreward took about 7 minutes, and EditScore
@@ -51,7 +52,7 @@ if [[ "${1:-}" == "--smoke" ]]; then
   "$PY" benchmarks/editreward_throughput.py --device cpu --groups 1 --k 2 --batch 2 \
     --repeats 1 || failed+=("editreward_throughput")
   "$PY" benchmarks/editscore_throughput.py --device cpu --passes 2 --max-new-tokens 8 \
-    --image-size 56 || failed+=("editscore_throughput")
+    --image-size 56 --static-cache || failed+=("editscore_throughput")
   "$PY" benchmarks/serve_load.py --tiny qwen2.5-vl --duration-s 0.3 --items 12 --clients 4 \
     --max-requests 200 --mixed-sizes || failed+=("serve_load")
 else
@@ -74,7 +75,8 @@ else
       --groups 8 --k 4 --batch 8 --repeats "${REPEATS:-3}" || failed+=("editreward")
     section "editscore generation on qwen2.5-vl-7b (bfloat16, ${EDITSCORE_TOKENS:-128} new tokens)"
     "$PY" benchmarks/editscore_throughput.py --arch qwen2.5-vl-7b --device cuda \
-      --edits 1 --passes 4 --max-new-tokens "${EDITSCORE_TOKENS:-128}" || failed+=("editscore")
+      --edits 1 --passes 4 --max-new-tokens "${EDITSCORE_TOKENS:-128}" \
+      ${EDITSCORE_STATIC:+--static-cache} || failed+=("editscore")
     section "ieqa serve under load, qwen2.5-vl-7b forward-only (bfloat16)"
     "$PY" benchmarks/serve_load.py --arch qwen2.5-vl-7b --device cuda --image-size 448 \
       --duration-s 10 || failed+=("serve_load")

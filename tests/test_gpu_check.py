@@ -29,6 +29,7 @@ def test_the_gpu_check_runs_in_smoke_mode() -> None:
     assert "batch 2, prefix sharing" in out and "relative diff" in out, out
     assert "released loop reproducible from its seeds: ok" in out, out
     assert "seeded batch vs released loop: 4 of 4 answers identical" in out, out
+    assert "static cache vs released loop: 4 of 4 answers identical" in out, out
     assert "lost 0, mismatched 0, other errors 0" in out, out
     assert "serve vs offline at batch" in out and "latency at half load" in out, out
     assert "padding:" in out, out  # the mixed-size workload's padding share is stated

@@ -205,3 +205,21 @@ def test_seeded_passes_in_one_batch_equal_the_released_loop(tiny_models):
     # another seed changes the answers
     other = [[g.text for g in gens] for gens in batched.generate(prompts, **{**sampling, "seed": 7})]
     assert other != one
+
+
+def test_a_static_cache_gives_the_dynamic_caches_answers(tiny_models):
+    dynamic = TransformersVLM(tiny_models["qwen2.5-vl"], device="cpu")
+    static = TransformersVLM.from_model(dynamic.model, dynamic.processor,
+                                        settings={"generation_cache": "static"})
+    static.generation_cache = "static"
+    prompts = [Prompt(parts=("Edited:", _img(k + 1, 64, 48 + 16 * k), "Rate it." + " Now." * k),
+                      answer_prefix="It is") for k in range(2)]
+    for sampling in (dict(), dict(temperature=0.7, top_k=20, top_p=0.9, num_samples=2, seed=3,
+                                  seed_per_sample=True)):
+        a = [[g.text for g in gens] for gens in dynamic.generate(prompts, max_new_tokens=8,
+                                                                  **sampling)]
+        b = [[g.text for g in gens] for gens in static.generate(prompts, max_new_tokens=8,
+                                                                 **sampling)]
+        assert a == b
+    with pytest.raises(BackendError, match="generation_cache"):
+        TransformersVLM(tiny_models["qwen2.5-vl"], device="cpu", generation_cache="paged")

@@ -356,3 +356,17 @@ def test_batches_are_bucketed_by_length(tiny_models):
     # exact token counts, the same on any machine: 2.3 % of the positions padding bucketed,
     # 16.0 % not
     assert runs[True][1] < 0.05 < 0.10 < runs[False][1], runs
+
+
+def test_judge_passes_seeded_per_pass_do_not_depend_on_their_batch(tiny_models, edit_samples):
+    """vlm-judge with two sampled passes and seed_per_pass: every pass's answer is the same
+    in a batch of 4 as alone (the transformers backend's seeded batch)."""
+    runs = []
+    for batch_size in (4, 1):
+        judge = build("vlm-judge", tiny_models["qwen2.5-vl"], batch_size=batch_size,
+                      num_samples=2, temperature=1.0, max_new_tokens=6, seed_per_pass=True,
+                      dimensions=["visual_quality"])
+        assert judge.config()["seed_per_pass"] is True
+        runs.append([[p["text"] for p in r.raw["passes"]] for r in judge.score(edit_samples[:4])])
+    assert runs[0] == runs[1]
+    assert any(len(set(passes)) > 1 for passes in runs[0])  # the two passes differ

@@ -47,6 +47,11 @@ class JudgeScorer(VLMScorer):
         temperature: sampling temperature; default 0 for one pass, 0.7 for several.
         max_new_tokens: answer length limit (tokens).
         seed: sampling seed (reproducible passes).
+        seed_per_pass: pass ``k`` of every prompt drawn with seed ``seed + k``
+            (``seed_per_sample``): a pass's answer then does not depend on the other
+            prompts of its batch (the transformers backend still generates the batch in
+            one call; a server gets one request per pass). Default: one seed for the
+            whole batch, as before.
         overall: rule adding an ``overall`` score (``viescore``, ``reasonedit``, ``min``,
             ``mean``, ``sum``); ``template="viescore"`` implies ``viescore``.
         explain_format: the critique format (``reasonedit`` / ``epaiqa``) this scorer's
@@ -61,9 +66,9 @@ class JudgeScorer(VLMScorer):
     needs_local_model = False
 
     def __init__(self, *, num_samples: int = 1, temperature: float | None = None,
-                 max_new_tokens: int = 512, seed: int = 0, overall: str | None = None,
-                 template: Any = None, explain_format: str | None = None,
-                 **kwargs: Any) -> None:
+                 max_new_tokens: int = 512, seed: int = 0, seed_per_pass: bool = False,
+                 overall: str | None = None, template: Any = None,
+                 explain_format: str | None = None, **kwargs: Any) -> None:
         if num_samples < 1:
             raise ScorerError("num_samples must be at least 1")
         if explain_format not in (None, "reasonedit", "epaiqa"):
@@ -87,6 +92,7 @@ class JudgeScorer(VLMScorer):
                               "temperature > 0 or num_samples=1")
         self.max_new_tokens = int(max_new_tokens)
         self.seed = int(seed)
+        self.seed_per_pass = bool(seed_per_pass)
         self.overall = overall
         if self.viescore:
             unknown = set(self.score_dimensions) - set(_VIESCORE)
@@ -105,13 +111,16 @@ class JudgeScorer(VLMScorer):
         return {"num_samples": self.num_samples, "temperature": self.temperature,
                 "max_new_tokens": self.max_new_tokens, "seed": self.seed, "overall": self.overall,
                 "templates": {d: t.name for d, t in self.templates.items()},
-                **({"explain_format": self.explain_format} if self.explain_format else {})}
+                **({"explain_format": self.explain_format} if self.explain_format else {}),
+                **({"seed_per_pass": True} if self.seed_per_pass else {})}
 
     def checkpoint_args(self) -> dict[str, Any]:
         args = {"num_samples": self.num_samples, "temperature": self.temperature,
                 "max_new_tokens": self.max_new_tokens, "seed": self.seed, "overall": self.overall}
         if self.explain_format:
             args["explain_format"] = self.explain_format
+        if self.seed_per_pass:
+            args["seed_per_pass"] = True
         return {**args, "template": "viescore"} if self.viescore else args
 
     def _queries(self, item: LoadedSample) -> list[tuple[tuple[str, ...], Any]]:
@@ -142,7 +151,7 @@ class JudgeScorer(VLMScorer):
         flat = [prompt for qs in queries for _, prompt in qs]
         answers = self.backend.generate(flat, max_new_tokens=self.max_new_tokens,
                                         temperature=self.temperature, num_samples=self.num_samples,
-                                        seed=self.seed)
+                                        seed=self.seed, seed_per_sample=self.seed_per_pass)
         results, k = [], 0
         for item, qs in zip(items, queries, strict=True):
             passes: dict[str, list[float]] = {}
