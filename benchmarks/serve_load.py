@@ -97,8 +97,11 @@ class Workload:
         return statistics.fmean(len(i) for i in self.ids)
 
 
-def offline_ceiling(scorer: Scorer, items: list[dict[str, Any]], max_batch: int) -> tuple[float, float]:
-    """(items/s scoring ``items`` one at a time, items/s in batches of ``max_batch``) with
+def offline_ceiling(scorer: Scorer, items: list[dict[str, Any]], max_batch: int
+                    ) -> tuple[float, float, float | None]:
+    """(items/s scoring ``items`` one at a time, items/s in batches of ``max_batch``, the
+    FLOPs per item of the batched run: the transformers backend's count, None for other
+    scorers) with
     ``scorer.score`` in this process, no server: the most that batching can give the
     server on this machine (one pass each, after one untimed batch)."""
     if hasattr(scorer, "batch_size"):
@@ -115,14 +118,8 @@ def offline_ceiling(scorer: Scorer, items: list[dict[str, Any]], max_batch: int)
         scorer.score(items[start:start + max_batch])
     batched = len(items) / (time.perf_counter() - t0)
     after = getattr(backend, "flops_done", None)
-    global FLOPS_PER_ITEM
-    FLOPS_PER_ITEM = (after.total - before.total) / len(items) if before and after else None
-    return alone, batched
-
-
-#: the FLOPs the offline batched run computed per item (the transformers backend's count;
-#: None for other scorers), set by offline_ceiling
-FLOPS_PER_ITEM: float | None = None
+    per_item = (after.total - before.total) / len(items) if before and after else None
+    return alone, batched, per_item
 
 
 def _png(rng: np.random.Generator, size: int) -> bytes:
@@ -557,7 +554,7 @@ def main(argv: list[str] | None = None) -> int:
               f"offline reference in {time.perf_counter() - t0:.1f} s\n"
               f"server: --max-batch {args.max_batch} --max-wait-ms {args.max_wait_ms}; "
               f"{args.clients} clients, {args.duration_s} s per phase\n")
-        alone, batched = offline_ceiling(scorer, workload.items, args.max_batch)
+        alone, batched, flops_per_item = offline_ceiling(scorer, workload.items, args.max_batch)
         padding = getattr(getattr(scorer, "backend", None), "padding_done", None)
         if padding and padding[1]:
             print(f"padding: {100 * padding[0] / padding[1]:.1f} % of the token positions the "
@@ -578,7 +575,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\nserve vs offline at batch {args.max_batch}: {capacity.items_per_s:.1f} / "
               f"{batched:.1f} items/s = {ratio:.2f}x ({args.clients} closed-loop clients; "
               f"target >= 0.9x{'' if ratio >= 0.9 else ': BELOW'})")
-    if capacity is not None and FLOPS_PER_ITEM is not None:
+    if capacity is not None and flops_per_item is not None:
         sys.path.insert(0, str(Path(__file__).resolve().parent))
         from vlm_throughput import device_peak, peak_note
 
@@ -586,7 +583,7 @@ def main(argv: list[str] | None = None) -> int:
 
         peak = device_peak(args.device)
         for name, rate in (("offline", batched), ("served", capacity.items_per_s)):
-            per, achieved, share = describe_rate(FLOPS_PER_ITEM, rate, peak)
+            per, achieved, share = describe_rate(flops_per_item, rate, peak)
             print(f"  {name}: {per} TFLOP/item, {achieved} TFLOP/s, {share} % of peak")
         print(f"  {peak_note(peak)}")
     half = next((p for p in phases if p.name.startswith("open 50%")), None)

@@ -204,6 +204,5 @@ def describe_rate(flops_per_item: float | None, items_per_s: float,
     no peak for this device)."""
     if flops_per_item is None:
         return "n/a", "n/a", "n/a"
-    rate = flops_per_item * items_per_s / 1e12
-    share = f"{100.0 * rate / peak:.1f}" if peak else "n/a"
-    return f"{flops_per_item / 1e12:.4g}", f"{rate:.4g}", share
+    rate, share = utilisation(flops_per_item * items_per_s, 1.0, peak)
+    return f"{flops_per_item / 1e12:.4g}", f"{rate:.4g}", "n/a" if share is None else f"{share:.1f}"
