@@ -79,3 +79,20 @@ def test_score_takes_tuples_and_dicts() -> None:
     assert len({round(r.scores["content_preservation"], 9) for r in results}) == 1
     with pytest.raises(ScorerError, match="item 0"):
         create_scorer("psnr").score([(src,)])
+
+
+def test_the_median_and_channel_max_equal_scipys_and_numpys():
+    """``no_op``'s 3x3 median (a sorting network) and largest channel difference give
+    exactly what ``scipy.ndimage.median_filter(a, 3)`` and ``a.max(axis=-1)`` give: ties,
+    reflected borders, one-pixel and thin arrays."""
+    from scipy import ndimage as ndi
+
+    from ieqa.scorers.flags import _channel_max, _median3
+
+    rng = np.random.default_rng(3)
+    for shape in [(1, 1), (1, 5), (2, 2), (3, 7), (17, 3), (128, 128)]:
+        for a in (rng.integers(0, 4, shape).astype(np.float64), rng.normal(size=shape),
+                  rng.uniform(0, 255, shape)):
+            assert np.array_equal(_median3(a), ndi.median_filter(a, 3)), shape
+    b = rng.integers(0, 3, (64, 48, 3)).astype(np.float64)
+    assert np.array_equal(_channel_max(b), b.max(axis=-1))

@@ -64,6 +64,30 @@ def _thumb(image: Image.Image, size: int) -> np.ndarray:
                       dtype=np.float64)
 
 
+def _channel_max(a: np.ndarray) -> np.ndarray:
+    """Per pixel, the largest of an (H, W, 3) array's channels: ``a.max(axis=-1)`` exactly,
+    several times faster over a length-3 axis."""
+    return np.maximum(np.maximum(a[..., 0], a[..., 1]), a[..., 2])
+
+
+#: the 19 compare-exchanges that leave the median of 9 values at index 4 (Paeth's network,
+#: as in N. Devillard's "Fast median search", 1998)
+_MEDIAN9 = ((1, 2), (4, 5), (7, 8), (0, 1), (3, 4), (6, 7), (1, 2), (4, 5), (7, 8), (0, 3),
+            (5, 8), (4, 7), (3, 6), (1, 4), (2, 5), (4, 7), (4, 2), (6, 4), (4, 2))
+
+
+def _median3(a: np.ndarray) -> np.ndarray:
+    """``scipy.ndimage.median_filter(a, 3)`` of a 2-D array (its default ``reflect``
+    borders, the edge pixel repeated), exactly: a median is one of the nine values, and a
+    sorting network finds it with elementwise minima and maxima, ten times faster."""
+    h, w = a.shape
+    p = np.pad(a, 1, mode="symmetric")
+    v = [p[dy:dy + h, dx:dx + w] for dy in range(3) for dx in range(3)]
+    for i, j in _MEDIAN9:
+        v[i], v[j] = np.minimum(v[i], v[j]), np.maximum(v[i], v[j])
+    return v[4]
+
+
 def _is_blank(image: Image.Image) -> bool:
     w, h = image.size
     scale = min(1.0, 256 / max(w, h))
@@ -83,7 +107,7 @@ def _abs_corr(a: np.ndarray, b: np.ndarray) -> float:
 def _shared_structure(source: Image.Image, edited: Image.Image) -> float:
     """The larger of the matching-pixel fraction and the grey-thumbnail |correlation|, 0-1."""
     a, b = _thumb(source, 64), _thumb(edited, 64)
-    matching = float((np.abs(a - b).max(axis=-1) <= 16).mean())
+    matching = float((_channel_max(np.abs(a - b)) <= 16).mean())
     grey = [np.asarray(im.convert("L").resize((32, 32), Image.Resampling.BOX), dtype=np.float64)
             for im in (source, edited)]
     return max(matching, _abs_corr(*grey))
@@ -107,9 +131,7 @@ def detect_flags(source: Image.Image | None, edited: Image.Image) -> list[str]:
     if _is_blank(edited):
         found.add("blank")
     if source is not None and not found & {"tiny", "blank"}:
-        from scipy import ndimage as ndi  # here: scipy.ndimage costs 0.2 s to import
-
-        diff = ndi.median_filter(np.abs(_thumb(source, 128) - _thumb(edited, 128)).max(axis=-1), 3)
+        diff = _median3(_channel_max(np.abs(_thumb(source, 128) - _thumb(edited, 128))))
         if float((diff > NO_OP_LEVELS).mean()) <= NO_OP_FRACTION:
             found.add("no_op")
         elif _shared_structure(source, edited) < UNRELATED_SCORE:
