@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from PIL import Image, ImageFilter
+from PIL import Image
 from scipy.stats import spearmanr
 
 from ieqa.data.schema import EditSample
@@ -186,11 +186,10 @@ def test_aurora_ground_truth_preserves_more_than_a_mismatched_image(classic) -> 
 
     samples = load_benchmark(folder).samples
     n = len(samples)
-    # each source's two edits one after the other: the scorer keeps what it computed of the
-    # source for the second (test_a_source_scored_again_scores_as_a_fresh_scorer)
-    both = classic.score([edit for i, s in enumerate(samples) for edit in (s, EditSample(
-        id=f"{s.id}-x", source=s.source, edited=samples[(i + 1) % n].edited))])
-    truth, mismatched = both[0::2], both[1::2]
+    truth = classic.score(samples)
+    mismatched = classic.score([
+        EditSample(id=f"{s.id}-x", source=s.source, edited=samples[(i + 1) % n].edited)
+        for i, s in enumerate(samples)])
     assert all(r.ok for r in truth + mismatched)
     wins = np.mean([a.scores["content_preservation"] > b.scores["content_preservation"]
                     for a, b in zip(truth, mismatched, strict=True)])
@@ -209,33 +208,6 @@ def test_aurora_ground_truth_preserves_more_than_a_mismatched_image(classic) -> 
         assert all(flag.strip() in r.flags for r in results), flag
         assert all(r.scores["content_preservation"] < t.scores["content_preservation"]
                    for r, t in zip(results, kept, strict=True)), flag
-
-
-def test_a_source_scored_again_scores_as_a_fresh_scorer() -> None:
-    """The scorer keeps what it computed from a source image (its float and grey images,
-    their statistics, its low-passes) for the next edits of the same pixels: each result
-    equals a new scorer's. Two sources of one size, edits that take the blur tolerance
-    (the most low-passes of the source) and ones that do not, a source coming back after
-    another; a cache too small for any source gives the same."""
-    from ieqa.scorers.classic.composite import _Sources
-
-    a, b = _scene(96, 1), _scene(96, 2)
-    blurred = np.asarray(Image.fromarray(a).filter(ImageFilter.GaussianBlur(2)))
-    edited = a.copy()
-    edited[10:30, 10:40] = (250, 250, 20)
-    edits = [(a, edited, "add a yellow box"), (b, a, "make it a"), (a, blurred, "sharpen it"),
-             (b, edited, "add a box"), (a, edited, "add a yellow box")]
-    kept = create_scorer("classic")
-    results = kept.score(edits)
-    assert len(kept._sources._items) == 2
-    assert any(r.raw.get("reference_blur_sigma") for r in results)  # the tolerance ran
-    for edit, r in zip(edits, results, strict=True):
-        fresh = create_scorer("classic").score([edit])[0]
-        assert (r.scores, r.raw, r.flags) == (fresh.scores, fresh.raw, fresh.flags)
-    uncached = create_scorer("classic")
-    uncached._sources = _Sources(max_bytes=0)
-    assert [r.raw for r in uncached.score(edits)] == [r.raw for r in results]
-    assert not uncached._sources._items
 
 
 @pytest.mark.parametrize("name", ["classic", "ssim"])

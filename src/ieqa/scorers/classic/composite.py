@@ -64,11 +64,7 @@ they differ):
 
 from __future__ import annotations
 
-import hashlib
 import math
-import threading
-from collections import OrderedDict
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -108,91 +104,22 @@ def _clip01(x: float) -> float:
     return float(min(1.0, max(0.0, x)))
 
 
-def _grey_stats(g: np.ndarray, origin: tuple[int, int]) -> tuple[float, float, float | None]:
-    """``(detail_energy, noise_sigma, blockiness)`` of a grey image (blockiness ``None``
-    under 16 px a side)."""
-    return (detail_energy(g), noise_sigma(g),
-            blockiness(g, origin) if min(g.shape) >= 16 else None)
-
-
 def quality_evidence(src_grey: np.ndarray, edt_grey: np.ndarray,
-                     origin: tuple[int, int] = (0, 0),
-                     source_stats: tuple[float, float, float | None] | None = None
-                     ) -> dict[str, float]:
+                     origin: tuple[int, int] = (0, 0)) -> dict[str, float]:
     """Artifact evidence in [0, 1] of the edited (crop) against the source (same crop).
 
     Keys: ``noise``, ``blur``, ``blocking``, ``detail`` (see the module docstring).
-    ``origin`` is the crop's top-left ``(row, column)`` in the full image;
-    ``source_stats`` the source's ``_grey_stats`` when the caller has them.
+    ``origin`` is the crop's top-left ``(row, column)`` in the full image.
     """
     eps = 1e-7
-    src_detail, src_noise, src_block = source_stats or _grey_stats(src_grey, origin)
-    ratio = math.log((detail_energy(edt_grey) + eps) / (src_detail + eps))
-    noise_rise = noise_sigma(edt_grey) - src_noise
+    ratio = math.log((detail_energy(edt_grey) + eps) / (detail_energy(src_grey) + eps))
+    noise_rise = noise_sigma(edt_grey) - noise_sigma(src_grey)
     ev = {"noise": _clip01(noise_rise / NOISE_FULL), "blur": _clip01(-ratio / BLUR_FULL),
           "detail": _clip01(ratio / DETAIL_FULL), "blocking": 0.0}
     if min(edt_grey.shape) >= 16:
-        ev["blocking"] = _clip01((blockiness(edt_grey, origin) - src_block) / BLOCK_FULL)
+        ev["blocking"] = _clip01((blockiness(edt_grey, origin) - blockiness(src_grey, origin))
+                                 / BLOCK_FULL)
     return ev
-
-
-class _Source:
-    """What the composite computes from a source image alone, kept while edits of it are
-    scored (several candidates of one request; a benchmark's source with each editor's
-    output): the float image, its grey image and their statistics, and its low-passes.
-    The arrays are read-only, so no caller can change what the next edit is scored
-    against."""
-
-    def __init__(self, src: np.ndarray) -> None:
-        self.raw = src.astype(np.float32) / 255.0
-        self.grey = grey(src)
-        for a in (self.raw, self.grey):
-            a.flags.writeable = False
-        self.stats = _grey_stats(self.grey, (0, 0))
-        self._lowpassed: dict[float, np.ndarray] = {}
-
-    def lowpass(self, sigma: float) -> np.ndarray:
-        """``lowpass(self.raw, sigma)``, computed once per sigma."""
-        out = self._lowpassed.get(sigma)
-        if out is None:
-            out = lowpass(self.raw, sigma)
-            if out is not self.raw:
-                out.flags.writeable = False
-            self._lowpassed[sigma] = out  # a race computes the same array twice, harmlessly
-        return out
-
-
-class _Sources:
-    """The :class:`_Source` of the most recently scored source images, keyed by their
-    pixels (a digest), at most ``max_bytes`` of arrays in all (a source holds up to eight
-    float copies of itself: the float image and the low-passes of blur tolerance)."""
-
-    def __init__(self, max_bytes: int) -> None:
-        self.max_bytes = max_bytes
-        self._items: OrderedDict[tuple, tuple[_Source, int]] = OrderedDict()
-        self._bytes = 0
-        self._lock = threading.Lock()
-
-    def get(self, src: np.ndarray) -> _Source:
-        key = (src.shape, str(src.dtype), hashlib.blake2b(src.tobytes(), digest_size=16).digest())
-        with self._lock:
-            hit = self._items.get(key)
-            if hit is not None:
-                self._items.move_to_end(key)
-                return hit[0]
-        entry, size = _Source(src), 8 * src.size * 4
-        if size <= self.max_bytes:
-            with self._lock:
-                self._items[key] = (entry, size)
-                self._bytes += size
-                while self._bytes > self.max_bytes:
-                    _, (_, freed) = self._items.popitem(last=False)
-                    self._bytes -= freed
-        return entry
-
-
-#: the arrays kept of recently scored sources (:class:`_Sources`), bytes
-SOURCE_CACHE_BYTES = 256 * 2**20
 
 
 def _rounded_box(ys: slice, xs: slice, w: int, h: int) -> list[float]:
@@ -201,23 +128,20 @@ def _rounded_box(ys: slice, xs: slice, w: int, h: int) -> list[float]:
     return [round(v, 4) for v in (b.x, b.y, b.w, b.h)]
 
 
-def _tolerate_blur(reference: np.ndarray, edited_lp: np.ndarray, d: np.ndarray, sigma: float,
-                   reference_lowpass: Callable[[float], np.ndarray] | None = None
+def _tolerate_blur(reference: np.ndarray, edited_lp: np.ndarray, d: np.ndarray, sigma: float
                    ) -> tuple[np.ndarray, np.ndarray, float]:
     """Blur is a visual-quality defect, not a change of content: compare with the
     reference blurred as much as the edited image looks blurred (Gaussian sigma from
     :data:`ARTIFACT_BLUR_SIGMAS` px, the one with the smallest mean change; 0 keeps it).
-    Only tried when the edited image lost fine detail (blur evidence above 0).
-    ``reference_lowpass(s)`` gives ``lowpass(reference, s)`` when the caller keeps them."""
-    lp = reference_lowpass or (lambda s: lowpass(reference, s))
+    Only tried when the edited image lost fine detail (blur evidence above 0)."""
     best = (float(d.mean()), d, 0.0)
     for b in ARTIFACT_BLUR_SIGMAS:  # blur then low-pass = one Gaussian of sigma hypot(b, sigma)
         s = float(np.hypot(b, sigma))
-        cand = channel_max_abs_diff(edited_lp, lp(s))
+        cand = channel_max_abs_diff(edited_lp, lowpass(reference, s))
         if float(cand.mean()) < best[0]:
             best = (float(cand.mean()), cand, b)
     _, d, b = best
-    return d, lp(b), b
+    return d, lowpass(reference, b), b
 
 
 def preservation_score(unintended: float) -> float:
@@ -255,16 +179,6 @@ class ClassicScorer(Scorer):
 
         self.info = scorer_info("classic")
         self.sample_threads = min(MAX_SAMPLE_THREADS, thread_count())
-        self._sources = _Sources(SOURCE_CACHE_BYTES)
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = dict(self.__dict__)
-        state.pop("_sources", None)  # arrays and a lock: made again where it is unpickled
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._sources = _Sources(SOURCE_CACHE_BYTES)
 
     def config(self) -> dict[str, Any]:
         return {"sigma": self.sigma, "floor": self.floor, "pad": self.pad, "niqe": self.niqe,
@@ -294,13 +208,12 @@ class ClassicScorer(Scorer):
         tight = BBox.from_xyxy(sl[1].start, sl[0].start, sl[1].stop, sl[0].stop, w, h)
         return box, slices, tight
 
-    def _unintended(self, scope: EditScope, source: _Source, raw_edt: np.ndarray,
+    def _unintended(self, scope: EditScope, raw_src: np.ndarray, raw_edt: np.ndarray,
                     region_mask: np.ndarray, detail_lost: bool) -> dict[str, Any]:
         """Content preservation's ``u`` and what it rests on (module docstring, step 3):
         ``unintended``, the edit ``box``/``slices``/``bbox`` (``_edit_box``), ``patches``,
         the operation ``fit`` and the reference ``blur_sigma``."""
-        raw_src = source.raw
-        s, e = source.lowpass(self.sigma), lowpass(raw_edt, self.sigma)
+        s, e = lowpass(raw_src, self.sigma), lowpass(raw_edt, self.sigma)
         d = channel_max_abs_diff(s, e)
         fit: dict[str, Any] | None = None
         reference = raw_src
@@ -310,8 +223,7 @@ class ClassicScorer(Scorer):
                                         changed=d > self.floor, lowpassed=(s, e))
         blur_sigma = 0.0
         if scope.operation != "blur" and detail_lost:
-            d, reference, blur_sigma = _tolerate_blur(
-                reference, e, d, self.sigma, source.lowpass if reference is raw_src else None)
+            d, reference, blur_sigma = _tolerate_blur(reference, e, d, self.sigma)
         patches = pasted_patches(reference, raw_edt, d > self.floor)
         mask = region_mask
         if patches:  # inside a patch, only what changed beyond its colour offset is an edit
@@ -340,11 +252,11 @@ class ClassicScorer(Scorer):
         src, edt, resized = self.load_pair(sample.source, sample.edited)
         h, w = src.shape[:2]
         scope = parse_scope(sample.instruction) if self.instruction_aware else EditScope("local")
-        source = self._sources.get(src)
-        gs, ge = source.grey, grey(edt)
-        global_evidence = quality_evidence(gs, ge, source_stats=source.stats)
+        gs, ge = grey(src), grey(edt)
+        global_evidence = quality_evidence(gs, ge)
         region = estimate_edit_region(src, edt)
-        cp = self._unintended(scope, source, edt.astype(np.float32) / 255.0, region.mask,
+        cp = self._unintended(scope, src.astype(np.float32) / 255.0,
+                              edt.astype(np.float32) / 255.0, region.mask,
                               detail_lost=global_evidence["blur"] > 0)
         unintended, slices, bbox = cp["unintended"], cp["slices"], cp["bbox"]
         patches, fit, blur_sigma = cp["patches"], cp["fit"], cp["blur_sigma"]
