@@ -15,6 +15,7 @@ from ieqa.data.shapesedit import (
     make_group,
 )
 from ieqa.data.shapesedit.truth import unintended_change
+from ieqa.testing.references import whole_canvas_mask
 
 
 def _tree_hashes(root):
@@ -146,23 +147,6 @@ def test_photo_sources_and_config_errors():
         EditorProfile("x", {"sometimes": 1.0})
 
 
-def _whole_canvas_mask(shape, size):
-    """The reference rendering: the shape drawn supersampled on the whole canvas."""
-    from PIL import Image, ImageDraw
-
-    from ieqa.data.shapesedit.scene import _SUPERSAMPLE as s
-    from ieqa.data.shapesedit.scene import _polygon
-
-    canvas = Image.new("L", (size * s, size * s), 0)
-    draw = ImageDraw.Draw(canvas)
-    cx, cy, r = shape.cx * s, shape.cy * s, shape.r * s
-    if shape.kind == "circle":
-        draw.ellipse((cx - r, cy - r, cx + r, cy + r), fill=255)
-    else:
-        draw.polygon(_polygon(shape.kind, cx, cy, r), fill=255)
-    return np.asarray(canvas.resize((size, size), Image.Resampling.BOX), dtype=np.float32) / 255.0
-
-
 def test_shapes_drawn_in_their_box_equal_the_whole_canvas():
     """Rendering draws each shape on a canvas of its bounding box only: pixel for pixel
     what drawing it on the whole canvas gives (shapes inside the image, over its edges and
@@ -179,13 +163,13 @@ def test_shapes_drawn_in_their_box_equal_the_whole_canvas():
         lo, hi = (r, size - r) if inside and size > 2 * r else (-r, size + r)
         cx, cy = (float(v) for v in rng.uniform(lo, hi, 2))
         shapes.append((Shape(str(rng.choice(KINDS)), "red", cx, cy, r), size))
-    differ = [(s, n) for s, n in shapes if not np.array_equal(shape_mask(s, n), _whole_canvas_mask(s, n))]
+    differ = [(s, n) for s, n in shapes if not np.array_equal(shape_mask(s, n), whole_canvas_mask(s, n))]
     assert not differ, differ[:3]
     background = rng.uniform(0, 1, (64, 64, 3)).astype(np.float32)
     scene = [Shape("star", "blue", 20.3, 30.7, 9.1, alpha=0.6), Shape("circle", "red", 40.5, 22.2, 12.0),
              Shape("square", "green", 60.0, 60.0, 10.0, alpha=0.8)]  # the last over the corner
     expected = background.copy()
     for s in scene:
-        a = _whole_canvas_mask(s, 64)[..., None] * s.alpha
+        a = whole_canvas_mask(s, 64)[..., None] * s.alpha
         expected = expected * (1.0 - a) + s.fill()[None, None, :] * a
     assert np.array_equal(render(World(background, tuple(scene))), np.clip(expected, 0.0, 1.0))

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -124,15 +125,21 @@ def test_logistic4_values_by_hand():
     assert steep.tolist() == [1.0, 5.0]
 
 
-def test_a_repeated_fit_returns_the_same_result_without_refitting(monkeypatch):
-    """PLCC and RMSE of one bootstrap resample fit the same data once; each call gets its
-    own arrays; an error is raised again for the same data."""
+def _count_fits(monkeypatch) -> tuple[list[int], Callable[..., tuple]]:
+    """(a list that grows by one at each fit :func:`fit_logistic` computes, the real fit)."""
     from ieqa.metrics import correlation
 
-    calls = []
+    calls: list[int] = []
     real = correlation._fit_logistic
     monkeypatch.setattr(correlation, "_fit_logistic",
                         lambda *a: calls.append(1) or real(*a))
+    return calls, real
+
+
+def test_a_repeated_fit_returns_the_same_result_without_refitting(monkeypatch):
+    """PLCC and RMSE of one bootstrap resample fit the same data once; each call gets its
+    own arrays; an error is raised again for the same data."""
+    calls, real = _count_fits(monkeypatch)
     rng = np.random.default_rng(5)
     x = rng.uniform(0, 10, 50)
     y = logistic4(x, 5.0, 1.0, 4.0, 1.2) + rng.normal(0, 0.05, x.size)
@@ -146,6 +153,33 @@ def test_a_repeated_fit_returns_the_same_result_without_refitting(monkeypatch):
         with pytest.raises(MetricInputError, match="constant"):
             fit_logistic(np.ones(5), np.arange(5.0))
     assert len(calls) == 3
+
+
+def test_a_bootstraps_fits_are_kept_for_its_next_metric(monkeypatch):
+    """A benchmark's PLCC row bootstraps its resamples, then its RMSE row the same ones
+    (the same seed): the second row fits nothing again. What a kept fit returns is what
+    fitting gave, bit for bit: the betas, and the fitted values computed from them."""
+    from ieqa.metrics.bootstrap import bootstrap_ci
+
+    calls, real = _count_fits(monkeypatch)
+    rng = np.random.default_rng(11)
+    x = rng.uniform(0, 10, 40)
+    y = logistic4(x, 5.0, 1.0, 4.0, 1.2) + rng.normal(0, 0.3, x.size)
+    n_boot = 300  # more resamples than the cache held before (64)
+    lo_hi = bootstrap_ci(lambda p, t: plcc(p, t, fit="logistic4"), x, y, n_boot=n_boot, seed=3)
+    assert len(calls) == n_boot + 1
+    bootstrap_ci(lambda p, t: rmse(p, t, fit="logistic4"), x, y, n_boot=n_boot, seed=3)
+    assert len(calls) == n_boot + 1  # every fit of the RMSE row was kept from the PLCC row
+    assert bootstrap_ci(lambda p, t: plcc(p, t, fit="logistic4"), x, y, n_boot=n_boot,
+                        seed=3) == lo_hi
+    idx = np.random.default_rng(4).integers(0, x.size, x.size)
+    fresh = real(x[idx], y[idx], 4, 10_000)
+    for _ in range(2):  # fitted, then kept
+        fitted, betas = fit_logistic(x[idx], y[idx])
+        np.testing.assert_array_equal(betas, fresh[1])
+        np.testing.assert_array_equal(fitted, fresh[0])
+    fitted5, betas5 = fit_logistic(x, y, params=5)
+    np.testing.assert_array_equal(fitted5, logistic5(x, *betas5))
 
 
 def test_logistic4_fit_recovers_parameters():

@@ -87,7 +87,8 @@ def test_the_median_and_channel_max_equal_scipys_and_numpys():
     reflected borders, one-pixel and thin arrays."""
     from scipy import ndimage as ndi
 
-    from ieqa.scorers.flags import _channel_max, _median3
+    from ieqa.data.images import channel_max
+    from ieqa.scorers.flags import _median3
 
     rng = np.random.default_rng(3)
     for shape in [(1, 1), (1, 5), (2, 2), (3, 7), (17, 3), (128, 128)]:
@@ -95,4 +96,11 @@ def test_the_median_and_channel_max_equal_scipys_and_numpys():
                   rng.uniform(0, 255, shape)):
             assert np.array_equal(_median3(a), ndi.median_filter(a, 3)), shape
     b = rng.integers(0, 3, (64, 48, 3)).astype(np.float64)
-    assert np.array_equal(_channel_max(b), b.max(axis=-1))
+    assert np.array_equal(channel_max(b), b.max(axis=-1))
+    # any channel count, float32, a NaN (it wins in both), and the input left as it was
+    for c in (1, 2, 4):
+        f = rng.normal(size=(5, 7, c)).astype(np.float32)
+        f[2, 3, c - 1] = np.nan
+        kept = f.copy()
+        assert np.array_equal(channel_max(f), f.max(axis=-1), equal_nan=True), c
+        assert np.array_equal(f, kept, equal_nan=True)

@@ -202,6 +202,16 @@ class LoadResult:
         return self.error is None
 
 
+def channel_max(a: np.ndarray) -> np.ndarray:
+    """Per pixel, the largest channel of an ``(H, W, C)`` array: ``a.max(axis=-1)`` exactly
+    (a NaN wins alike), by an elementwise chain that is several times faster over a short
+    channel axis. ``channel_max(np.abs(a - b))`` is the per-pixel change between images."""
+    out = a[..., 0].copy()
+    for c in range(1, a.shape[-1]):
+        np.maximum(out, a[..., c], out=out)
+    return out
+
+
 def load_images(
     refs: Iterable[ImageRef | str],
     *,

@@ -42,7 +42,7 @@ from __future__ import annotations
 import numpy as np
 from PIL import Image
 
-from ieqa.data.images import TRANSPARENT_INFO_KEY
+from ieqa.data.images import TRANSPARENT_INFO_KEY, channel_max
 
 __all__ = ["BLANK_RANGE", "FLAGS", "FLOOR_FLAGS", "MIN_SIDE", "NO_OP_FRACTION", "NO_OP_LEVELS",
            "TRANSPARENT_FRACTION", "TRANSPARENT_INFO_KEY", "UNRELATED_SCORE", "detect_flags"]
@@ -62,12 +62,6 @@ UNRELATED_SCORE = 0.08
 def _thumb(image: Image.Image, size: int) -> np.ndarray:
     return np.asarray(image.convert("RGB").resize((size, size), Image.Resampling.BOX),
                       dtype=np.float64)
-
-
-def _channel_max(a: np.ndarray) -> np.ndarray:
-    """Per pixel, the largest of an (H, W, 3) array's channels: ``a.max(axis=-1)`` exactly,
-    several times faster over a length-3 axis."""
-    return np.maximum(np.maximum(a[..., 0], a[..., 1]), a[..., 2])
 
 
 #: the 19 compare-exchanges that leave the median of 9 values at index 4 (Paeth's network,
@@ -107,7 +101,7 @@ def _abs_corr(a: np.ndarray, b: np.ndarray) -> float:
 def _shared_structure(source: Image.Image, edited: Image.Image) -> float:
     """The larger of the matching-pixel fraction and the grey-thumbnail |correlation|, 0-1."""
     a, b = _thumb(source, 64), _thumb(edited, 64)
-    matching = float((_channel_max(np.abs(a - b)) <= 16).mean())
+    matching = float((channel_max(np.abs(a - b)) <= 16).mean())
     grey = [np.asarray(im.convert("L").resize((32, 32), Image.Resampling.BOX), dtype=np.float64)
             for im in (source, edited)]
     return max(matching, _abs_corr(*grey))
@@ -131,7 +125,7 @@ def detect_flags(source: Image.Image | None, edited: Image.Image) -> list[str]:
     if _is_blank(edited):
         found.add("blank")
     if source is not None and not found & {"tiny", "blank"}:
-        diff = _median3(_channel_max(np.abs(_thumb(source, 128) - _thumb(edited, 128))))
+        diff = _median3(channel_max(np.abs(_thumb(source, 128) - _thumb(edited, 128))))
         if float((diff > NO_OP_LEVELS).mean()) <= NO_OP_FRACTION:
             found.add("no_op")
         elif _shared_structure(source, edited) < UNRELATED_SCORE:

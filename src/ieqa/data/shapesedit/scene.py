@@ -39,7 +39,8 @@ POSITIONS: dict[str, tuple[float, float]] = {
     "centre": (0.5, 0.5),
 }
 
-_SUPERSAMPLE = 4
+#: shapes are drawn this many times larger and box-filtered down (anti-aliased edges)
+SUPERSAMPLE = 4
 
 
 @dataclass(frozen=True)
@@ -88,7 +89,9 @@ class World:
         raise KeyError(name)
 
 
-def _polygon(kind: str, cx: float, cy: float, r: float) -> list[tuple[float, float]]:
+def polygon_points(kind: str, cx: float, cy: float, r: float) -> list[tuple[float, float]]:
+    """The corners of a square, triangle, diamond or star of radius ``r`` centred on
+    ``(cx, cy)``."""
     if kind == "square":
         h = r * 0.9
         return [(cx - h, cy - h), (cx + h, cy - h), (cx + h, cy + h), (cx - h, cy + h)]
@@ -111,13 +114,13 @@ def _coverage(shape: Shape, size: int) -> tuple[np.ndarray, tuple[slice, slice]]
     clipped to the image), and where that box lies: the only part of :func:`shape_mask`
     that can be non-zero.
 
-    The shape is drawn ``_SUPERSAMPLE`` times larger on a canvas of the box alone and box
+    The shape is drawn ``SUPERSAMPLE`` times larger on a canvas of the box alone and box
     filtered, which gives the full canvas's pixels exactly (the box starts on a pixel, so
     each pixel averages the same supersampled block; vertices move by whole supersampled
     pixels, which float arithmetic does exactly) at a fraction of the cost: a shape covers
     a few percent of the image. ``tests/test_shapesedit.py`` checks it against
     drawing on the whole canvas."""
-    s = _SUPERSAMPLE
+    s = SUPERSAMPLE
     x0, y0 = math.floor(shape.cx - shape.r) - 2, math.floor(shape.cy - shape.r) - 2
     x1, y1 = math.ceil(shape.cx + shape.r) + 3, math.ceil(shape.cy + shape.r) + 3
     if min(x0, y0) < 0 or max(x1, y1) > size:
@@ -132,7 +135,7 @@ def _coverage(shape: Shape, size: int) -> tuple[np.ndarray, tuple[slice, slice]]
     if shape.kind == "circle":
         draw.ellipse(((cx - r) - ox, (cy - r) - oy, (cx + r) - ox, (cy + r) - oy), fill=255)
     else:
-        draw.polygon([(x - ox, y - oy) for x, y in _polygon(shape.kind, cx, cy, r)], fill=255)
+        draw.polygon([(x - ox, y - oy) for x, y in polygon_points(shape.kind, cx, cy, r)], fill=255)
     small = canvas.resize((x1 - x0, y1 - y0), Image.Resampling.BOX)
     return np.asarray(small, dtype=np.float32) / 255.0, box
 

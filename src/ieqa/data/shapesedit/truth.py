@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from ieqa.data.combine import REASONEDIT_WEIGHTS, weighted_sum
+from ieqa.data.images import channel_max
 
 CHANGE_SCALE = 0.3
 PRESERVATION_HALF = 0.1
@@ -28,9 +29,7 @@ OVERALL_WEIGHTS = REASONEDIT_WEIGHTS  # EditHF's / ReasonEdit's 0.3 / 0.4 / 0.3
 def unintended_change(clean: np.ndarray, intended: np.ndarray) -> float:
     """Mean saturated per-pixel change between two float images (H, W, 3), in [0, 1]."""
     d = np.abs(clean.astype(np.float32) - intended.astype(np.float32))
-    # the largest channel difference (the same as .max(axis=2), several times faster)
-    d = np.maximum(np.maximum(d[..., 0], d[..., 1]), d[..., 2])
-    return float(np.minimum(1.0, d / CHANGE_SCALE).mean())
+    return float(np.minimum(1.0, channel_max(d) / CHANGE_SCALE).mean())
 
 
 def to_scale(unit: float) -> float:

@@ -70,9 +70,10 @@ from typing import Any
 import numpy as np
 from scipy import ndimage as ndi
 
+from ieqa.data.images import channel_max
 from ieqa.data.schema import BBox, EditSample
 from ieqa.scorers.base import MAX_SAMPLE_THREADS, Scorer, ScorerError, ScoreResult
-from ieqa.scorers.classic._filters import channel_max_abs_diff, lowpass
+from ieqa.scorers.classic._filters import lowpass
 from ieqa.scorers.classic.operations import explain
 from ieqa.scorers.classic.patches import pasted_patches, undo_patches
 from ieqa.scorers.classic.quality import blockiness, detail_energy, grey, noise_sigma
@@ -137,7 +138,7 @@ def _tolerate_blur(reference: np.ndarray, edited_lp: np.ndarray, d: np.ndarray, 
     best = (float(d.mean()), d, 0.0)
     for b in ARTIFACT_BLUR_SIGMAS:  # blur then low-pass = one Gaussian of sigma hypot(b, sigma)
         s = float(np.hypot(b, sigma))
-        cand = channel_max_abs_diff(edited_lp, lowpass(reference, s))
+        cand = channel_max(np.abs(edited_lp - lowpass(reference, s)))
         if float(cand.mean()) < best[0]:
             best = (float(cand.mean()), cand, b)
     _, d, b = best
@@ -214,7 +215,7 @@ class ClassicScorer(Scorer):
         ``unintended``, the edit ``box``/``slices``/``bbox`` (``_edit_box``), ``patches``,
         the operation ``fit`` and the reference ``blur_sigma``."""
         s, e = lowpass(raw_src, self.sigma), lowpass(raw_edt, self.sigma)
-        d = channel_max_abs_diff(s, e)
+        d = channel_max(np.abs(s - e))
         fit: dict[str, Any] | None = None
         reference = raw_src
         if scope.operation is not None:

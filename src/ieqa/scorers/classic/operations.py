@@ -43,7 +43,8 @@ from typing import Any, NamedTuple
 import numpy as np
 from scipy import ndimage as ndi
 
-from ieqa.scorers.classic._filters import channel_max_abs_diff, lowpass
+from ieqa.data.images import channel_max
+from ieqa.scorers.classic._filters import lowpass
 
 __all__ = ["LUMA", "Explanation", "explain"]
 
@@ -162,13 +163,13 @@ def explain(source: np.ndarray, edited: np.ndarray, operation: str, *, sigma: fl
             caller has them.
     """
     s_lp, e_lp = lowpassed or (lowpass(source, sigma), lowpass(edited, sigma))
-    unchanged = channel_max_abs_diff(e_lp, s_lp)
+    unchanged = channel_max(np.abs(e_lp - s_lp))
     region = (_border_regions(np.ones(unchanged.shape, bool) if changed is None else changed)
               if background else None)
 
     def residual(fitted_lp: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
         """The unexplained change, and where the operation is kept (``background``)."""
-        d = channel_max_abs_diff(e_lp, fitted_lp)
+        d = channel_max(np.abs(e_lp - fitted_lp))
         if region is None:
             return d, None
         keep = region & (d < unchanged)

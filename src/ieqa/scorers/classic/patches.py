@@ -29,7 +29,8 @@ from __future__ import annotations
 import numpy as np
 from scipy import ndimage as ndi
 
-from ieqa.scorers.classic._filters import channel_max_abs_diff, lowpass
+from ieqa.data.images import channel_max
+from ieqa.scorers.classic._filters import lowpass
 
 __all__ = ["pasted_patches", "undo_patches"]
 
@@ -137,7 +138,7 @@ def undo_patches(reference: np.ndarray, edited_lp: np.ndarray, residual: np.ndar
         shifted[ys, xs] = np.clip(shifted[ys, xs] + offset, 0.0, 1.0)
         covered[max(0, ys.start - seam):ys.stop + seam, max(0, xs.start - seam):xs.stop + seam] = True
         inner[ys.start + seam:ys.stop - seam, xs.start + seam:xs.stop - seam] = True
-    corrected = channel_max_abs_diff(edited_lp, lowpass(shifted, sigma))
+    corrected = channel_max(np.abs(edited_lp - lowpass(shifted, sigma)))
     out = residual.copy()
     for (ys, xs), _ in patches:
         out[ys, xs] = corrected[ys, xs]
