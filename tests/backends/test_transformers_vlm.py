@@ -57,6 +57,23 @@ def test_sharing_with_a_wrong_key_still_equals_full_recomputation(vlm):
     assert torch.allclose(full.hidden, shared.hidden, atol=1e-4)
 
 
+def test_a_shared_prefix_passes_its_cache_under_the_name_transformers_takes(vlm):
+    """The prefix's KV cache reaches the suffix's forward under the argument name of the
+    installed transformers (``cache`` since it was renamed): no deprecation warning on every
+    shared forward, and nothing that breaks when the old name goes away."""
+    import inspect
+    import warnings
+
+    params = inspect.signature(vlm._base.forward).parameters
+    assert vlm._cache_argument in params
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        shared = vlm.forward(_prompts(), share_prefix=True, anchor="mean")
+    assert not [w for w in caught if "past_key_values" in str(w.message)], caught
+    full = vlm.forward(_prompts(), share_prefix=False, anchor="mean")
+    assert torch.allclose(full.hidden, shared.hidden, atol=1e-4)
+
+
 def test_from_model_equals_loading(vlm):
     wrapped = TransformersVLM.from_model(vlm.model, vlm.processor, name="mine")
     a = vlm.forward(_prompts()).logits

@@ -24,6 +24,8 @@ full (same numbers, no speed-up).
 from __future__ import annotations
 
 import contextlib
+import functools
+import inspect
 import logging
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -395,6 +397,14 @@ class TransformersVLM:
     def _base(self) -> Any:
         return self.model.model
 
+    @functools.cached_property
+    def _cache_argument(self) -> str:
+        """The name the base model's ``forward`` takes a KV cache under: ``cache`` from the
+        transformers release that renamed it (``past_key_values`` then warns on every call
+        and goes away in 5.40), ``past_key_values`` before it."""
+        params = inspect.signature(self._base.forward).parameters
+        return "cache" if "cache" in params else "past_key_values"
+
     @property
     def input_device(self) -> Any:
         return self.model.get_input_embeddings().weight.device
@@ -667,7 +677,7 @@ class TransformersVLM:
         pre = self._base(**self._to_device(prefix), use_cache=True)
         self._count(cut, _grids(first)[:shared], head=0)
         k = len(encoded)
-        cache = pre.past_key_values
+        cache = pre.get("cache", pre.get("past_key_values"))  # renamed in transformers 5.x
         cache.batch_repeat_interleave(k)
 
         suffix_rows = []
@@ -700,7 +710,7 @@ class TransformersVLM:
         if len(rest_grids):
             suffix["pixel_values"] = torch.cat([enc["pixel_values"][n_shared_rows:] for enc in encoded])
             suffix["image_grid_thw"] = rest_grids
-        out = self._base(**self._to_device(suffix), past_key_values=cache, use_cache=True)
+        out = self._base(**self._to_device(suffix), **{self._cache_argument: cache}, use_cache=True)
         self._count_padding(suffix["attention_mask"][:, cut:])
         hidden = out.last_hidden_state
         results = []
