@@ -107,7 +107,7 @@ def test_structscore_requests_and_the_released_report(tmp_path, prompts) -> None
     image_part, text_part = first["messages"][0]["content"]
     sent = Image.open(io.BytesIO(base64.b64decode(image_part["image_url"]["url"].split(",")[1])))
     want = _crop(Image.open(outputs / "0.png").convert("RGB"))
-    assert sent.size == (64, 32) and list(sent.getdata()) == list(want.getdata())
+    assert sent.size == (64, 32) and sent.tobytes() == want.tobytes() and sent.mode == want.mode
     assert text_part["text"].endswith("q0 title?") and first["max_tokens"] == 256
     assert (first["temperature"], first["top_p"]) == (0.0, 1.0)
     assert first["stop"] == ["\ufffd\ufffd", "\n\ufffd\ufffd", "\U0001f4d0\n"]
