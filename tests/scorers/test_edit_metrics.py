@@ -99,6 +99,14 @@ def test_cosine_and_direction_by_hand():
     # normalised before the difference: lengths do not matter
     assert clip_direction([5, 0], [0, 1], [1, 0], [1, 1]) == pytest.approx(
         cosine([-1, 1], [1 / np.sqrt(2) - 1, 1 / np.sqrt(2)]))
+    # an edit identical to its source has no direction: NaN, quietly (the scorers report it
+    # as an error naming the sample), not numpy's "invalid value" warning
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert np.isnan(cosine([0, 0], [1, 2]))
+        assert np.isnan(clip_direction([1, 2], [1, 2], [1, 0], [0, 1]))
 
 
 def test_preprocessing_is_the_papers_transforms():

@@ -107,9 +107,12 @@ def dino_pixels(img: Image.Image, size: int = 224) -> np.ndarray:
 
 
 def cosine(a: np.ndarray, b: np.ndarray) -> float:
-    """Cosine similarity of two vectors (``1 - scipy.spatial.distance.cosine``)."""
+    """Cosine similarity of two vectors (``1 - scipy.spatial.distance.cosine``); NaN when
+    either is all zeros (the scorers turn that into an error naming the sample, without
+    numpy's warning)."""
     a, b = np.asarray(a, np.float64).ravel(), np.asarray(b, np.float64).ravel()
-    return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
 
 
 def clip_direction(source: np.ndarray, edited: np.ndarray, input_text: np.ndarray,
