@@ -57,19 +57,29 @@ def test_sharing_with_a_wrong_key_still_equals_full_recomputation(vlm):
     assert torch.allclose(full.hidden, shared.hidden, atol=1e-4)
 
 
-def test_a_shared_prefix_passes_its_cache_under_the_name_transformers_takes(vlm):
-    """The prefix's KV cache reaches the suffix's forward under the argument name of the
-    installed transformers (``cache`` since it was renamed): no deprecation warning on every
-    shared forward, and nothing that breaks when the old name goes away."""
+def test_a_shared_prefix_passes_its_cache_under_the_name_transformers_takes(vlm, caplog):
+    """The prefix's KV cache goes to the suffix's forward, and comes out of the prefix's,
+    under the name of the installed transformers (``cache`` since it was renamed): no
+    deprecation warning or log line on every shared forward, and nothing that breaks when
+    the old name goes away."""
     import inspect
+    import logging
     import warnings
+
+    from transformers.utils import logging as hf_logging
 
     params = inspect.signature(vlm._base.forward).parameters
     assert vlm._cache_argument in params
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        shared = vlm.forward(_prompts(), share_prefix=True, anchor="mean")
+    logging.Logger.warning_once.cache_clear()  # transformers logs each deprecation once
+    hf_logging.enable_propagation()  # its loggers do not reach caplog's otherwise
+    try:
+        with caplog.at_level(logging.WARNING), warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            shared = vlm.forward(_prompts(), share_prefix=True, anchor="mean")
+    finally:
+        hf_logging.disable_propagation()
     assert not [w for w in caught if "past_key_values" in str(w.message)], caught
+    assert not [r for r in caplog.records if "past_key_values" in r.getMessage()], caplog.text
     full = vlm.forward(_prompts(), share_prefix=False, anchor="mean")
     assert torch.allclose(full.hidden, shared.hidden, atol=1e-4)
 

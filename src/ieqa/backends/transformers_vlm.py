@@ -677,7 +677,8 @@ class TransformersVLM:
         pre = self._base(**self._to_device(prefix), use_cache=True)
         self._count(cut, _grids(first)[:shared], head=0)
         k = len(encoded)
-        cache = pre.get("cache", pre.get("past_key_values"))  # renamed in transformers 5.x
+        # renamed in transformers 5.x; asking for the old name there logs a deprecation
+        cache = pre["cache"] if "cache" in pre else pre.get("past_key_values")
         cache.batch_repeat_interleave(k)
 
         suffix_rows = []
