@@ -15,20 +15,10 @@ the same run (equal results checked, then the speed ratio printed):
 from __future__ import annotations
 
 import argparse
-import time
-from collections.abc import Callable
 
 import numpy as np
+from metrics_scale import best_time  # benchmarks/, beside this script
 from scipy import ndimage
-
-
-def best_of(fn: Callable[[], object], repeat: int) -> tuple[float, object]:
-    best, out = float("inf"), None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t0)
-    return best, out
 
 
 def main() -> None:
@@ -46,14 +36,14 @@ def main() -> None:
     shapes = [Shape(str(rng.choice(KINDS)), "red", *(float(v) for v in rng.uniform(0.2 * n, 0.8 * n, 2)),
                     float(rng.uniform(0.07, 0.13) * n)) for _ in range(200)]
     rows = []
-    t_new, new = best_of(lambda: [shape_mask(s, n) for s in shapes], args.repeat)
-    t_ref, ref = best_of(lambda: [whole_canvas_mask(s, n) for s in shapes], args.repeat)
+    t_new, new = best_time(lambda: [shape_mask(s, n) for s in shapes], args.repeat)
+    t_ref, ref = best_time(lambda: [whole_canvas_mask(s, n) for s in shapes], args.repeat)
     assert all(np.array_equal(a, b) for a, b in zip(new, ref, strict=True)), "masks differ"
     rows.append((f"shape mask, {n}px (200 shapes)", t_new, t_ref))
 
     diffs = [rng.integers(0, 40, (128, 128)).astype(np.float64) for _ in range(200)]
-    t_new, new = best_of(lambda: [_median3(d) for d in diffs], args.repeat)
-    t_ref, ref = best_of(lambda: [ndimage.median_filter(d, 3) for d in diffs], args.repeat)
+    t_new, new = best_time(lambda: [_median3(d) for d in diffs], args.repeat)
+    t_ref, ref = best_time(lambda: [ndimage.median_filter(d, 3) for d in diffs], args.repeat)
     assert all(np.array_equal(a, b) for a, b in zip(new, ref, strict=True)), "medians differ"
     rows.append(("3x3 median, 128x128 (200)", t_new, t_ref))
 
@@ -73,8 +63,8 @@ def main() -> None:
                                 n_boot=200, seed=0))
         return out
 
-    t_new, new = best_of(lambda: rows_of(True), args.repeat)
-    t_ref, ref = best_of(lambda: rows_of(False), args.repeat)
+    t_new, new = best_time(lambda: rows_of(True), args.repeat)
+    t_ref, ref = best_time(lambda: rows_of(False), args.repeat)
     # (MINPACK's fit of an ill-conditioned resample can move in the last digits from one
     # call to the next, so the refitted row is compared within 1e-9)
     assert np.allclose(new, ref, rtol=1e-9, atol=0), (new, ref)

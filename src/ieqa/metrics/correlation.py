@@ -226,8 +226,9 @@ def fit_logistic(
 #: recent fits' betas (or their error messages) by their inputs, oldest first, at most
 #: ``_FIT_CACHE_SIZE`` (about 200 bytes each): a repeat returns what the first fit returned
 #: (MINPACK's fit of ill-conditioned data moves in the last digits from one call to the
-#: next; the fitted curve's PLCC by about 1e-11). A benchmark's PLCC and RMSE rows bootstrap the same resamples one row
-#: after the other, so the second row refits nothing while ``n_boot`` stays below the size.
+#: next; the fitted curve's PLCC by up to about 2e-9). A benchmark's PLCC and RMSE rows
+#: bootstrap the same resamples one row after the other, so the second row refits nothing
+#: while ``n_boot`` stays below the size.
 _FIT_CACHE: dict[tuple[bytes, int, int, int], np.ndarray | str] = {}
 _FIT_CACHE_SIZE = 8192
 _FIT_LOCK = threading.Lock()
