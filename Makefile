@@ -54,18 +54,22 @@ browser:
 			"'sudo apt-get install -y chromium' (they are skipped until then)"; \
 	fi
 
-# torch comes first, pinned to the CPU build shipped on the development machines, and
-# only when it is missing: an unpinned resolve would pull the multi-GB CUDA build. The rest
-# is installed by uv (a minute faster than pip on 2 cores; it keeps the installed torch,
-# which satisfies the constraint), compiled to bytecode: where PYTHONDONTWRITEBYTECODE is
-# set (as on the CI machines) no process writes the .pyc files that uv leaves out, so every
-# process (each test worker, docs example, CLI test and Ray worker) compiled transformers,
-# diffusers, ray and scipy from source again, about 2 s of CPU each.
+# Everything, torch included, is installed by uv in one resolve (pip took a minute more on
+# 2 cores, 30 s of it for torch alone). torch is pinned to the CPU build shipped on the
+# development machines, and asked for only when it is missing (an installed torch that
+# satisfies the constraint is kept): an unpinned resolve would pull the multi-GB CUDA
+# build. uv reads pip's PIP_FIND_LINKS folders (where the machines keep that CPU wheel)
+# only when they are passed to it, so they are. Compiled to bytecode: where
+# PYTHONDONTWRITEBYTECODE is set (as on the CI machines) no process writes the .pyc files
+# that uv leaves out, so every process (each test worker, docs example, CLI test and Ray
+# worker) compiled torch, transformers, diffusers, ray and scipy from source again, about
+# 2 s of CPU each.
+FIND_LINKS := $(foreach d,$(PIP_FIND_LINKS),--find-links $(d))
 $(STAMP): pyproject.toml $(CONSTRAINTS)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	@$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q torch==$(TORCH_VERSION)
 	@$(PY) -m pip install -q $(PIN) uv
-	$(VENV)/bin/uv pip install -q --compile-bytecode --python $(PY) $(PIN) -e ".[dev]"
+	$(VENV)/bin/uv pip install -q --compile-bytecode --python $(PY) $(FIND_LINKS) $(PIN) \
+		$$($(PY) -c "import torch" 2>/dev/null || echo torch==$(TORCH_VERSION)) -e ".[dev]"
 	@! $(PY) -m pip show -q torchvision 2>/dev/null || (echo "torchvision got installed; it breaks transformers' Qwen-VL imports" && exit 1)
 	@touch $(STAMP)
 

@@ -122,13 +122,15 @@ def main() -> None:
         """``profile``'s backbone: the random tiny VLM, or it after perception training
         (one thread, in a child process under the profile)."""
         out = tmp / f"backbone-{profile}-p{args.perception_steps}"
-        if not args.perception_steps:
-            from ieqa.testing import build_tiny_vlm
-
-            return profile, str(build_tiny_vlm(out / "qwen2-vl", "qwen2-vl"))
         done = out / "backbone.json"
         if done.exists():  # made by an earlier call with this --work
             return profile, json.loads(done.read_text())["model"]
+        if not args.perception_steps:
+            from ieqa.testing import build_tiny_vlm
+
+            model = str(build_tiny_vlm(out / "qwen2-vl", "qwen2-vl", overwrite=True))
+            done.write_text(json.dumps({"model": model}))
+            return profile, model
         cmd = [sys.executable, __file__, args.recipe, "--perception-steps",
                str(args.perception_steps), "--perception-one", str(out)]
         proc = subprocess.run(cmd, env=profile_env(profile, 1, os.environ), capture_output=True, text=True,
@@ -144,6 +146,10 @@ def main() -> None:
 
     if args.backbone:
         models = {p: args.backbone for p in profiles}
+    elif not args.perception_steps:
+        # built here, one after another: transformers' lazy imports are not thread-safe
+        # (two threads importing Qwen2Tokenizer at once: ImportError in one of them)
+        models = dict(map(backbone, profiles))
     else:
         with ThreadPoolExecutor(args.workers) as pool:
             models = dict(pool.map(backbone, profiles))
