@@ -54,21 +54,24 @@ browser:
 			"'sudo apt-get install -y chromium' (they are skipped until then)"; \
 	fi
 
-# Everything, torch included, is installed by uv in one resolve (pip took a minute more on
-# 2 cores, 30 s of it for torch alone). torch is pinned to the CPU build shipped on the
-# development machines, and asked for only when it is missing (an installed torch that
-# satisfies the constraint is kept): an unpinned resolve would pull the multi-GB CUDA
-# build. uv reads pip's PIP_FIND_LINKS folders (where the machines keep that CPU wheel)
-# only when they are passed to it, so they are. Compiled to bytecode: where
-# PYTHONDONTWRITEBYTECODE is set (as on the CI machines) no process writes the .pyc files
-# that uv leaves out, so every process (each test worker, docs example, CLI test and Ray
-# worker) compiled torch, transformers, diffusers, ray and scipy from source again, about
-# 2 s of CPU each.
-FIND_LINKS := $(foreach d,$(PIP_FIND_LINKS),--find-links $(d))
+# Everything, torch included, is installed by uv in one resolve (torch alone: 32 s with pip,
+# 12 s with uv on 2 cores). torch is pinned to the CPU build shipped on the development
+# machines, and asked for only when it is missing (an installed torch that satisfies the
+# constraint is kept). The pin alone does not keep out the multi-GB CUDA build (PyPI's
+# torch==2.13.0 is that build): the CPU wheel comes from the machines' find-links folder,
+# which pip reads from PIP_FIND_LINKS or its config file and uv reads from neither, so
+# they are passed on to uv (folders that do not exist are left out: pip skips them, uv
+# would stop). Compiled to bytecode: where PYTHONDONTWRITEBYTECODE is set (as on the CI
+# machines) no process writes the .pyc files that uv leaves out, so every process (each
+# test worker, docs example, CLI test and Ray worker) compiled torch, transformers,
+# diffusers, ray and scipy from source again, about 2 s of CPU each.
 $(STAMP): pyproject.toml $(CONSTRAINTS)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@$(PY) -m pip install -q $(PIN) uv
-	$(VENV)/bin/uv pip install -q --compile-bytecode --python $(PY) $(FIND_LINKS) $(PIN) \
+	links="$${PIP_FIND_LINKS:-$$($(PY) -m pip config get global.find-links 2>/dev/null)}"; \
+	$(VENV)/bin/uv pip install -q --compile-bytecode --python $(PY) $(PIN) \
+		$$(for d in $$links; do case "$$d" in *://*) ;; *) [ -e "$$d" ] || continue ;; esac; \
+			echo "--find-links $$d"; done) \
 		$$($(PY) -c "import torch" 2>/dev/null || echo torch==$(TORCH_VERSION)) -e ".[dev]"
 	@! $(PY) -m pip show -q torchvision 2>/dev/null || (echo "torchvision got installed; it breaks transformers' Qwen-VL imports" && exit 1)
 	@touch $(STAMP)

@@ -1,6 +1,6 @@
 """Tests of ieqa.data.manifest: JSONL/Parquet round trips, images, errors, streaming memory.
 
-This file doubles as the worker script of the 1M-row streaming test
+This file doubles as the worker script of the streaming test
 (``python tests/test_manifest.py write|read PATH N``), so that writing and reading run in
 fresh processes whose memory can be measured.
 """
@@ -467,7 +467,7 @@ def test_streaming_a_quarter_million_rows_in_bounded_memory(tmp_path: Path) -> N
         assert read["growth_mib"] < MAX_GROWTH_MIB
         # a list of the rows would break the bound: 0.5-0.7 GiB at 250k rows
         assert read["full_list_estimate_mib"] > 3 * MAX_GROWTH_MIB
-        path.unlink()  # ~330 MiB of JSONL; do not leave it to pytest's tmp retention
+        path.unlink()  # ~80 MiB of JSONL; do not leave it to pytest's tmp retention
 
 
 if __name__ == "__main__":  # worker of the streaming test: write|read PATH N

@@ -94,17 +94,16 @@ def test_editreward_gaussian_uncertainty_ranking_learns(tiny_train_vlm, tmp_path
     # recipe_spread.py editreward --steps 150 --perception-steps 0 --override
     #   data.max_eval_samples=160 (2026-11-30: 12 runs, profiles and thread counts give the
     #   same numbers to three decimals on the random backbone; 250 steps, the size until
-    #   then, gave after 0.871..0.917 and 0.354..0.506 with the same margins)
+    #   then, gave after 0.871..0.917 and 0.354..0.506, margins 0.071, 0.113, 0.104, 0.144)
     recipe, result = _run("editreward", tiny_train_vlm, tmp_path, steps=150, seed=claim_seed, record=record_property)
     before, after = _gain(result, "ranking", "pair_accuracy")
     # before 0.533..0.658, after 0.867..0.887, gain +0.229..+0.338 (margins 0.067, 0.129)
     assert after >= 0.8 and after >= before + 0.1, (before, after)
     before, after = _gain(result, "ranking", "srcc/visual_quality")
     # before -0.068..0.096, after 0.386..0.476, gain +0.290..+0.486 (seeds 0, 1, 2: 0.29,
-    # 0.41, 0.49; 2.5 standard deviations below their mean: 0.148, so the bar is 0.12;
-    # margins 0.136, 0.170; the bar of 0.45 this test had failed for seeds 0 and 2 with 160
-    # held-out edits)
-    assert abs(before) < 0.2 and after >= 0.25 and after >= before + 0.12, (before, after)
+    # 0.41, 0.49; 2.5 standard deviations below their mean: 0.148; margins 0.136, 0.140;
+    # the bar of 0.45 this test had failed for seeds 0 and 2 with 160 held-out edits)
+    assert abs(before) < 0.2 and after >= 0.25 and after >= before + 0.15, (before, after)
     scorer, scores = _scores(recipe, result.evaluator_dir)
     assert scorer.name == "vlm-gaussian" and all(r.sigma for r in scores)
     assert set(scores[0].scores) == {"instruction_alignment", "visual_quality", "overall"}
