@@ -64,7 +64,10 @@ they differ):
 
 from __future__ import annotations
 
+import hashlib
 import math
+import threading
+from collections import OrderedDict
 from typing import Any
 
 import numpy as np
@@ -82,7 +85,8 @@ from ieqa.scorers.classic.scope import EditScope, parse_scope
 from ieqa.scorers.flags import FLOOR_FLAGS
 from ieqa.threads import thread_count
 
-__all__ = ["ALIGNMENT_UNAVAILABLE", "ClassicScorer", "preservation_score", "quality_evidence"]
+__all__ = ["ALIGNMENT_UNAVAILABLE", "ClassicScorer", "SourceLowpass", "preservation_score",
+           "quality_evidence"]
 
 ALIGNMENT_UNAVAILABLE = ("classical measures cannot judge whether the instruction was followed; "
                          "use a VLM scorer for instruction_alignment (ieqa list scorers)")
@@ -129,20 +133,81 @@ def _rounded_box(ys: slice, xs: slice, w: int, h: int) -> list[float]:
     return [round(v, 4) for v in (b.x, b.y, b.w, b.h)]
 
 
-def _tolerate_blur(reference: np.ndarray, edited_lp: np.ndarray, d: np.ndarray, sigma: float
-                   ) -> tuple[np.ndarray, np.ndarray, float]:
+class SourceLowpass:
+    """Low-passed copies of the sources scored last, so the candidates of one source
+    (best-of-n, several editors, a benchmark's mismatched pairs) filter it once.
+
+    The Gaussian low-passes of the source are most of what ``classic`` computes on a large
+    image (the preservation comparison and the blur-tolerant references of
+    :func:`_tolerate_blur`: six filters of the source against one of the edited image), and
+    none depends on the edited image. A source is known by its pixels (BLAKE2b of the
+    ``uint8`` array and its shape), so equal pixels from two files share an entry; the
+    arrays are the ones :func:`lowpass` returns (read-only here), so every score is the one
+    computed without the cache, bit for bit. Least recently used sources leave first once
+    the arrays exceed ``max_mib`` (the source being scored stays); ``max_mib=0`` keeps
+    nothing. Thread-safe: a source two threads filter at once is filtered twice, never
+    mixed. ``hits``/``misses`` count filters taken from / added to it.
+    """
+
+    def __init__(self, max_mib: float) -> None:
+        if not max_mib >= 0:
+            raise ScorerError(f"source_cache_mib must be >= 0 MiB, got {max_mib}")
+        self.max_bytes = int(max_mib * 2**20)
+        self.hits = self.misses = 0
+        self._lock = threading.Lock()
+        self._items: OrderedDict[bytes, dict[float, np.ndarray]] = OrderedDict()
+
+    @staticmethod
+    def key(source: np.ndarray) -> bytes:
+        """The cache key of a ``uint8`` source array: its shape and pixels."""
+        h = hashlib.blake2b(repr((source.shape, source.dtype.str)).encode(), digest_size=16)
+        h.update(np.ascontiguousarray(source).data)
+        return h.digest()
+
+    @property
+    def nbytes(self) -> int:
+        with self._lock:
+            return sum(a.nbytes for entry in self._items.values() for a in entry.values())
+
+    def lowpass(self, key: bytes | None, image: np.ndarray, sigma: float) -> np.ndarray:
+        """:func:`lowpass` of ``image`` (the source known by ``key``; ``None``: not cached)."""
+        if key is None or sigma <= 0 or self.max_bytes == 0:
+            return lowpass(image, sigma)
+        with self._lock:
+            entry = self._items.get(key)
+            if entry is not None and sigma in entry:
+                self._items.move_to_end(key)
+                self.hits += 1
+                return entry[sigma]
+        out = lowpass(image, sigma)
+        out.setflags(write=False)  # shared between samples: nobody writes into it
+        with self._lock:
+            self.misses += 1
+            self._items.setdefault(key, {})[sigma] = out
+            self._items.move_to_end(key)
+            total = sum(a.nbytes for entry in self._items.values() for a in entry.values())
+            while total > self.max_bytes and len(self._items) > 1:
+                _, dropped = self._items.popitem(last=False)
+                total -= sum(a.nbytes for a in dropped.values())
+        return out
+
+
+def _tolerate_blur(reference: np.ndarray, edited_lp: np.ndarray, d: np.ndarray, sigma: float,
+                   smooth: Any = None) -> tuple[np.ndarray, np.ndarray, float]:
     """Blur is a visual-quality defect, not a change of content: compare with the
     reference blurred as much as the edited image looks blurred (Gaussian sigma from
     :data:`ARTIFACT_BLUR_SIGMAS` px, the one with the smallest mean change; 0 keeps it).
-    Only tried when the edited image lost fine detail (blur evidence above 0)."""
+    Only tried when the edited image lost fine detail (blur evidence above 0).
+    ``smooth(image, sigma)`` low-passes the reference (:func:`lowpass` by default)."""
+    smooth = smooth or lowpass
     best = (float(d.mean()), d, 0.0)
     for b in ARTIFACT_BLUR_SIGMAS:  # blur then low-pass = one Gaussian of sigma hypot(b, sigma)
         s = float(np.hypot(b, sigma))
-        cand = channel_max(np.abs(edited_lp - lowpass(reference, s)))
+        cand = channel_max(np.abs(edited_lp - smooth(reference, s)))
         if float(cand.mean()) < best[0]:
             best = (float(cand.mean()), cand, b)
     _, d, b = best
-    return d, lowpass(reference, b), b
+    return d, smooth(reference, b), b
 
 
 def preservation_score(unintended: float) -> float:
@@ -164,10 +229,15 @@ class ClassicScorer(Scorer):
         instruction_aware: read the instruction's scope (global / background / move /
             local) to decide which change was requested; ``False`` treats every edit as
             local (instruction-blind).
+        source_cache_mib: memory for the low-passed copies of recent sources
+            (:class:`SourceLowpass`; 0 turns it off). Changes no score, only how often a
+            source shared by several edits is filtered, so it is not part of
+            :meth:`config`.
     """
 
     def __init__(self, sigma: float = 2.0, floor: float = 0.04, pad: float = 0.06,
-                 niqe: bool = False, instruction_aware: bool = True) -> None:
+                 niqe: bool = False, instruction_aware: bool = True,
+                 source_cache_mib: float = 256) -> None:
         if not sigma > 0:
             raise ScorerError(f"sigma must be > 0 pixels, got {sigma}")
         if not 0 <= floor < 1:
@@ -176,6 +246,7 @@ class ClassicScorer(Scorer):
             raise ScorerError(f"pad must be in [0, 0.5], got {pad}")
         self.sigma, self.floor, self.pad, self.niqe = float(sigma), float(floor), float(pad), niqe
         self.instruction_aware = bool(instruction_aware)
+        self.source_cache = SourceLowpass(source_cache_mib)
         from ieqa.scorers.table import scorer_info
 
         self.info = scorer_info("classic")
@@ -210,11 +281,19 @@ class ClassicScorer(Scorer):
         return box, slices, tight
 
     def _unintended(self, scope: EditScope, raw_src: np.ndarray, raw_edt: np.ndarray,
-                    region_mask: np.ndarray, detail_lost: bool) -> dict[str, Any]:
+                    region_mask: np.ndarray, detail_lost: bool,
+                    source_key: bytes | None = None) -> dict[str, Any]:
         """Content preservation's ``u`` and what it rests on (module docstring, step 3):
         ``unintended``, the edit ``box``/``slices``/``bbox`` (``_edit_box``), ``patches``,
-        the operation ``fit`` and the reference ``blur_sigma``."""
-        s, e = lowpass(raw_src, self.sigma), lowpass(raw_edt, self.sigma)
+        the operation ``fit`` and the reference ``blur_sigma``. ``source_key``: the
+        source's key in :attr:`source_cache` (``None``: filter it here)."""
+
+        def smooth(image: np.ndarray, sigma: float) -> np.ndarray:
+            # only the source itself is cached: an operation's fitted reference is not
+            return self.source_cache.lowpass(source_key if image is raw_src else None,
+                                             image, sigma)
+
+        s, e = smooth(raw_src, self.sigma), lowpass(raw_edt, self.sigma)
         d = channel_max(np.abs(s - e))
         fit: dict[str, Any] | None = None
         reference = raw_src
@@ -224,7 +303,7 @@ class ClassicScorer(Scorer):
                                         changed=d > self.floor, lowpassed=(s, e))
         blur_sigma = 0.0
         if scope.operation != "blur" and detail_lost:
-            d, reference, blur_sigma = _tolerate_blur(reference, e, d, self.sigma)
+            d, reference, blur_sigma = _tolerate_blur(reference, e, d, self.sigma, smooth)
         patches = pasted_patches(reference, raw_edt, d > self.floor)
         mask = region_mask
         if patches:  # inside a patch, only what changed beyond its colour offset is an edit
@@ -258,7 +337,8 @@ class ClassicScorer(Scorer):
         region = estimate_edit_region(src, edt)
         cp = self._unintended(scope, src.astype(np.float32) / 255.0,
                               edt.astype(np.float32) / 255.0, region.mask,
-                              detail_lost=global_evidence["blur"] > 0)
+                              detail_lost=global_evidence["blur"] > 0,
+                              source_key=SourceLowpass.key(src))
         unintended, slices, bbox = cp["unintended"], cp["slices"], cp["bbox"]
         patches, fit, blur_sigma = cp["patches"], cp["fit"], cp["blur_sigma"]
 
