@@ -137,21 +137,24 @@ class SourceLowpass:
     """Low-passed copies of the sources scored last, so the candidates of one source
     (best-of-n, several editors, a benchmark's mismatched pairs) filter it once.
 
-    The Gaussian low-passes of the source are most of what ``classic`` computes on a large
-    image (the preservation comparison and the blur-tolerant references of
-    :func:`_tolerate_blur`: six filters of the source against one of the edited image), and
-    none depends on the edited image. A source is known by its pixels (BLAKE2b of the
-    ``uint8`` array and its shape), so equal pixels from two files share an entry; the
-    arrays are the ones :func:`lowpass` returns (read-only here), so every score is the one
-    computed without the cache, bit for bit. Least recently used sources leave first once
-    the arrays exceed ``max_mib`` (the source being scored stays); ``max_mib=0`` keeps
-    nothing. Thread-safe: a source two threads filter at once is filtered twice, never
-    mixed. ``hits``/``misses`` count filters taken from / added to it.
+    The Gaussian low-passes of the source are much of what ``classic`` computes on a large
+    image: the preservation comparison filters the source and the edited image once each,
+    and when the edited image lost detail the blur-tolerant references of
+    :func:`_tolerate_blur` filter the source up to five more times; none of these depends
+    on the edited image. (An operation's fitted reference and the edit-region estimate
+    filter what they compare themselves, uncached.) A source is known by its pixels
+    (BLAKE2b of the ``uint8`` array and its shape), so equal pixels from two files share an
+    entry; the arrays are the ones :func:`lowpass` returns (read-only here), so every score
+    is the one computed without the cache, bit for bit. The arrays kept never exceed
+    ``max_mib``: least recently used sources leave first, and a source whose filters alone
+    exceed it is not kept; ``max_mib=0`` keeps nothing. Thread-safe: a source two threads
+    filter at once is filtered twice, never mixed. ``hits``/``misses`` count filters taken
+    from / added to it.
     """
 
     def __init__(self, max_mib: float) -> None:
-        if not max_mib >= 0:
-            raise ScorerError(f"source_cache_mib must be >= 0 MiB, got {max_mib}")
+        if not (max_mib >= 0 and math.isfinite(max_mib)):
+            raise ScorerError(f"source_cache_mib must be a finite number >= 0 (MiB), got {max_mib}")
         self.max_bytes = int(max_mib * 2**20)
         self.hits = self.misses = 0
         self._lock = threading.Lock()
@@ -186,7 +189,7 @@ class SourceLowpass:
             self._items.setdefault(key, {})[sigma] = out
             self._items.move_to_end(key)
             total = sum(a.nbytes for entry in self._items.values() for a in entry.values())
-            while total > self.max_bytes and len(self._items) > 1:
+            while total > self.max_bytes:  # the oldest first, this source last
                 _, dropped = self._items.popitem(last=False)
                 total -= sum(a.nbytes for a in dropped.values())
         return out
@@ -338,7 +341,8 @@ class ClassicScorer(Scorer):
         cp = self._unintended(scope, src.astype(np.float32) / 255.0,
                               edt.astype(np.float32) / 255.0, region.mask,
                               detail_lost=global_evidence["blur"] > 0,
-                              source_key=SourceLowpass.key(src))
+                              source_key=SourceLowpass.key(src) if self.source_cache.max_bytes
+                              else None)
         unintended, slices, bbox = cp["unintended"], cp["slices"], cp["bbox"]
         patches, fit, blur_sigma = cp["patches"], cp["fit"], cp["blur_sigma"]
 
