@@ -68,6 +68,7 @@ import hashlib
 import math
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -159,6 +160,7 @@ class SourceLowpass:
         self.hits = self.misses = 0
         self._lock = threading.Lock()
         self._items: OrderedDict[bytes, dict[float, np.ndarray]] = OrderedDict()
+        self._bytes = 0  # of the arrays in _items
 
     @staticmethod
     def key(source: np.ndarray) -> bytes:
@@ -169,8 +171,7 @@ class SourceLowpass:
 
     @property
     def nbytes(self) -> int:
-        with self._lock:
-            return sum(a.nbytes for entry in self._items.values() for a in entry.values())
+        return self._bytes
 
     def lowpass(self, key: bytes | None, image: np.ndarray, sigma: float) -> np.ndarray:
         """:func:`lowpass` of ``image`` (the source known by ``key``; ``None``: not cached)."""
@@ -188,21 +189,22 @@ class SourceLowpass:
             self.misses += 1
             self._items.setdefault(key, {})[sigma] = out
             self._items.move_to_end(key)
-            total = sum(a.nbytes for entry in self._items.values() for a in entry.values())
-            while total > self.max_bytes:  # the oldest first, this source last
+            self._bytes += out.nbytes
+            while self._bytes > self.max_bytes:  # the oldest first, this source last
                 _, dropped = self._items.popitem(last=False)
-                total -= sum(a.nbytes for a in dropped.values())
+                self._bytes -= sum(a.nbytes for a in dropped.values())
         return out
 
 
 def _tolerate_blur(reference: np.ndarray, edited_lp: np.ndarray, d: np.ndarray, sigma: float,
-                   smooth: Any = None) -> tuple[np.ndarray, np.ndarray, float]:
+                   smooth: Callable[[np.ndarray, float], np.ndarray]
+                   ) -> tuple[np.ndarray, np.ndarray, float]:
     """Blur is a visual-quality defect, not a change of content: compare with the
     reference blurred as much as the edited image looks blurred (Gaussian sigma from
     :data:`ARTIFACT_BLUR_SIGMAS` px, the one with the smallest mean change; 0 keeps it).
     Only tried when the edited image lost fine detail (blur evidence above 0).
-    ``smooth(image, sigma)`` low-passes the reference (:func:`lowpass` by default)."""
-    smooth = smooth or lowpass
+    ``smooth(image, sigma)`` low-passes the reference (:func:`lowpass`, or the source
+    cache's)."""
     best = (float(d.mean()), d, 0.0)
     for b in ARTIFACT_BLUR_SIGMAS:  # blur then low-pass = one Gaussian of sigma hypot(b, sigma)
         s = float(np.hypot(b, sigma))
