@@ -1,6 +1,7 @@
 # ieqa developer entry points. Everything works from a fresh clone:
 #   make demo   set up .venv and run the end-to-end demo
 #   make test   set up .venv and run the test suite
+#   make test-claims   the slow claim tests alone; records that they passed on this tree
 #   make test-machines   the claim tests under every CPU kernel profile, 1 and 2 threads,
 #                        shuffled, three runs each (hours; not part of CI)
 #   make test-latest   the suite against the newest releases, in .venv-latest
@@ -22,7 +23,7 @@ LATEST_VENV ?= .venv-latest
 # the CPU build on the development machines; an upgrade would pull the multi-GB CUDA build
 TORCH_VERSION ?= 2.13.0
 
-.PHONY: setup test test-machines test-latest constraints demo lint bench clean docs docs-serve browser calibration-data
+.PHONY: setup test test-claims test-machines test-latest constraints demo lint bench clean docs docs-serve browser calibration-data
 
 DEEPSPEED_LIB := $(VENV)/deepspeed-lib
 DEEPSPEED_VERSION ?= 0.19.8
@@ -103,9 +104,20 @@ XDIST ?= -n auto --maxprocesses 4 --dist loadfile
 # --durations: the slowest tests, printed at the end of every run (CI's time budget).
 # compileall: ieqa's own bytecode, for the same reason as --compile-bytecode
 # above (only what changed is compiled again).
+# The tests marked both `claim` and `slow` (training claims, the classic scorer's agreement
+# with ShapesEdit and AURORA: ~40 % of the suite's CPU) run here only while
+# tests/claims-record.json is not of the committed tree (tests/claims_record.py); the run
+# ends with a `claims:` line saying which. `make test-claims` runs exactly them and, when all
+# passed on a clean tree, writes that record: commit it, and `make test` takes them from it
+# until anything else changes.
 test: setup
 	@$(PY) -m compileall -q -j 0 src >/dev/null
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q $(XDIST) --durations=15
+
+test-claims: setup
+	@$(PY) -m compileall -q -j 0 src >/dev/null
+	HF_HUB_OFFLINE=1 $(PY) -m pytest -q $(XDIST) -m "claim and slow" --claims=run \
+		--write-claims-record --durations=15
 
 # The tests marked `claim` (learning, agreement, statistical margins) as they run on other
 # CPUs: scripts/test_machines.py; its last table is in docs/development.md.

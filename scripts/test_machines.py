@@ -55,7 +55,7 @@ def run_one(profile: str, threads: int, seed: int, run: int, args: argparse.Name
     report = out / f"{tag}.xml"
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "random_order",
            f"--random-order-seed={run}", "--random-order-bucket=global",
-           f"--junitxml={report}", "-m", args.marker, *args.tests]
+           f"--junitxml={report}", "-m", args.marker, "--claims=run", *args.tests]
     if args.k:
         cmd += ["-k", args.k]
     env = profile_env(profile, threads, {**os.environ, "HF_HUB_OFFLINE": "1",

@@ -24,6 +24,14 @@ os.environ.setdefault("IEQA_NUM_THREADS", str(os.cpu_count() or 1))
 import pytest  # noqa: E402
 
 from chat_server import server  # noqa: E402,F401 - the local chat-completions server fixture
+from claims_record import (  # noqa: E402,F401 - the heavy claims' record (make test-claims)
+    claims_configure,
+    claims_modify_items,
+    pytest_addoption,
+    pytest_runtest_logreport,
+    pytest_sessionfinish,
+    pytest_terminal_summary,
+)
 from tiny_models import tiny_models  # noqa: E402,F401 - tiny offline VLM checkpoints
 
 
@@ -98,6 +106,7 @@ def pytest_configure(config: pytest.Config) -> None:
     change with it; the CPU, not the order, was the limit.)"""
     if hasattr(config.option, "loadscopereorder"):
         config.option.loadscopereorder = False
+    claims_configure(config)
 
 
 #: the longest test files and their seconds on a 2-core machine, one worker each
@@ -132,6 +141,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return (1 if item.path in slow else 2), 0.0
 
     items.sort(key=rank)  # stable: the usual order within a rank
+    claims_modify_items(config, items)
 
 
 #: ``IEQA_TEST_TIMELINE=FILE``: each test's worker, start and end (seconds since the epoch)

@@ -151,6 +151,7 @@ def test_missing_source_is_a_recorded_error(classic) -> None:
 
 
 @pytest.mark.claim
+@pytest.mark.slow
 def test_agrees_with_shapesedit_ground_truth(classic) -> None:
     """The acceptance numbers, on a seed never used while designing the scorer (design used
     seeds 7 and 42; docs/reference/classic.md lists the seeds and sizes measured): SRCC against the
@@ -177,6 +178,7 @@ def _shared_data() -> Path:
     return (Path(__file__).resolve().parents[2] / ".." / "shared" / "data").resolve()
 
 
+@pytest.mark.claim
 @pytest.mark.slow
 def test_aurora_ground_truth_preserves_more_than_a_mismatched_image(classic) -> None:
     folder = _shared_data() / "aurora_subset"
