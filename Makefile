@@ -86,7 +86,7 @@ test-latest: browser
 	@echo "torch==$(TORCH_VERSION)" > $(LATEST_VENV)/torch-pin.txt
 	$(LATEST_VENV)/bin/python -m pip install -q --upgrade --upgrade-strategy eager -c $(LATEST_VENV)/torch-pin.txt -e ".[dev]"
 	@! $(LATEST_VENV)/bin/python -m pip show -q torchvision 2>/dev/null || (echo "torchvision got installed; it breaks transformers' Qwen-VL imports" && exit 1)
-	HF_HUB_OFFLINE=1 $(LATEST_VENV)/bin/python -m pytest -q $(XDIST)
+	HF_HUB_OFFLINE=1 $(LATEST_VENV)/bin/python -m pytest -q $(XDIST) --claims=run
 
 # Records .venv-latest's versions as the new constraints (run after `make test-latest`
 # passes, and commit constraints.txt on its own).

@@ -1,25 +1,33 @@
 """The heavy claim tests' record: they run once per tree, not once per CI run.
 
-The tests marked both ``claim`` and ``slow`` (:func:`is_recorded`: the recipes that must
-learn, GRPO, FDMPO, EPAIQA's stage 3, the classic scorer's agreement with ShapesEdit's and
-AURORA's ground truth) are about forty percent of the suite's CPU time. ``make
-test-claims`` runs exactly them (``--claims=run --write-claims-record``) and, when every
-one passed, writes :data:`RECORD_PATH` (``tests/claims-record.json``): a digest of the
-committed tree they ran on, the commit, the machine, the seed, and every test's seconds
-and recorded numbers. Committed beside the code, it lets ``make test`` (and so CI) skip
-those tests while the tree is the one they passed on:
+The tests marked both ``claim`` and ``slow`` (:func:`is_recorded_item`: the recipes that
+must learn, GRPO, FDMPO, EPAIQA's stage 3, the classic scorer's agreement with
+ShapesEdit's and AURORA's ground truth) are about forty percent of the suite's CPU time.
+``make test-claims`` runs exactly them (``--claims=run --write-claims-record``) and, when
+every one of them passed, writes :data:`RECORD_PATH` (``tests/claims-record.json``): a
+digest of the committed tree they ran on, the commit, the seed, what they ran with
+(Python, the versions of :data:`PACKAGES`, a digest of each of :data:`EXTERNAL_INPUTS`),
+the machine, and every test's seconds (its call, not its fixtures) and recorded numbers.
+Committed beside the code, it lets ``make test`` (and so CI) skip those tests while
+everything they ran on is what this run has:
 
-* the digest (:func:`tree_digest`) covers every tracked file of ``HEAD`` but the record
-  itself, so a change anywhere else — code, tests, constraints, data — voids the record;
-* it applies only to a clean work tree (no change to a tracked file, no untracked file
-  that is not ignored): local edits are not what the record ran on;
-* its tests must be exactly the recorded tests collected now, under the same
-  ``IEQA_TEST_SEED`` (a subset run with ``-k`` writes a record that never applies).
+* the tree digest (:func:`tree_digest`) covers every tracked file of ``HEAD`` but the
+  record itself, so a change to any other file (code, tests, ``constraints.txt``, docs)
+  voids the record; the record's commit must have that tree;
+* the work tree is clean: no change to a tracked file (nor one git is told to overlook:
+  ``assume-unchanged``, ``skip-worktree``), no untracked file that is not ignored;
+* the same Python, package versions and external inputs (the shared AURORA subset);
+* exactly the recorded tests collected now, under the same ``IEQA_TEST_SEED``.
 
 Where any of that fails, or with ``--claims=run``, the tests run as every other test
-does, and the run's summary says why. Where it holds, each is reported as skipped with
-the record's commit, date and machine, and the summary says so: nothing is hidden.
-``scripts/test_machines.py`` always runs them (``--claims=run``).
+does, and the run's closing ``claims:`` line says why. Where it holds, each is reported as
+skipped with the record's commit, date and machine, and the closing line says so.
+
+What a record cannot show is that the run it describes happened: like any committed
+file, it is trusted as far as the commit that adds it is (reviewed, on the protected
+branch); CI checks everything a record states that a clean clone can check.
+``scripts/test_machines.py`` and ``make test-latest`` always run the claims
+(``--claims=run``).
 """
 
 from __future__ import annotations
@@ -32,70 +40,164 @@ import shlex
 import subprocess
 import sys
 import time
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from shared_data import shared_data
+
 #: where the record lives, relative to the repository root
 RECORD_PATH = "tests/claims-record.json"
-#: the seed the claim tests train with (tests/conftest.py's TEST_SEED)
+#: the keyword :func:`claims_modify_items` gives the recorded tests (their reports carry it)
+KEYWORD = "ieqa_claims_recorded"
+#: the installed packages whose versions the claims' numbers depend on
+PACKAGES = ("torch", "transformers", "trl", "peft", "accelerate", "datasets", "numpy",
+            "scipy", "pillow", "scikit-learn")
+#: what the recorded tests read from outside the repository
+EXTERNAL_INPUTS = {"shared/aurora_subset": lambda: shared_data() / "aurora_subset"}
+#: the tests' training seed (tests/conftest.py's TEST_SEED)
 _SEED = int(os.environ.get("IEQA_TEST_SEED", "0"))
 
 
-def is_recorded(item_or_keywords: Any) -> bool:
-    """Whether a test (an item, or a report's ``keywords``) is one of the recorded ones:
-    marked both ``claim`` and ``slow``."""
-    if isinstance(item_or_keywords, pytest.Item):
-        return bool(item_or_keywords.get_closest_marker("claim")
-                    and item_or_keywords.get_closest_marker("slow"))
-    return "claim" in item_or_keywords and "slow" in item_or_keywords
+def is_recorded_item(item: pytest.Item) -> bool:
+    """Whether a test is one of the recorded ones: marked both ``claim`` and ``slow``."""
+    return bool(item.get_closest_marker("claim") and item.get_closest_marker("slow"))
+
+
+def is_recorded_report(report: pytest.TestReport) -> bool:
+    return KEYWORD in report.keywords
+
+
+class GitError(RuntimeError):
+    pass
 
 
 def _git(root: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True,
-                          check=True, timeout=60).stdout
+    try:
+        proc = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True,
+                              timeout=60)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise GitError(f"git {args[0]}: {exc}") from exc
+    if proc.returncode != 0:
+        raise GitError(f"git {args[0]}: {proc.stderr.strip() or f'exit {proc.returncode}'}")
+    return proc.stdout
+
+
+def _listing_digest(listing: str) -> str:
+    lines = [line for line in listing.splitlines() if not line.endswith("\t" + RECORD_PATH)]
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()
 
 
 def tree_digest(root: Path) -> tuple[str | None, str, str]:
     """``(digest, commit, why not)``: the SHA-256 of ``git ls-tree -r HEAD`` without the
-    record's own line, and ``HEAD``; ``(None, "", reason)`` when ``root`` is not a clean
-    git work tree."""
+    record's own line, and ``HEAD``; ``(None, commit or "", reason)`` when ``root`` is not a
+    clean git work tree (the record file itself may differ from ``HEAD``'s: it is not part
+    of the digest)."""
     try:
-        status = _git(root, "status", "--porcelain", "--untracked-files=normal")
-        listing = _git(root, "ls-tree", "-r", "--full-tree", "HEAD")
         commit = _git(root, "rev-parse", "HEAD").strip()
-    except (OSError, subprocess.SubprocessError) as exc:
+        status = _git(root, "status", "--porcelain=v1", "--untracked-files=normal",
+                      "--ignore-submodules=none")
+        flags = _git(root, "ls-files", "-v")
+        listing = _git(root, "ls-tree", "-r", "--full-tree", "HEAD")
+    except GitError as exc:
         return None, "", f"not a git work tree with a commit ({exc})"
-    if status.strip():
-        changed = [line[3:] for line in status.splitlines()[:3]]
-        return None, commit, (f"the work tree has changes not committed ({', '.join(changed)}"
-                              f"{', ...' if len(status.splitlines()) > 3 else ''})")
-    lines = [line for line in listing.splitlines() if not line.endswith("\t" + RECORD_PATH)]
-    return hashlib.sha256("\n".join(lines).encode()).hexdigest(), commit, ""
+    changed = [line[3:] for line in status.splitlines() if line[3:] != RECORD_PATH]
+    if changed:
+        return None, commit, (f"the work tree has changes not committed ({', '.join(changed[:3])}"
+                              f"{', ...' if len(changed) > 3 else ''})")
+    # `git update-index --assume-unchanged` (lower-case tag) and --skip-worktree (S) hide a
+    # file's changes from `git status`
+    hidden = [line[2:] for line in flags.splitlines()
+              if line[:1].islower() or line[:1] == "S"]
+    if hidden:
+        return None, commit, (f"git is told to overlook changes to {', '.join(hidden[:3])} "
+                              "(assume-unchanged or skip-worktree)")
+    return _listing_digest(listing), commit, ""
 
 
-def load_record(root: Path) -> dict[str, Any] | None:
-    path = root / RECORD_PATH
+def commit_digest(root: Path, commit: str) -> str | None:
+    """The tree digest of ``commit``; None when this clone does not have it."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return _listing_digest(_git(root, "ls-tree", "-r", "--full-tree", commit))
+    except GitError:
         return None
 
 
-def record_applies(record: dict[str, Any] | None, digest: str | None, why_not: str,
-                   nodeids: set[str], seed: int) -> tuple[bool, str]:
-    """Whether ``record`` stands for these recorded tests on this tree; if not, why."""
+def _folder_digest(folder: Path) -> str:
+    if not folder.is_dir():
+        return "absent"
+    h = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        h.update(path.relative_to(folder).as_posix().encode() + b"\0")
+        h.update(hashlib.sha256(path.read_bytes()).digest())
+    return h.hexdigest()
+
+
+def environment() -> dict[str, Any]:
+    """What the recorded tests ran with, beyond the tree: Python, the versions of
+    :data:`PACKAGES` and a digest of each of :data:`EXTERNAL_INPUTS`."""
+    versions = {}
+    for name in PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    return {"python": platform.python_version(), "packages": versions,
+            "inputs": {name: _folder_digest(where()) for name, where in EXTERNAL_INPUTS.items()}}
+
+
+_SCHEMA = {"tree": str, "commit": str, "seed": int, "written": str, "command": str,
+           "environment": dict, "machine": dict, "tests": dict}
+
+
+def load_record(root: Path) -> tuple[dict[str, Any] | None, str]:
+    """The record and ``""``, or None and why it cannot be used."""
+    path = root / RECORD_PATH
+    if not path.is_file():
+        return None, f"no {RECORD_PATH}"
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        return None, f"{RECORD_PATH} is not readable JSON ({exc})"
+    bad = [k for k, kind in _SCHEMA.items()
+           if not isinstance(record, dict) or not isinstance(record.get(k), kind)]
+    if bad:
+        return None, f"{RECORD_PATH} lacks or mistypes {', '.join(bad)}"
+    return record, ""
+
+
+def record_applies(record: dict[str, Any] | None, load_why: str, digest: str | None,
+                   why_not: str, nodeids: set[str], seed: int, env: dict[str, Any],
+                   commit_tree: str | None) -> tuple[bool, str]:
+    """Whether ``record`` stands for these recorded tests on this tree; if not, why.
+    ``commit_tree`` is the tree digest of the record's commit (None: not in this clone)."""
     if record is None:
-        return False, f"no readable {RECORD_PATH}"
+        return False, load_why
     if digest is None:
         return False, why_not
-    if record.get("tree") != digest:
+    if record["tree"] != digest:
         return False, (f"the tree changed since {RECORD_PATH} was written (at commit "
-                       f"{str(record.get('commit', '?'))[:12]})")
-    if record.get("seed") != seed:
-        return False, f"the record ran with IEQA_TEST_SEED={record.get('seed')}, this run {seed}"
-    recorded = set(record.get("tests") or {})
+                       f"{record['commit'][:12]})")
+    if commit_tree is not None and commit_tree != digest:
+        return False, (f"the record's commit {record['commit'][:12]} has another tree than "
+                       "the one it names")
+    if record["seed"] != seed:
+        return False, f"the record ran with IEQA_TEST_SEED={record['seed']}, this run {seed}"
+    differ = [k for k in sorted(set(env) | set(record["environment"]))
+              if env.get(k) != record["environment"].get(k)]
+    if differ:
+        detail = []
+        for k in differ:
+            was, now = record["environment"].get(k), env.get(k)
+            if isinstance(was, dict) and isinstance(now, dict):
+                detail += [f"{k}.{n}: {was.get(n)} -> {now.get(n)}"
+                           for n in sorted(set(was) | set(now)) if was.get(n) != now.get(n)]
+            else:
+                detail.append(f"{k}: {was} -> {now}")
+        return False, f"the record ran with other inputs ({'; '.join(detail[:3])})"
+    recorded = set(record["tests"])
     if recorded != nodeids:
         missing, extra = sorted(nodeids - recorded), sorted(recorded - nodeids)
         return False, (f"the record's tests are not the recorded tests collected now "
@@ -104,7 +206,7 @@ def record_applies(record: dict[str, Any] | None, digest: str | None, why_not: s
 
 
 def build_record(digest: str, commit: str, reports: dict[str, dict[str, Any]],
-                 command: str, workers: int | None) -> dict[str, Any]:
+                 command: str, workers: int | None, env: dict[str, Any]) -> dict[str, Any]:
     cpu = platform.processor() or platform.machine()
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -115,8 +217,8 @@ def build_record(digest: str, commit: str, reports: dict[str, dict[str, Any]],
         pass
     return {"tree": digest, "commit": commit, "seed": _SEED,
             "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "command": command,
-            "machine": {"cpu": cpu, "cores": os.cpu_count(), "python": sys.version.split()[0],
+            "command": command, "environment": env,
+            "machine": {"cpu": cpu, "cores": os.cpu_count(),
                         "ATEN_CPU_CAPABILITY": os.environ.get("ATEN_CPU_CAPABILITY"),
                         "xdist_workers": workers,
                         # tests/conftest.py: one thread per xdist worker, else every core
@@ -125,7 +227,7 @@ def build_record(digest: str, commit: str, reports: dict[str, dict[str, Any]],
             "tests": dict(sorted(reports.items()))}
 
 
-# --- the pytest hooks (imported by tests/conftest.py) ---------------------------------
+# --- the pytest hooks (tests/conftest.py imports them) --------------------------------
 
 _STATE: dict[str, Any] = {}
 
@@ -134,32 +236,40 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("ieqa claims")
     group.addoption("--claims", choices=("auto", "run"), default="auto",
                     help="the tests marked claim and slow: 'auto' skips them where "
-                         f"{RECORD_PATH} says they passed on this exact tree, 'run' always "
-                         "runs them")
+                         f"{RECORD_PATH} says they passed on exactly this tree, 'run' "
+                         "always runs them")
     group.addoption("--write-claims-record", action="store_true",
-                    help=f"write {RECORD_PATH} when every recorded test that ran passed "
-                         "(make test-claims)")
+                    help=f"write {RECORD_PATH} when every test marked claim and slow ran "
+                         "and passed on a clean tree (make test-claims)")
 
 
 def claims_configure(config: pytest.Config) -> None:
+    _STATE.clear()
     root = Path(str(config.rootpath))
     digest, commit, why_not = tree_digest(root)
     _STATE.update(root=root, digest=digest, commit=commit, why_not=why_not, reports={},
-                  failed=False, applies=None)
+                  failed=False, taken=0, seen=0, collected=None, why="")
 
 
 def claims_modify_items(config: pytest.Config, items: list[pytest.Item]) -> None:
-    recorded = [item for item in items if is_recorded(item)]
+    """Runs on every item collected, before ``-k``/``-m`` deselect any."""
+    recorded = [item for item in items if is_recorded_item(item)]
+    for item in recorded:
+        item.keywords[KEYWORD] = 1
+    _STATE["collected"] = sorted(item.nodeid for item in recorded)
     if not recorded or config.getoption("claims") == "run":
         return
-    record = load_record(_STATE["root"])
-    applies, why = record_applies(record, _STATE["digest"], _STATE["why_not"],
-                                  {item.nodeid for item in recorded}, _SEED)
-    _STATE.update(applies=applies, why=why, record=record, n=len(recorded))
+    root = _STATE["root"]
+    record, load_why = load_record(root)
+    commit_tree = commit_digest(root, record["commit"]) if record else None
+    applies, why = record_applies(record, load_why, _STATE["digest"], _STATE["why_not"],
+                                  set(_STATE["collected"]), _SEED, environment(), commit_tree)
+    _STATE["why"] = why
     if not applies:
         return
+    _STATE["record"] = record
     reason = (f"passed on this exact tree: {RECORD_PATH} (commit {record['commit'][:12]}, "
-              f"{record['written']}, {record['machine']['cpu']}); --claims=run runs it")
+              f"{record['written']}, {record['machine'].get('cpu')}); --claims=run runs it")
     for item in recorded:
         item.add_marker(pytest.mark.skip(reason=reason))
 
@@ -168,12 +278,12 @@ _TAKEN_FROM_RECORD = "passed on this exact tree"
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    if not _STATE or not is_recorded(report.keywords):
+    if not _STATE or not is_recorded_report(report):
         return
     if report.when == "setup":
-        _STATE["seen"] = _STATE.get("seen", 0) + 1
+        _STATE["seen"] += 1
     if report.skipped and _TAKEN_FROM_RECORD in str(report.longrepr):
-        _STATE["taken"] = _STATE.get("taken", 0) + 1
+        _STATE["taken"] += 1
     elif report.failed:
         _STATE["failed"] = True
     elif report.when == "call" and report.passed:
@@ -182,50 +292,76 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
             "properties": {k: v for k, v in report.user_properties}}
 
 
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    if (not _STATE or not session.config.getoption("write_claims_record")
-            or os.environ.get("PYTEST_XDIST_WORKER")):
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """pytest-xdist's controller: what a worker collected and why the record did not apply
+    (the controller collects nothing itself)."""
+    out = (getattr(node, "workeroutput", None) or {}).get(KEYWORD)
+    if not _STATE or not out:
         return
-    reports = _STATE["reports"]
+    if _STATE["collected"] is None:
+        _STATE["collected"] = out["collected"]
+    elif _STATE["collected"] != out["collected"]:
+        _STATE["collected_differ"] = True
+    _STATE["why"] = _STATE["why"] or out["why"]
+
+
+def _write(session: pytest.Session, exitstatus: int) -> str:
+    reports, collected = _STATE["reports"], _STATE["collected"] or []
     if _STATE["failed"] or exitstatus != 0:
-        _STATE["written"] = "not written: " + ("a recorded test failed" if _STATE["failed"]
-                                               else f"the run failed (exit {exitstatus})")
-    elif not reports:
-        _STATE["written"] = "not written: no test marked claim and slow ran and passed"
-    elif _STATE["digest"] is None:
-        _STATE["written"] = f"not written: {_STATE['why_not']}"
-    else:
-        workers = getattr(session.config.option, "numprocesses", None)
-        record = build_record(_STATE["digest"], _STATE["commit"], reports,
-                              shlex.join([Path(sys.executable).name, "-m", "pytest",
-                                          *sys.argv[1:]]),
-                              workers if isinstance(workers, int) and workers > 0 else None)
-        (_STATE["root"] / RECORD_PATH).write_text(json.dumps(record, indent=1) + "\n",
-                                                  encoding="utf-8")
-        _STATE["written"] = (f"wrote {RECORD_PATH}: {len(reports)} tests passed on tree "
-                             f"{_STATE['digest'][:12]} (commit {_STATE['commit'][:12]}); "
-                             "commit it")
+        return "not written: " + ("a recorded test failed" if _STATE["failed"]
+                                  else f"the run failed (exit {exitstatus})")
+    if _STATE.get("collected_differ"):
+        return "not written: the workers collected different tests"
+    if not collected or set(reports) != set(collected):
+        missing = sorted(set(collected) - set(reports))
+        return (f"not written: {len(missing)} of the {len(collected)} tests marked claim and "
+                f"slow did not run and pass here (skipped, deselected or xfailed: "
+                f"{', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''})"
+                if collected else "not written: no test is marked claim and slow")
+    if _STATE["digest"] is None:
+        return f"not written: {_STATE['why_not']}"
+    digest, commit, why_not = tree_digest(_STATE["root"])
+    if (digest, commit) != (_STATE["digest"], _STATE["commit"]):
+        return ("not written: the tree or HEAD changed during the run "
+                f"({why_not or f'HEAD {commit[:12]}, tree {str(digest)[:12]}'})")
+    option = session.config.option
+    workers = len(getattr(option, "tx", None) or []) or None
+    record = build_record(digest, commit, reports,
+                          shlex.join([Path(sys.executable).name, "-m", "pytest",
+                                      *sys.argv[1:]]), workers, environment())
+    text = json.dumps(record, indent=1, default=lambda o: o.item() if hasattr(o, "item")
+                      else str(o))
+    (_STATE["root"] / RECORD_PATH).write_text(text + "\n", encoding="utf-8")
+    return (f"wrote {RECORD_PATH}: {len(reports)} tests passed on tree {digest[:12]} "
+            f"(commit {commit[:12]}); commit it")
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if not _STATE:
+        return
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:  # a pytest-xdist worker: tell the controller
+        workeroutput[KEYWORD] = {"collected": _STATE["collected"], "why": _STATE["why"]}
+        return
+    if session.config.getoption("write_claims_record"):
+        _STATE["written"] = _write(session, int(exitstatus))
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     if not _STATE:
         return
-    record = load_record(_STATE["root"])
-    if _STATE.get("taken"):
-        lines = [f"claims: {_STATE['taken']} tests marked claim and slow passed on this exact "
-                 f"tree ({RECORD_PATH}: commit {record['commit'][:12]}, {record['written']}, "
-                 f"{record['machine']['cpu']}) and were not run again; --claims=run runs them"]
-    elif not _STATE.get("seen"):
-        lines = []
-    elif config.getoption("claims") == "run":
-        lines = ["claims: the tests marked claim and slow that were selected ran (--claims=run)"]
-    else:
-        # under pytest-xdist this process did not collect: say why the record did not apply
-        why = _STATE.get("why") or record_applies(
-            record, _STATE["digest"], _STATE["why_not"],
-            set((record or {}).get("tests") or {}), _SEED)[1]
-        lines = [f"claims: the tests marked claim and slow that were selected ran"
-                 f"{': ' + why if why else ''} (make test-claims writes the record)"]
+    lines = []
+    if _STATE["taken"]:
+        record, _ = load_record(_STATE["root"])
+        lines.append(f"claims: {_STATE['taken']} tests marked claim and slow passed on this "
+                     f"exact tree ({RECORD_PATH}: commit {record['commit'][:12]}, "
+                     f"{record['written']}, {record['machine'].get('cpu')}) and were not run "
+                     "again; --claims=run runs them")
+    elif _STATE["seen"]:
+        why = ("--claims=run" if config.getoption("claims") == "run" else _STATE["why"])
+        lines.append(f"claims: the tests marked claim and slow that were selected ran ({why}; "
+                     "make test-claims writes the record)")
     if "written" in _STATE:
         lines.append(f"claims: {_STATE['written']}")
     for line in lines:

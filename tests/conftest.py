@@ -31,6 +31,7 @@ from claims_record import (  # noqa: E402,F401 - the heavy claims' record (make 
     pytest_runtest_logreport,
     pytest_sessionfinish,
     pytest_terminal_summary,
+    pytest_testnodedown,
 )
 from tiny_models import tiny_models  # noqa: E402,F401 - tiny offline VLM checkpoints
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -10,19 +9,13 @@ import pytest
 from ieqa.data.loaders import load_aurora, load_benchmark, sniff_format
 from ieqa.data.loaders.base import BenchmarkFormatError
 from ieqa.data.schema import PreferenceLabel
+from shared_data import shared_data
 
 from .conftest import write_json, write_jsonl
 
 
-def _shared_data() -> Path:
-    env = os.environ.get("IEQA_SHARED_DATA")
-    if env:
-        return Path(env)
-    return (Path(__file__).resolve().parents[2] / ".." / "shared" / "data").resolve()
-
-
 def test_real_aurora_subset() -> None:
-    folder = _shared_data() / "aurora_subset"
+    folder = shared_data() / "aurora_subset"
     if not (folder / "pairs.json").is_file():
         pytest.skip(f"shared AURORA subset not found at {folder} (set IEQA_SHARED_DATA to the shared data folder)")
     assert sniff_format(folder) == "aurora"

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from shared_data import shared_data
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -21,9 +23,7 @@ def candidates() -> list[Path]:
     env = os.environ.get("IEQA_CALIBRA_DIR")
     if env:
         return [Path(env)]
-    shared = os.environ.get("IEQA_SHARED_DATA")
-    shared_dir = Path(shared) if shared else (REPO / ".." / "shared" / "data").resolve()
-    return [shared_dir / "pyiqa_calibra", REPO / ".data" / "pyiqa_calibra"]
+    return [shared_data() / "pyiqa_calibra", REPO / ".data" / "pyiqa_calibra"]
 
 
 def calibra_folder() -> Path | None:

@@ -3,7 +3,6 @@ truth, and the AURORA preservation sanity check on real images."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +15,7 @@ from ieqa.data.shapesedit import ShapesEditConfig
 from ieqa.data.shapesedit.generator import iter_groups
 from ieqa.scorers import ScorerError, create_scorer
 from ieqa.scorers.classic.composite import ARTIFACT_BLUR_SIGMAS, preservation_score
+from shared_data import shared_data
 
 
 def _scene(size: int = 128, seed: int = 0) -> np.ndarray:
@@ -171,17 +171,10 @@ def test_agrees_with_shapesedit_ground_truth(classic) -> None:
     assert blind_srcc < srcc["content_preservation"] - 0.1, (blind_srcc, srcc)
 
 
-def _shared_data() -> Path:
-    env = os.environ.get("IEQA_SHARED_DATA")
-    if env:
-        return Path(env)
-    return (Path(__file__).resolve().parents[2] / ".." / "shared" / "data").resolve()
-
-
 @pytest.mark.claim
 @pytest.mark.slow
 def test_aurora_ground_truth_preserves_more_than_a_mismatched_image(classic) -> None:
-    folder = _shared_data() / "aurora_subset"
+    folder = shared_data() / "aurora_subset"
     if not (folder / "pairs.json").is_file():
         pytest.skip(f"shared AURORA subset not found at {folder} (set IEQA_SHARED_DATA)")
     from ieqa.data.loaders import load_benchmark
