@@ -267,7 +267,6 @@ def claims_modify_items(config: pytest.Config, items: list[pytest.Item]) -> None
     _STATE["why"] = why
     if not applies:
         return
-    _STATE["record"] = record
     reason = (f"passed on this exact tree: {RECORD_PATH} (commit {record['commit'][:12]}, "
               f"{record['written']}, {record['machine'].get('cpu')}); --claims=run runs it")
     for item in recorded:
